@@ -22,7 +22,8 @@ export type WireErrorCode =
   | 'WIRE_LENGTH_MISMATCH'
   | 'WIRE_OPCODE_NOT_ALLOWED'
   | 'WIRE_NOT_RDMA'
-  | 'WIRE_BAD_FIELD';
+  | 'WIRE_BAD_FIELD'
+  | 'WIRE_BAD_PCAP';
 
 export class WireError extends RnicError<WireErrorCode> {
   /** Byte offset in the frame where the problem was found. */

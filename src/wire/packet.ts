@@ -1,0 +1,312 @@
+/**
+ * Whole RDMA packets in the three framings:
+ *  - RoCE v2: Ethernet [802.1Q] | IPv4 or IPv6 | UDP (dst 4791) | BTH ... | ICRC
+ *  - RoCE v1: Ethernet [802.1Q] (type 0x8915) | GRH | BTH ... | ICRC
+ *  - native IB: LRH [GRH] | BTH ... | ICRC | VCRC
+ * `encodePacket` fills in every length, the IPv4 checksum, the pad count,
+ * the ICRC and the VCRC; `decodePacket` checks all of them and never throws.
+ */
+import { EtherType, ETH_MIN_FRAME, type EthernetHeader, ethHeaderLength, readEthernet, writeEthernet } from './ethernet.js';
+import { WireError } from './errors.js';
+import { icrcIb, icrcRoceV1, icrcRoceV2, readIcrc, readVcrc, vcrc, writeIcrc, writeVcrc } from './icrc.js';
+import { GRH_LENGTH, GRH_NEXT_HEADER_IBA, type Grh, LRH_LENGTH, Lnh, type Lrh, readGrh, readLrh, writeGrh, writeLrh } from './ib-routing.js';
+import { internetChecksum, IP_PROTO_UDP, IPV4_HEADER_LENGTH, IPV6_HEADER_LENGTH, type Ipv4Header, type Ipv6Header, readIpv4, readIpv6, writeIpv4, writeIpv6 } from './ip.js';
+import { Hdr, HdrLen, type OpcodeInfo, OPCODES, Transport } from './opcodes.js';
+import {
+  type Aeth, type AtomicAckEth, type AtomicEth, type Bth, type Deth, type Feth, type Rdeth, type Reth, type Xrceth,
+  read32, read64, readAeth, readAtomicEth, readBth, readDeth, readRdeth, readReth, readXrceth,
+  write32, write64, writeAeth, writeAtomicEth, writeBthFull, writeDeth, writeRdeth, writeReth, writeXrceth,
+} from './transport.js';
+import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from './pcap.js';
+import { readUdp, ROCE_V2_UDP_PORT, UDP_HEADER_LENGTH, type UdpHeader, writeUdp } from './udp.js';
+
+export type Framing = 'roce-v2' | 'roce-v1' | 'ib';
+
+
+export interface Packet {
+  framing: Framing;
+  /** RoCE framings only. */
+  eth: EthernetHeader | null;
+  /** RoCE v2: exactly one of ipv4/ipv6, and udp. */
+  ipv4: Ipv4Header | null;
+  ipv6: Ipv6Header | null;
+  udp: UdpHeader | null;
+  /** Native IB only. */
+  lrh: Lrh | null;
+  /** RoCE v1 always; native IB when LNH = 3. */
+  grh: Grh | null;
+  bth: Bth;
+  rdeth: Rdeth | null;
+  deth: Deth | null;
+  xrceth: Xrceth | null;
+  reth: Reth | null;
+  atomicEth: AtomicEth | null;
+  aeth: Aeth | null;
+  atomicAckEth: AtomicAckEth | null;
+  immDt: number | null;
+  /** The R_Key to invalidate. */
+  ieth: number | null;
+  feth: Feth | null;
+  payload: Uint8Array;
+  /** As carried on the wire; the encoder writes the computed value. */
+  icrc: number;
+  /** Native IB only. */
+  vcrc: number | null;
+}
+
+export type DecodeResult = { ok: true; packet: Packet } | { ok: false; error: WireError };
+
+export interface DecodeOptions {
+  /** Check the ICRC (default true). */
+  verifyIcrc?: boolean;
+  /** Check the IPv4 header checksum (default true). */
+  verifyIpChecksum?: boolean;
+  /** UDP destination port that marks RoCE v2 (default 4791). */
+  roceV2Port?: number;
+}
+
+function fail(code: ConstructorParameters<typeof WireError>[0], msg: string, off: number): DecodeResult {
+  return { ok: false, error: new WireError(code, msg, off) };
+}
+
+/** Bytes from the BTH through the ICRC. */
+export function transportLength(p: Packet, info: OpcodeInfo): number {
+  const pay = p.payload.length;
+  return info.headerLength + pay + ((-pay) & 3) + HdrLen.ICRC;
+}
+
+/** Bytes before the BTH. */
+export function routingLength(p: Packet): number {
+  switch (p.framing) {
+    case 'roce-v2':
+      return ethHeaderLength(p.eth!) + (p.ipv4 ? p.ipv4.ihl * 4 : IPV6_HEADER_LENGTH) + UDP_HEADER_LENGTH;
+    case 'roce-v1':
+      return ethHeaderLength(p.eth!) + GRH_LENGTH;
+    case 'ib':
+      return LRH_LENGTH + (p.grh ? GRH_LENGTH : 0);
+  }
+}
+
+/** Frame length `encodePacket` produces (Ethernet frames padded to 60 bytes, no FCS). */
+export function encodedLength(p: Packet): number {
+  const info = OPCODES[p.bth.opcode];
+  if (!info) throw new WireError('WIRE_UNKNOWN_OPCODE', `cannot encode unknown opcode 0x${p.bth.opcode.toString(16)}`);
+  const n = routingLength(p) + transportLength(p, info) + (p.framing === 'ib' ? HdrLen.VCRC : 0);
+  return p.framing === 'ib' ? n : Math.max(n, ETH_MIN_FRAME);
+}
+
+function requireHeader<T>(h: T | null, name: string, info: OpcodeInfo): T {
+  if (h === null || h === undefined) throw new WireError('WIRE_BAD_FIELD', `${info.name} needs a ${name} header`);
+  return h;
+}
+
+/**
+ * Encodes `p` into `out` at `offset` (or a new buffer) and returns the frame.
+ * Length fields, the IPv4 checksum, PadCnt, ICRC and VCRC are computed;
+ * the values in `p` for those fields are ignored.
+ */
+export function encodePacket(p: Packet, out?: Uint8Array, offset = 0): Uint8Array {
+  const info = OPCODES[p.bth.opcode];
+  if (!info) throw new WireError('WIRE_UNKNOWN_OPCODE', `cannot encode unknown opcode 0x${p.bth.opcode.toString(16)}`);
+  if (!info.payload && p.payload.length > 0) {
+    throw new WireError('WIRE_LENGTH_MISMATCH', `${info.name} carries no payload, got ${p.payload.length} bytes`);
+  }
+  const total = encodedLength(p);
+  const buf = out ? out.subarray(offset, offset + total) : new Uint8Array(total);
+  if (buf.length < total) throw new WireError('WIRE_TRUNCATED', `output buffer too small: need ${total} bytes`);
+  const tlen = transportLength(p, info);
+  let o = 0;
+  let ipOff = -1;
+  if (p.framing !== 'ib') o = writeEthernet(buf, 0, requireHeader(p.eth, 'Ethernet', info));
+  if (p.framing === 'roce-v2') {
+    ipOff = o;
+    const udpLen = UDP_HEADER_LENGTH + tlen;
+    if (p.ipv4) o = writeIpv4(buf, o, p.ipv4, p.ipv4.ihl * 4 + udpLen);
+    else o = writeIpv6(buf, o, requireHeader(p.ipv6, 'IP', info), udpLen);
+    o = writeUdp(buf, o, requireHeader(p.udp, 'UDP', info), udpLen);
+  } else if (p.framing === 'roce-v1') {
+    ipOff = o;
+    o = writeGrh(buf, o, requireHeader(p.grh, 'GRH', info), tlen);
+  } else {
+    const lrh = requireHeader(p.lrh, 'LRH', info);
+    const words = (LRH_LENGTH + (p.grh ? GRH_LENGTH : 0) + tlen) / 4;
+    o = writeLrh(buf, 0, { ...lrh, lnh: p.grh ? Lnh.IBA_GLOBAL : Lnh.IBA_LOCAL }, words);
+    if (p.grh) o = writeGrh(buf, o, p.grh, tlen);
+  }
+  const bthOff = o;
+  const pad = (-p.payload.length) & 3;
+  writeBthFull(buf, bthOff, p.bth);
+  buf[bthOff + 1] = (buf[bthOff + 1]! & 0xcf) | (pad << 4);
+  writeExtensionHeaders(buf, bthOff, p, info);
+  let q = bthOff + info.headerLength;
+  buf.set(p.payload, q);
+  q += p.payload.length;
+  buf.fill(0, q, q + pad);
+  q += pad;
+  const crc =
+    p.framing === 'roce-v2' ? icrcRoceV2(buf, ipOff, bthOff, q)
+    : p.framing === 'roce-v1' ? icrcRoceV1(buf, ipOff, q)
+    : icrcIb(buf, 0, bthOff, q);
+  writeIcrc(buf, q, crc);
+  q += HdrLen.ICRC;
+  if (p.framing === 'ib') {
+    writeVcrc(buf, q, vcrc(buf, 0, q));
+    q += HdrLen.VCRC;
+  } else {
+    buf.fill(0, q, total);
+  }
+  return buf;
+}
+
+function writeExtensionHeaders(buf: Uint8Array, bthOff: number, p: Packet, info: OpcodeInfo): void {
+  const o = info.offsets;
+  const h = info.headers;
+  if (h & Hdr.RDETH) { const x = requireHeader(p.rdeth, 'RDETH', info); writeRdeth(buf, bthOff + o.rdeth, x.eeCtx, x.resv8); }
+  if (h & Hdr.DETH) { const x = requireHeader(p.deth, 'DETH', info); writeDeth(buf, bthOff + o.deth, x.qkey, x.srcQp, x.resv8); }
+  if (h & Hdr.XRCETH) { const x = requireHeader(p.xrceth, 'XRCETH', info); writeXrceth(buf, bthOff + o.xrceth, x.xrcSrq, x.resv8); }
+  if (h & Hdr.FETH) write32(buf, bthOff + o.feth, requireHeader(p.feth, 'FETH', info).raw);
+  if (h & Hdr.RETH) { const x = requireHeader(p.reth, 'RETH', info); writeReth(buf, bthOff + o.reth, x.va, x.rkey, x.dmaLength); }
+  if (h & Hdr.ATOMIC_ETH) { const x = requireHeader(p.atomicEth, 'AtomicETH', info); writeAtomicEth(buf, bthOff + o.atomicEth, x.va, x.rkey, x.swapAdd, x.compare); }
+  if (h & Hdr.AETH) { const x = requireHeader(p.aeth, 'AETH', info); writeAeth(buf, bthOff + o.aeth, x.syndrome, x.msn); }
+  if (h & Hdr.ATOMIC_ACK_ETH) write64(buf, bthOff + o.atomicAckEth, requireHeader(p.atomicAckEth, 'AtomicAckETH', info).origData);
+  if (h & Hdr.IMMDT) write32(buf, bthOff + o.immDt, requireHeader(p.immDt, 'ImmDt', info));
+  if (h & Hdr.IETH) write32(buf, bthOff + o.ieth, requireHeader(p.ieth, 'IETH', info));
+  if (h & Hdr.CNP_PAD) buf.fill(0, bthOff + HdrLen.BTH, bthOff + HdrLen.BTH + HdrLen.CNP_PAD);
+}
+
+/**
+ * Decodes one frame. Never throws and never reads outside `frame`: a
+ * malformed frame gives `{ok: false, error}` with a code naming the fault.
+ * Header objects hold views into `frame` (MACs, addresses, payload).
+ */
+export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, opts: DecodeOptions = {}): DecodeResult {
+  if (linktype === LINKTYPE_INFINIBAND) return decodeIb(frame, opts);
+  if (linktype !== LINKTYPE_ETHERNET) return fail('WIRE_NOT_RDMA', `unsupported link type ${linktype}`, 0);
+  const e = readEthernet(frame, 0);
+  if (!e) return fail('WIRE_TRUNCATED', `Ethernet header needs 14 bytes (18 with 802.1Q), frame has ${frame.length}`, 0);
+  const { eth } = e;
+  let o = e.next;
+  if (eth.etherType === EtherType.ROCE) {
+    if (frame.length < o + GRH_LENGTH) return fail('WIRE_TRUNCATED', 'frame ends inside the GRH', o);
+    const grh = readGrh(frame, o);
+    if (grh.ipVer !== 6) return fail('WIRE_BAD_VERSION', `GRH IPVer is ${grh.ipVer}, must be 6`, o);
+    if (grh.nextHeader !== GRH_NEXT_HEADER_IBA) return fail('WIRE_NOT_RDMA', `GRH next header 0x${grh.nextHeader.toString(16)} is not IBA transport (0x1b)`, o + 6);
+    const end = o + GRH_LENGTH + grh.payLen;
+    if (end > frame.length) return fail('WIRE_TRUNCATED', `GRH PayLen ${grh.payLen} runs past the frame end`, o + 4);
+    return decodeTransport(frame, o + GRH_LENGTH, end, opts, {
+      framing: 'roce-v1', eth, ipv4: null, ipv6: null, udp: null, lrh: null, grh, vcrc: null,
+    }, (icrcOff) => icrcRoceV1(frame, o, icrcOff));
+  }
+  let ipv4: Ipv4Header | null = null;
+  let ipv6: Ipv6Header | null = null;
+  let ipEnd: number;
+  const ipOff = o;
+  if (eth.etherType === EtherType.IPV4) {
+    if (frame.length < o + IPV4_HEADER_LENGTH) return fail('WIRE_TRUNCATED', 'frame ends inside the IPv4 header', o);
+    if (frame[o]! >>> 4 !== 4) return fail('WIRE_BAD_VERSION', `IP version ${frame[o]! >>> 4} under ethertype 0x0800`, o);
+    ipv4 = readIpv4(frame, o);
+    const hl = ipv4.ihl * 4;
+    if (ipv4.ihl < 5) return fail('WIRE_BAD_FIELD', `IPv4 IHL ${ipv4.ihl} is below 5`, o);
+    if (frame.length < o + hl) return fail('WIRE_TRUNCATED', 'frame ends inside the IPv4 options', o);
+    if (ipv4.totalLength < hl) return fail('WIRE_LENGTH_MISMATCH', `IPv4 total length ${ipv4.totalLength} is shorter than its header`, o + 2);
+    if (o + ipv4.totalLength > frame.length) return fail('WIRE_TRUNCATED', `IPv4 total length ${ipv4.totalLength} runs past the frame end`, o + 2);
+    if (opts.verifyIpChecksum !== false && internetChecksum(frame, o, hl) !== 0) {
+      return fail('WIRE_BAD_CHECKSUM', `IPv4 header checksum 0x${ipv4.checksum.toString(16).padStart(4, '0')} is wrong`, o + 10);
+    }
+    if ((ipv4.flags & 1) !== 0 || ipv4.fragmentOffset !== 0) return fail('WIRE_NOT_RDMA', 'IPv4 fragment: RoCE v2 is never fragmented', o + 6);
+    if (ipv4.protocol !== IP_PROTO_UDP) return fail('WIRE_NOT_RDMA', `IP protocol ${ipv4.protocol} is not UDP`, o + 9);
+    ipEnd = o + ipv4.totalLength;
+    o += hl;
+  } else if (eth.etherType === EtherType.IPV6) {
+    if (frame.length < o + IPV6_HEADER_LENGTH) return fail('WIRE_TRUNCATED', 'frame ends inside the IPv6 header', o);
+    if (frame[o]! >>> 4 !== 6) return fail('WIRE_BAD_VERSION', `IP version ${frame[o]! >>> 4} under ethertype 0x86dd`, o);
+    ipv6 = readIpv6(frame, o);
+    if (ipv6.nextHeader !== IP_PROTO_UDP) return fail('WIRE_NOT_RDMA', `IPv6 next header ${ipv6.nextHeader} is not UDP`, o + 6);
+    ipEnd = o + IPV6_HEADER_LENGTH + ipv6.payloadLength;
+    if (ipEnd > frame.length) return fail('WIRE_TRUNCATED', `IPv6 payload length ${ipv6.payloadLength} runs past the frame end`, o + 4);
+    o += IPV6_HEADER_LENGTH;
+  } else {
+    return fail('WIRE_NOT_RDMA', `ethertype 0x${eth.etherType.toString(16).padStart(4, '0')} does not carry RDMA`, o - 2);
+  }
+  if (ipEnd < o + UDP_HEADER_LENGTH) return fail('WIRE_TRUNCATED', 'IP payload ends inside the UDP header', o);
+  const udp = readUdp(frame, o);
+  if (udp.dstPort !== (opts.roceV2Port ?? ROCE_V2_UDP_PORT)) return fail('WIRE_NOT_RDMA', `UDP destination port ${udp.dstPort} is not RoCE v2`, o + 2);
+  if (udp.length !== ipEnd - o) return fail('WIRE_LENGTH_MISMATCH', `UDP length ${udp.length} disagrees with the IP length (${ipEnd - o})`, o + 4);
+  return decodeTransport(frame, o + UDP_HEADER_LENGTH, ipEnd, opts, {
+    framing: 'roce-v2', eth, ipv4, ipv6, udp, lrh: null, grh: null, vcrc: null,
+  }, (icrcOff) => icrcRoceV2(frame, ipOff, o + UDP_HEADER_LENGTH, icrcOff));
+}
+
+function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
+  if (frame.length < LRH_LENGTH) return fail('WIRE_TRUNCATED', `LRH needs 8 bytes, frame has ${frame.length}`, 0);
+  const lrh = readLrh(frame, 0);
+  if (lrh.lver !== 0) return fail('WIRE_BAD_VERSION', `LRH LVer is ${lrh.lver}, must be 0`, 0);
+  if (lrh.lnh !== Lnh.IBA_LOCAL && lrh.lnh !== Lnh.IBA_GLOBAL) return fail('WIRE_NOT_RDMA', `LRH LNH ${lrh.lnh} is not IBA transport`, 1);
+  const end = lrh.pktLen * 4;
+  if (end + HdrLen.VCRC > frame.length) return fail('WIRE_TRUNCATED', `LRH PktLen ${lrh.pktLen} words (+VCRC) runs past the frame end (${frame.length} bytes)`, 4);
+  if (end + HdrLen.VCRC < frame.length) return fail('WIRE_LENGTH_MISMATCH', `frame has ${frame.length - end - HdrLen.VCRC} bytes after the VCRC`, end);
+  let o = LRH_LENGTH;
+  let grh: Grh | null = null;
+  if (lrh.lnh === Lnh.IBA_GLOBAL) {
+    if (end < o + GRH_LENGTH) return fail('WIRE_TRUNCATED', 'packet ends inside the GRH', o);
+    grh = readGrh(frame, o);
+    if (grh.ipVer !== 6) return fail('WIRE_BAD_VERSION', `GRH IPVer is ${grh.ipVer}, must be 6`, o);
+    if (grh.nextHeader !== GRH_NEXT_HEADER_IBA) return fail('WIRE_NOT_RDMA', `GRH next header 0x${grh.nextHeader.toString(16)} is not IBA transport`, o + 6);
+    if (grh.payLen !== end - o - GRH_LENGTH) return fail('WIRE_LENGTH_MISMATCH', `GRH PayLen ${grh.payLen} disagrees with LRH PktLen`, o + 4);
+    o += GRH_LENGTH;
+  }
+  const got = readVcrc(frame, end);
+  const want = vcrc(frame, 0, end);
+  if (opts.verifyIcrc !== false && got !== want) {
+    return fail('WIRE_BAD_VCRC', `VCRC 0x${got.toString(16).padStart(4, '0')} should be 0x${want.toString(16).padStart(4, '0')}`, end);
+  }
+  const bthOff = o;
+  return decodeTransport(frame, bthOff, end, opts, {
+    framing: 'ib', eth: null, ipv4: null, ipv6: null, udp: null, lrh, grh, vcrc: got,
+  }, (icrcOff) => icrcIb(frame, 0, bthOff, icrcOff));
+}
+
+type Routing = Pick<Packet, 'framing' | 'eth' | 'ipv4' | 'ipv6' | 'udp' | 'lrh' | 'grh' | 'vcrc'>;
+
+/** BTH at `o`; the transport part (BTH..ICRC) ends at `end`. */
+function decodeTransport(frame: Uint8Array, o: number, end: number, opts: DecodeOptions, r: Routing, icrcOf: (icrcOff: number) => number): DecodeResult {
+  if (end - o < HdrLen.BTH + HdrLen.ICRC) return fail('WIRE_TRUNCATED', `transport part is ${end - o} bytes, the BTH and ICRC alone need 16`, o);
+  const bth = readBth(frame, o);
+  if (bth.tver !== 0) return fail('WIRE_BAD_VERSION', `BTH TVer is ${bth.tver}, must be 0`, o + 1);
+  const info = OPCODES[bth.opcode];
+  if (!info) return fail('WIRE_UNKNOWN_OPCODE', `opcode 0x${bth.opcode.toString(16).padStart(2, '0')} is reserved or vendor-specific`, o);
+  if (info.transport === Transport.CNP && r.framing !== 'roce-v2') return fail('WIRE_OPCODE_NOT_ALLOWED', 'a CNP is only defined for RoCE v2', o);
+  const icrcOff = end - HdrLen.ICRC;
+  const payEnd = icrcOff - bth.padCnt;
+  const payStart = o + info.headerLength;
+  if (payStart > icrcOff) return fail('WIRE_TRUNCATED', `${info.name} needs ${info.headerLength} header bytes, ${icrcOff - o} present`, o);
+  if (payEnd < payStart) return fail('WIRE_LENGTH_MISMATCH', `PadCnt ${bth.padCnt} is larger than the ${icrcOff - payStart} bytes after the headers`, o + 1);
+  if (!info.payload && icrcOff !== payStart) return fail('WIRE_LENGTH_MISMATCH', `${info.name} carries no payload, found ${icrcOff - payStart} bytes`, payStart);
+  if (((icrcOff - payStart) & 3) !== 0) return fail('WIRE_LENGTH_MISMATCH', `payload+pad is ${icrcOff - payStart} bytes, not a multiple of 4`, payStart);
+  const icrc = readIcrc(frame, icrcOff);
+  if (opts.verifyIcrc !== false) {
+    const want = icrcOf(icrcOff);
+    if (icrc !== want) return fail('WIRE_BAD_ICRC', `ICRC 0x${icrc.toString(16).padStart(8, '0')} should be 0x${want.toString(16).padStart(8, '0')}`, icrcOff);
+  }
+  const off = info.offsets;
+  const h = info.headers;
+  return {
+    ok: true,
+    packet: {
+      ...r,
+      bth,
+      rdeth: h & Hdr.RDETH ? readRdeth(frame, o + off.rdeth) : null,
+      deth: h & Hdr.DETH ? readDeth(frame, o + off.deth) : null,
+      xrceth: h & Hdr.XRCETH ? readXrceth(frame, o + off.xrceth) : null,
+      reth: h & Hdr.RETH ? readReth(frame, o + off.reth) : null,
+      atomicEth: h & Hdr.ATOMIC_ETH ? readAtomicEth(frame, o + off.atomicEth) : null,
+      aeth: h & Hdr.AETH ? readAeth(frame, o + off.aeth) : null,
+      atomicAckEth: h & Hdr.ATOMIC_ACK_ETH ? { origData: read64(frame, o + off.atomicAckEth) } : null,
+      immDt: h & Hdr.IMMDT ? read32(frame, o + off.immDt) : null,
+      ieth: h & Hdr.IETH ? read32(frame, o + off.ieth) : null,
+      feth: h & Hdr.FETH ? { raw: read32(frame, o + off.feth) } : null,
+      payload: frame.subarray(payStart, payEnd),
+      icrc,
+    },
+  };
+}
