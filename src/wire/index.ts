@@ -11,3 +11,5 @@ export * from './mac-control.js';
 export * from './packet.js';
 export * from './pcap.js';
 export * from './pcap-writer.js';
+export * from './build.js';
+export * from './sample.js';

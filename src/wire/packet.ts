@@ -18,7 +18,7 @@ import {
   write32, write64, writeAeth, writeAtomicEth, writeBthFull, writeDeth, writeRdeth, writeReth, writeXrceth,
 } from './transport.js';
 import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from './pcap.js';
-import { readUdp, ROCE_V2_UDP_PORT, UDP_HEADER_LENGTH, type UdpHeader, writeUdp } from './udp.js';
+import { readUdp, ROCE_V2_UDP_PORT, UDP_HEADER_LENGTH, udpChecksumIpv6, type UdpHeader, writeUdp } from './udp.js';
 
 export type Framing = 'roce-v2' | 'roce-v1' | 'ib';
 
@@ -59,7 +59,7 @@ export type DecodeResult = { ok: true; packet: Packet } | { ok: false; error: Wi
 export interface DecodeOptions {
   /** Check the ICRC (default true). */
   verifyIcrc?: boolean;
-  /** Check the IPv4 header checksum (default true). */
+  /** Check the IPv4 header checksum and a non-zero IPv6 UDP checksum (default true). */
   verifyIpChecksum?: boolean;
   /** UDP destination port that marks RoCE v2 (default 4791). */
   roceV2Port?: number;
@@ -102,10 +102,15 @@ function requireHeader<T>(h: T | null, name: string, info: OpcodeInfo): T {
 
 /**
  * Encodes `p` into `out` at `offset` (or a new buffer) and returns the frame.
- * Length fields, the IPv4 checksum, PadCnt, ICRC and VCRC are computed;
- * the values in `p` for those fields are ignored.
+ * Length fields, the IPv4 checksum, the IPv6 UDP checksum, PadCnt, ICRC and
+ * VCRC are computed; the values in `p` for those fields are ignored.
  */
-export function encodePacket(p: Packet, out?: Uint8Array, offset = 0): Uint8Array {
+export interface EncodeOptions {
+  /** RoCE v2 over IPv6: compute the UDP checksum (default true); false sends p.udp.checksum as is. */
+  ipv6UdpChecksum?: boolean;
+}
+
+export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: EncodeOptions = {}): Uint8Array {
   const info = OPCODES[p.bth.opcode];
   if (!info) throw new WireError('WIRE_UNKNOWN_OPCODE', `cannot encode unknown opcode 0x${p.bth.opcode.toString(16)}`);
   if (!info.payload && p.payload.length > 0) {
@@ -154,6 +159,15 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0): Uint8Arra
     q += HdrLen.VCRC;
   } else {
     buf.fill(0, q, total);
+  }
+  // IPv6 forbids a zero UDP checksum outside tunnels (RFC 8200 §8.1), so
+  // RoCE v2 over IPv6 carries a real one unless the caller asks for none.
+  // The ICRC masks this field, so computing it last is fine.
+  if (p.ipv6 && (opts.ipv6UdpChecksum ?? true)) {
+    const udpOff = ipOff + IPV6_HEADER_LENGTH;
+    const c = udpChecksumIpv6(buf, ipOff, udpOff, UDP_HEADER_LENGTH + tlen);
+    buf[udpOff + 6] = c >>> 8;
+    buf[udpOff + 7] = c & 0xff;
   }
   return buf;
 }
@@ -232,6 +246,10 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
   const udp = readUdp(frame, o);
   if (udp.dstPort !== (opts.roceV2Port ?? ROCE_V2_UDP_PORT)) return fail('WIRE_NOT_RDMA', `UDP destination port ${udp.dstPort} is not RoCE v2`, o + 2);
   if (udp.length !== ipEnd - o) return fail('WIRE_LENGTH_MISMATCH', `UDP length ${udp.length} disagrees with the IP length (${ipEnd - o})`, o + 4);
+  if (ipv6 && udp.checksum !== 0 && opts.verifyIpChecksum !== false) {
+    const want = udpChecksumIpv6(frame, ipOff, o, udp.length);
+    if (want !== udp.checksum) return fail('WIRE_BAD_CHECKSUM', `UDP checksum 0x${udp.checksum.toString(16).padStart(4, '0')} should be 0x${want.toString(16).padStart(4, '0')}`, o + 6);
+  }
   return decodeTransport(frame, o + UDP_HEADER_LENGTH, ipEnd, opts, {
     framing: 'roce-v2', eth, ipv4, ipv6, udp, lrh: null, grh: null, vcrc: null,
   }, (icrcOff) => icrcRoceV2(frame, ipOff, o + UDP_HEADER_LENGTH, icrcOff));

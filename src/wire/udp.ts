@@ -61,3 +61,25 @@ export function rxeInitialUdpSport(qpn: number): number {
   const h = Math.imul(qpn >>> 0, 0x61c88647) >>> 0;
   return 0xc000 + ((h >>> (32 - 14)) & 0x3fff);
 }
+
+/**
+ * UDP checksum over IPv6 (RFC 8200 §8.1): the pseudo-header (addresses,
+ * upper-layer length, next header 17) plus the UDP header and data. A
+ * computed 0 is sent as 0xFFFF. `ipOff` is the IPv6 header, `udpOff` the UDP
+ * header whose checksum field is taken as zero.
+ */
+export function udpChecksumIpv6(buf: Uint8Array, ipOff: number, udpOff: number, udpLen: number): number {
+  let sum = udpLen + 17;
+  for (let i = ipOff + 8; i < ipOff + 40; i += 2) sum += (buf[i]! << 8) | buf[i + 1]!;
+  const end = udpOff + (udpLen & ~1);
+  for (let i = udpOff; i < end; i += 2) {
+    if (i === udpOff + 6) continue;
+    sum += (buf[i]! << 8) | buf[i + 1]!;
+    // Fold now and then so the sum stays a small integer.
+    if (sum > 0x3fffffff) sum = (sum & 0xffff) + (sum >>> 16);
+  }
+  if (udpLen & 1) sum += buf[udpOff + udpLen - 1]! << 8;
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  const c = ~sum & 0xffff;
+  return c === 0 ? 0xffff : c;
+}

@@ -43,7 +43,7 @@ import type {
   ibv_wc_opcode,
   ibv_wc_status,
   ibv_wr_opcode,
-} from './constants.js';
+} from '../../device/abi/constants.js';
 
 // ---------------------------------------------------------------------------
 // GID

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+/** The `rnic` command: one verb per file in this folder. */
+import { pcapSampleCommand } from './pcap-sample.js';
+import { CliError, type Command } from './command.js';
+
+const COMMANDS: Record<string, Command> = {
+  'pcap-sample': pcapSampleCommand,
+};
+
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(14)} ${c.summary}`);
+  return `usage: rnic <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nrnic <command> --help shows a command's options.`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage() + '\n');
+    return name ? 0 : 2;
+  }
+  const cmd = COMMANDS[name];
+  if (!cmd) {
+    process.stderr.write(`rnic: unknown command '${name}'\n\n${usage()}\n`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${cmd.usage}\n`);
+    return 0;
+  }
+  try {
+    return await cmd.run(rest);
+  } catch (e) {
+    if (e instanceof CliError || (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+      process.stderr.write(`rnic ${name}: ${(e as Error).message}\n${cmd.usage}\n`);
+      return 2;
+    }
+    const err = e as { code?: string; message?: string };
+    process.stderr.write(`rnic ${name}: ${err.code ? `${err.code}: ` : ''}${err.message ?? String(e)}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,10 @@
+/**
+ * The libibverbs vocabulary shared by the driver and the device: constants,
+ * structure types, zeroed structure constructors and the QP state machine.
+ * Re-export this from the package root so `import { IBV_WR_RDMA_WRITE } from
+ * 'rnic-model'` works.
+ */
+export * from '../../device/abi/constants.js';
+export type * from './types.js';
+export * from './structs.js';
+export * from '../../device/abi/qp-state.js';
