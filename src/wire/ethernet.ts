@@ -37,8 +37,13 @@ export function ethHeaderLength(eth: EthernetHeader): number {
 
 /** Writes the header at `off`; returns the offset after it. */
 export function writeEthernet(buf: Uint8Array, off: number, eth: EthernetHeader): number {
-  buf.set(eth.dst.subarray(0, 6), off);
-  buf.set(eth.src.subarray(0, 6), off + 6);
+  // Byte loops, not set(subarray()): no view allocated per header.
+  const d = eth.dst;
+  const s = eth.src;
+  for (let i = 0; i < 6; i++) {
+    buf[off + i] = d[i]!;
+    buf[off + 6 + i] = s[i]!;
+  }
   off += 12;
   if (eth.vlan) {
     const tci = ((eth.vlan.pcp & 7) << 13) | ((eth.vlan.dei & 1) << 12) | (eth.vlan.vid & 0xfff);

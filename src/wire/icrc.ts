@@ -14,14 +14,57 @@ const ONES8 = new Uint8Array(8).fill(0xff);
 /** CRC-32 state after the eight 0xFF bytes that stand for the LRH. */
 const SEED_AFTER_LRH_STANDIN = crc32(ONES8);
 
-// One scratch area for the masked headers: at most IPv6 (40) + UDP (8) + BTH (12),
-// or LRH (8) + GRH (40) + BTH (12). Module state is per thread, and the
-// functions below do not re-enter.
-const scratch = new Uint8Array(64);
+// The variant fields are masked in place, the CRC taken in one pass over
+// the contiguous bytes, and the fields restored: one zlib call per packet and
+// no copy. The buffer is briefly modified, so a caller must not let another
+// thread read it during the call (packets are owned by one stage at a time).
+const saved = new Uint8Array(16);
 
-function maskBthInScratch(p: number): number {
-  scratch[p + 4] = 0xff;
-  return p + 12;
+function maskRoceV2(buf: Uint8Array, ipOff: number, bthOff: number): void {
+  const udp = bthOff - 8;
+  if ((buf[ipOff]! >>> 4) === 4) {
+    saved[0] = buf[ipOff + 1]!; buf[ipOff + 1] = 0xff; // TOS
+    saved[1] = buf[ipOff + 8]!; buf[ipOff + 8] = 0xff; // TTL
+    saved[2] = buf[ipOff + 10]!; buf[ipOff + 10] = 0xff; // header checksum
+    saved[3] = buf[ipOff + 11]!; buf[ipOff + 11] = 0xff;
+  } else {
+    maskGrhLike(buf, ipOff);
+  }
+  saved[8] = buf[udp + 6]!; buf[udp + 6] = 0xff; // UDP checksum
+  saved[9] = buf[udp + 7]!; buf[udp + 7] = 0xff;
+  saved[10] = buf[bthOff + 4]!; buf[bthOff + 4] = 0xff; // FECN, BECN, resv6a
+}
+
+function unmaskRoceV2(buf: Uint8Array, ipOff: number, bthOff: number): void {
+  const udp = bthOff - 8;
+  if ((buf[ipOff]! >>> 4) === 4) {
+    buf[ipOff + 1] = saved[0]!;
+    buf[ipOff + 8] = saved[1]!;
+    buf[ipOff + 10] = saved[2]!;
+    buf[ipOff + 11] = saved[3]!;
+  } else {
+    unmaskGrhLike(buf, ipOff);
+  }
+  buf[udp + 6] = saved[8]!;
+  buf[udp + 7] = saved[9]!;
+  buf[bthOff + 4] = saved[10]!;
+}
+
+/** IPv6 header or GRH: traffic class, flow label, hop limit (saved[0..4]). */
+function maskGrhLike(buf: Uint8Array, o: number): void {
+  saved[0] = buf[o]!; buf[o] = buf[o]! | 0x0f;
+  saved[1] = buf[o + 1]!; buf[o + 1] = 0xff;
+  saved[2] = buf[o + 2]!; buf[o + 2] = 0xff;
+  saved[3] = buf[o + 3]!; buf[o + 3] = 0xff;
+  saved[4] = buf[o + 7]!; buf[o + 7] = 0xff;
+}
+
+function unmaskGrhLike(buf: Uint8Array, o: number): void {
+  buf[o] = saved[0]!;
+  buf[o + 1] = saved[1]!;
+  buf[o + 2] = saved[2]!;
+  buf[o + 3] = saved[3]!;
+  buf[o + 7] = saved[4]!;
 }
 
 /**
@@ -29,74 +72,43 @@ function maskBthInScratch(p: number): number {
  * where the BTH starts, `icrcOff` where the ICRC field starts.
  */
 export function icrcRoceV2(buf: Uint8Array, ipOff: number, bthOff: number, icrcOff: number): number {
-  const hdrLen = bthOff + 12 - ipOff;
-  if (hdrLen > scratch.length) return icrcSlow(buf, ipOff, bthOff, icrcOff);
-  scratch.set(buf.subarray(ipOff, bthOff + 12), 0);
-  const udpOff = bthOff - ipOff - 8;
-  if ((scratch[0]! >>> 4) === 4) {
-    scratch[1] = 0xff; // TOS
-    scratch[8] = 0xff; // TTL
-    scratch[10] = 0xff; // header checksum
-    scratch[11] = 0xff;
-  } else {
-    scratch[0]! |= 0x0f; // traffic class (high nibble)
-    scratch[1] = 0xff; // traffic class (low nibble) + flow label
-    scratch[2] = 0xff;
-    scratch[3] = 0xff;
-    scratch[7] = 0xff; // hop limit
+  maskRoceV2(buf, ipOff, bthOff);
+  try {
+    return crc32(buf.subarray(ipOff, icrcOff), SEED_AFTER_LRH_STANDIN) >>> 0;
+  } finally {
+    unmaskRoceV2(buf, ipOff, bthOff);
   }
-  scratch[udpOff + 6] = 0xff; // UDP checksum
-  scratch[udpOff + 7] = 0xff;
-  maskBthInScratch(bthOff - ipOff);
-  let crc = crc32(scratch.subarray(0, hdrLen), SEED_AFTER_LRH_STANDIN);
-  crc = crc32(buf.subarray(bthOff + 12, icrcOff), crc);
-  return crc >>> 0;
-}
-
-// IPv4 with options: larger than the scratch; rare, so a plain copy.
-function icrcSlow(buf: Uint8Array, ipOff: number, bthOff: number, icrcOff: number): number {
-  const copy = buf.slice(ipOff, bthOff + 12);
-  const udpOff = bthOff - ipOff - 8;
-  copy[1] = 0xff;
-  copy[8] = 0xff;
-  copy[10] = 0xff;
-  copy[11] = 0xff;
-  copy[udpOff + 6] = 0xff;
-  copy[udpOff + 7] = 0xff;
-  copy[bthOff - ipOff + 4] = 0xff;
-  let crc = crc32(copy, SEED_AFTER_LRH_STANDIN);
-  crc = crc32(buf.subarray(bthOff + 12, icrcOff), crc);
-  return crc >>> 0;
-}
-
-function maskGrhInScratch(p: number): void {
-  scratch[p]! |= 0x0f;
-  scratch[p + 1] = 0xff;
-  scratch[p + 2] = 0xff;
-  scratch[p + 3] = 0xff;
-  scratch[p + 7] = 0xff;
 }
 
 /** ICRC of a RoCE v1 packet: GRH at `grhOff`, BTH right after it. */
 export function icrcRoceV1(buf: Uint8Array, grhOff: number, icrcOff: number): number {
-  scratch.set(buf.subarray(grhOff, grhOff + 52), 0);
-  maskGrhInScratch(0);
-  maskBthInScratch(40);
-  let crc = crc32(scratch.subarray(0, 52), SEED_AFTER_LRH_STANDIN);
-  crc = crc32(buf.subarray(grhOff + 52, icrcOff), crc);
-  return crc >>> 0;
+  const bth4 = grhOff + 40 + 4;
+  maskGrhLike(buf, grhOff);
+  saved[10] = buf[bth4]!;
+  buf[bth4] = 0xff;
+  try {
+    return crc32(buf.subarray(grhOff, icrcOff), SEED_AFTER_LRH_STANDIN) >>> 0;
+  } finally {
+    unmaskGrhLike(buf, grhOff);
+    buf[bth4] = saved[10]!;
+  }
 }
 
 /** ICRC of a native IB packet: LRH at `lrhOff`, optional GRH, then the BTH at `bthOff`. */
 export function icrcIb(buf: Uint8Array, lrhOff: number, bthOff: number, icrcOff: number): number {
-  const hdrLen = bthOff + 12 - lrhOff;
-  scratch.set(buf.subarray(lrhOff, bthOff + 12), 0);
-  scratch[0]! |= 0xf0; // VL
-  if (bthOff - lrhOff > 8) maskGrhInScratch(8);
-  maskBthInScratch(bthOff - lrhOff);
-  let crc = crc32(scratch.subarray(0, hdrLen));
-  crc = crc32(buf.subarray(bthOff + 12, icrcOff), crc);
-  return crc >>> 0;
+  const hasGrh = bthOff - lrhOff > 8;
+  saved[11] = buf[lrhOff]!;
+  buf[lrhOff] = buf[lrhOff]! | 0xf0; // VL
+  if (hasGrh) maskGrhLike(buf, lrhOff + 8);
+  saved[10] = buf[bthOff + 4]!;
+  buf[bthOff + 4] = 0xff;
+  try {
+    return crc32(buf.subarray(lrhOff, icrcOff)) >>> 0;
+  } finally {
+    buf[lrhOff] = saved[11]!;
+    if (hasGrh) unmaskGrhLike(buf, lrhOff + 8);
+    buf[bthOff + 4] = saved[10]!;
+  }
 }
 
 export function readIcrc(buf: Uint8Array, off: number): number {

@@ -74,8 +74,12 @@ export function writeIpv4(buf: Uint8Array, off: number, h: Ipv4Header, totalLeng
   buf[off + 9] = h.protocol & 0xff;
   buf[off + 10] = 0;
   buf[off + 11] = 0;
-  buf.set(h.src.subarray(0, 4), off + 12);
-  buf.set(h.dst.subarray(0, 4), off + 16);
+  const s = h.src;
+  const d = h.dst;
+  for (let i = 0; i < 4; i++) {
+    buf[off + 12 + i] = s[i]!;
+    buf[off + 16 + i] = d[i]!;
+  }
   if (hl > IPV4_HEADER_LENGTH) {
     const opt = h.options ?? new Uint8Array(0);
     buf.fill(0, off + 20, off + hl);

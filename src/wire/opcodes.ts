@@ -226,7 +226,8 @@ function buildTable(): (OpcodeInfo | undefined)[] {
 }
 
 /** Indexed by opcode byte; undefined for reserved and manufacturer codes. */
-export const OPCODES: readonly (OpcodeInfo | undefined)[] = Object.freeze(buildTable());
+// Not frozen: a frozen array can fall off V8's fast element path; entries are frozen.
+export const OPCODES: readonly (OpcodeInfo | undefined)[] = buildTable();
 
 /** Hot-path copies: header length per opcode (0 = unknown). */
 export const OPCODE_HEADER_LENGTH: Uint8Array = Uint8Array.from(OPCODES, (i) => i?.headerLength ?? 0);

@@ -87,6 +87,15 @@ export function routingLength(p: Packet): number {
   }
 }
 
+/**
+ * Where `encodePacket(p, out, offset)` puts the payload, relative to `offset`:
+ * a packet builder can DMA the payload there first and pass a view of it as
+ * `p.payload`, and the encoder will not copy it.
+ */
+export function payloadOffset(p: Packet): number {
+  return routingLength(p) + OPCODES[p.bth.opcode]!.headerLength;
+}
+
 /** Frame length `encodePacket` produces (Ethernet frames padded to 60 bytes, no FCS). */
 export function encodedLength(p: Packet): number {
   const info = OPCODES[p.bth.opcode];
@@ -116,10 +125,11 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
   if (!info.payload && p.payload.length > 0) {
     throw new WireError('WIRE_LENGTH_MISMATCH', `${info.name} carries no payload, got ${p.payload.length} bytes`);
   }
-  const total = encodedLength(p);
-  const buf = out ? out.subarray(offset, offset + total) : new Uint8Array(total);
-  if (buf.length < total) throw new WireError('WIRE_TRUNCATED', `output buffer too small: need ${total} bytes`);
   const tlen = transportLength(p, info);
+  const routed = routingLength(p) + tlen;
+  const total = p.framing === 'ib' ? routed + HdrLen.VCRC : Math.max(routed, ETH_MIN_FRAME);
+  const buf = !out ? new Uint8Array(total) : offset === 0 && out.length === total ? out : out.subarray(offset, offset + total);
+  if (buf.length < total) throw new WireError('WIRE_TRUNCATED', `output buffer too small: need ${total} bytes`);
   let o = 0;
   let ipOff = -1;
   if (p.framing !== 'ib') o = writeEthernet(buf, 0, requireHeader(p.eth, 'Ethernet', info));
@@ -144,7 +154,8 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
   buf[bthOff + 1] = (buf[bthOff + 1]! & 0xcf) | (pad << 4);
   writeExtensionHeaders(buf, bthOff, p, info);
   let q = bthOff + info.headerLength;
-  buf.set(p.payload, q);
+  // A builder that gathered the payload straight into place saves the copy.
+  if (p.payload.buffer !== buf.buffer || p.payload.byteOffset !== buf.byteOffset + q) buf.set(p.payload, q);
   q += p.payload.length;
   buf.fill(0, q, q + pad);
   q += pad;
@@ -157,7 +168,7 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
   if (p.framing === 'ib') {
     writeVcrc(buf, q, vcrc(buf, 0, q));
     q += HdrLen.VCRC;
-  } else {
+  } else if (q < total) {
     buf.fill(0, q, total);
   }
   // IPv6 forbids a zero UDP checksum outside tunnels (RFC 8200 §8.1), so
@@ -209,7 +220,7 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
     if (end > frame.length) return fail('WIRE_TRUNCATED', `GRH PayLen ${grh.payLen} runs past the frame end`, o + 4);
     return decodeTransport(frame, o + GRH_LENGTH, end, opts, {
       framing: 'roce-v1', eth, ipv4: null, ipv6: null, udp: null, lrh: null, grh, vcrc: null,
-    }, (icrcOff) => icrcRoceV1(frame, o, icrcOff));
+    }, o);
   }
   let ipv4: Ipv4Header | null = null;
   let ipv6: Ipv6Header | null = null;
@@ -252,7 +263,7 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
   }
   return decodeTransport(frame, o + UDP_HEADER_LENGTH, ipEnd, opts, {
     framing: 'roce-v2', eth, ipv4, ipv6, udp, lrh: null, grh: null, vcrc: null,
-  }, (icrcOff) => icrcRoceV2(frame, ipOff, o + UDP_HEADER_LENGTH, icrcOff));
+  }, ipOff);
 }
 
 function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
@@ -281,13 +292,24 @@ function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
   const bthOff = o;
   return decodeTransport(frame, bthOff, end, opts, {
     framing: 'ib', eth: null, ipv4: null, ipv6: null, udp: null, lrh, grh, vcrc: got,
-  }, (icrcOff) => icrcIb(frame, 0, bthOff, icrcOff));
+  }, 0);
 }
 
 type Routing = Pick<Packet, 'framing' | 'eth' | 'ipv4' | 'ipv6' | 'udp' | 'lrh' | 'grh' | 'vcrc'>;
 
-/** BTH at `o`; the transport part (BTH..ICRC) ends at `end`. */
-function decodeTransport(frame: Uint8Array, o: number, end: number, opts: DecodeOptions, r: Routing, icrcOf: (icrcOff: number) => number): DecodeResult {
+function icrcFor(frame: Uint8Array, r: Routing, routeOff: number, bthOff: number, icrcOff: number): number {
+  switch (r.framing) {
+    case 'roce-v2': return icrcRoceV2(frame, routeOff, bthOff, icrcOff);
+    case 'roce-v1': return icrcRoceV1(frame, routeOff, icrcOff);
+    case 'ib': return icrcIb(frame, routeOff, bthOff, icrcOff);
+  }
+}
+
+/**
+ * BTH at `o`; the transport part (BTH..ICRC) ends at `end`; `routeOff` is
+ * where the IP header, GRH (RoCE v1) or LRH starts, for the ICRC.
+ */
+function decodeTransport(frame: Uint8Array, o: number, end: number, opts: DecodeOptions, r: Routing, routeOff: number): DecodeResult {
   if (end - o < HdrLen.BTH + HdrLen.ICRC) return fail('WIRE_TRUNCATED', `transport part is ${end - o} bytes, the BTH and ICRC alone need 16`, o);
   const bth = readBth(frame, o);
   if (bth.tver !== 0) return fail('WIRE_BAD_VERSION', `BTH TVer is ${bth.tver}, must be 0`, o + 1);
@@ -303,28 +325,34 @@ function decodeTransport(frame: Uint8Array, o: number, end: number, opts: Decode
   if (((icrcOff - payStart) & 3) !== 0) return fail('WIRE_LENGTH_MISMATCH', `payload+pad is ${icrcOff - payStart} bytes, not a multiple of 4`, payStart);
   const icrc = readIcrc(frame, icrcOff);
   if (opts.verifyIcrc !== false) {
-    const want = icrcOf(icrcOff);
+    const want = icrcFor(frame, r, routeOff, o, icrcOff);
     if (icrc !== want) return fail('WIRE_BAD_ICRC', `ICRC 0x${icrc.toString(16).padStart(8, '0')} should be 0x${want.toString(16).padStart(8, '0')}`, icrcOff);
   }
   const off = info.offsets;
   const h = info.headers;
-  return {
-    ok: true,
-    packet: {
-      ...r,
-      bth,
-      rdeth: h & Hdr.RDETH ? readRdeth(frame, o + off.rdeth) : null,
-      deth: h & Hdr.DETH ? readDeth(frame, o + off.deth) : null,
-      xrceth: h & Hdr.XRCETH ? readXrceth(frame, o + off.xrceth) : null,
-      reth: h & Hdr.RETH ? readReth(frame, o + off.reth) : null,
-      atomicEth: h & Hdr.ATOMIC_ETH ? readAtomicEth(frame, o + off.atomicEth) : null,
-      aeth: h & Hdr.AETH ? readAeth(frame, o + off.aeth) : null,
-      atomicAckEth: h & Hdr.ATOMIC_ACK_ETH ? { origData: read64(frame, o + off.atomicAckEth) } : null,
-      immDt: h & Hdr.IMMDT ? read32(frame, o + off.immDt) : null,
-      ieth: h & Hdr.IETH ? read32(frame, o + off.ieth) : null,
-      feth: h & Hdr.FETH ? { raw: read32(frame, o + off.feth) } : null,
-      payload: frame.subarray(payStart, payEnd),
-      icrc,
-    },
+  // One object shape for every packet (no spread): keeps property access monomorphic.
+  const packet: Packet = {
+    framing: r.framing,
+    eth: r.eth,
+    ipv4: r.ipv4,
+    ipv6: r.ipv6,
+    udp: r.udp,
+    lrh: r.lrh,
+    grh: r.grh,
+    bth,
+    rdeth: h & Hdr.RDETH ? readRdeth(frame, o + off.rdeth) : null,
+    deth: h & Hdr.DETH ? readDeth(frame, o + off.deth) : null,
+    xrceth: h & Hdr.XRCETH ? readXrceth(frame, o + off.xrceth) : null,
+    reth: h & Hdr.RETH ? readReth(frame, o + off.reth) : null,
+    atomicEth: h & Hdr.ATOMIC_ETH ? readAtomicEth(frame, o + off.atomicEth) : null,
+    aeth: h & Hdr.AETH ? readAeth(frame, o + off.aeth) : null,
+    atomicAckEth: h & Hdr.ATOMIC_ACK_ETH ? { origData: read64(frame, o + off.atomicAckEth) } : null,
+    immDt: h & Hdr.IMMDT ? read32(frame, o + off.immDt) : null,
+    ieth: h & Hdr.IETH ? read32(frame, o + off.ieth) : null,
+    feth: h & Hdr.FETH ? { raw: read32(frame, o + off.feth) } : null,
+    payload: frame.subarray(payStart, payEnd),
+    icrc,
+    vcrc: r.vcrc,
   };
+  return { ok: true, packet };
 }
