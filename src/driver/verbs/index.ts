@@ -8,3 +8,6 @@ export * from '../../device/abi/constants.js';
 export type * from './types.js';
 export * from './structs.js';
 export * from '../../device/abi/qp-state.js';
+export * from './verbs.js';
+export * from './errno-error.js';
+export type * from './ops.js';

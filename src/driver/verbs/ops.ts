@@ -1,0 +1,67 @@
+/**
+ * What a provider supplies (rdma-core's verbs_context_ops / verbs_device_ops).
+ * A provider gives a Partial; every missing op fails with EOPNOTSUPP, as
+ * libibverbs' dummy_ops do.
+ */
+import type {
+  ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
+  ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
+  ibv_srq_init_attr, ibv_wc,
+} from './types.js';
+
+/** Where a failed post leaves the first WR that was not accepted (C's `bad_wr`). */
+export interface BadWr<T> {
+  wr?: T | null;
+}
+
+export interface VerbsContextOps {
+  query_device(ctx: ibv_context, attr: ibv_device_attr): number;
+  query_port(ctx: ibv_context, port_num: number, attr: ibv_port_attr): number;
+  query_gid(ctx: ibv_context, port_num: number, index: number, gid: ibv_gid): number;
+  query_pkey(ctx: ibv_context, port_num: number, index: number): number;
+  close_device(ctx: ibv_context): number;
+  alloc_pd(ctx: ibv_context): ibv_pd;
+  dealloc_pd(pd: ibv_pd): number;
+  reg_mr(pd: ibv_pd, buf: Uint8Array, access: number): ibv_mr;
+  dereg_mr(mr: ibv_mr): number;
+  alloc_buf(ctx: ibv_context, length: number, align: number): Uint8Array;
+  free_buf(ctx: ibv_context, buf: Uint8Array): void;
+  create_comp_channel(ctx: ibv_context): ibv_comp_channel;
+  destroy_comp_channel(ch: ibv_comp_channel): number;
+  create_cq(ctx: ibv_context, cqe: number, cq_context: unknown, channel: ibv_comp_channel | null, comp_vector: number): ibv_cq;
+  destroy_cq(cq: ibv_cq): number;
+  req_notify_cq(cq: ibv_cq, solicited_only: number): number;
+  get_cq_event(ch: ibv_comp_channel): Promise<{ cq: ibv_cq; cq_context: unknown }>;
+  ack_cq_events(cq: ibv_cq, nevents: number): void;
+  poll_cq(cq: ibv_cq, num_entries: number, wc: ibv_wc[]): number;
+  create_srq(pd: ibv_pd, attr: ibv_srq_init_attr): ibv_srq;
+  modify_srq(srq: ibv_srq, attr: ibv_srq_attr, mask: number): number;
+  query_srq(srq: ibv_srq, attr: ibv_srq_attr): number;
+  destroy_srq(srq: ibv_srq): number;
+  post_srq_recv(srq: ibv_srq, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number;
+  create_qp(pd: ibv_pd, attr: ibv_qp_init_attr): ibv_qp;
+  modify_qp(qp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: number): number;
+  query_qp(qp: ibv_qp, attr: ibv_qp_attr, mask: number, init_attr: ibv_qp_init_attr): number;
+  destroy_qp(qp: ibv_qp): number;
+  post_send(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
+  post_recv(qp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number;
+  create_ah(pd: ibv_pd, attr: ibv_ah_attr): ibv_ah;
+  destroy_ah(ah: ibv_ah): number;
+  get_async_event(ctx: ibv_context): Promise<ibv_async_event>;
+  ack_async_event(event: ibv_async_event): void;
+  /** Hardware counters by their Linux names (rxe/mlx5 hw_counters). */
+  read_counters(ctx: ibv_context, port_num: number): Record<string, bigint>;
+}
+
+/** A device a provider can open. */
+export interface ProviderDevice extends ibv_device {
+  readonly provider: VerbsProvider;
+}
+
+export interface VerbsProvider {
+  /** 'model' or 'rdma-core'. */
+  readonly name: string;
+  devices(): ProviderDevice[];
+  guid(dev: ProviderDevice): bigint;
+  open(dev: ProviderDevice): ibv_context & { ops: VerbsContextOps };
+}
