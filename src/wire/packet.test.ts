@@ -141,3 +141,25 @@ describe('decoder checks', () => {
     expect(decodePacket(encodePacket(p)).ok).toBe(true);
   });
 });
+
+describe('encoder safety', () => {
+  it('refuses lengths that overflow their header fields instead of wrapping', () => {
+    expect(() => encodePacket(newPacket('ib', 0x04, { payload: new Uint8Array(8168) }))).toThrow(/LRH PktLen/);
+    expect(() => encodePacket(newPacket('roce-v2', 0x04, { payload: new Uint8Array(65600) }))).toThrow(/IPv4 total length/);
+  });
+
+  it('re-encodes a decoded packet into its own buffer after a layout change', () => {
+    const payload = Uint8Array.from({ length: 64 }, (_, i) => i + 1);
+    const buf = new Uint8Array(256);
+    const frame = encodePacket(newPacket('roce-v2', 0x04, { payload }), buf);
+    const d = decodePacket(frame);
+    if (!d.ok) throw d.error;
+    d.packet.eth!.vlan = { pcp: 3, dei: 0, vid: 7 };
+    const again = encodePacket(d.packet, buf);
+    const d2 = decodePacket(again);
+    if (!d2.ok) throw d2.error;
+    expect(Array.from(d2.packet.payload)).toEqual(Array.from(payload));
+    expect(Array.from(d2.packet.ipv4!.src)).toEqual([192, 0, 2, 1]);
+    expect(d2.packet.eth!.vlan).toEqual({ pcp: 3, dei: 0, vid: 7 });
+  });
+});

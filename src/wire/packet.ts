@@ -57,7 +57,7 @@ export interface Packet {
 export type DecodeResult = { ok: true; packet: Packet } | { ok: false; error: WireError };
 
 export interface DecodeOptions {
-  /** Check the ICRC (default true). */
+  /** Check the ICRC, and for native IB the VCRC (default true). */
   verifyIcrc?: boolean;
   /** Check the IPv4 header checksum and a non-zero IPv6 UDP checksum (default true). */
   verifyIpChecksum?: boolean;
@@ -126,10 +126,12 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
     throw new WireError('WIRE_LENGTH_MISMATCH', `${info.name} carries no payload, got ${p.payload.length} bytes`);
   }
   const tlen = transportLength(p, info);
+  checkLengthFields(p, tlen);
   const routed = routingLength(p) + tlen;
   const total = p.framing === 'ib' ? routed + HdrLen.VCRC : Math.max(routed, ETH_MIN_FRAME);
   const buf = !out ? new Uint8Array(total) : offset === 0 && out.length === total ? out : out.subarray(offset, offset + total);
   if (buf.length < total) throw new WireError('WIRE_TRUNCATED', `output buffer too small: need ${total} bytes`);
+  if (out) p = detachFrom(p, buf, routed - tlen + info.headerLength);
   let o = 0;
   let ipOff = -1;
   if (p.framing !== 'ib') o = writeEthernet(buf, 0, requireHeader(p.eth, 'Ethernet', info));
@@ -181,6 +183,41 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
     buf[udpOff + 7] = c & 0xff;
   }
   return buf;
+}
+
+/** Lengths that would not fit their header fields: refuse rather than wrap. */
+function checkLengthFields(p: Packet, tlen: number): void {
+  const tooLong = (what: string, v: number, max: number) => {
+    if (v > max) throw new WireError('WIRE_LENGTH_MISMATCH', `${what} would be ${v}, more than the field holds (${max})`);
+  };
+  if (p.ipv4) tooLong('IPv4 total length', p.ipv4.ihl * 4 + UDP_HEADER_LENGTH + tlen, 0xffff);
+  if (p.ipv6) tooLong('IPv6 payload length', UDP_HEADER_LENGTH + tlen, 0xffff);
+  if (p.grh) tooLong('GRH PayLen', tlen, 0xffff);
+  if (p.lrh) tooLong('LRH PktLen (words)', (LRH_LENGTH + (p.grh ? GRH_LENGTH : 0) + tlen) / 4, 0x7ff);
+}
+
+/**
+ * When the packet's views (payload, addresses) point into the output buffer
+ * somewhere other than where they will be written, the header writes could
+ * overwrite them before they are read: copy those views first. A payload
+ * already at its final offset (the zero-copy path) is left alone.
+ */
+function detachFrom(p: Packet, buf: Uint8Array, payloadAt: number): Packet {
+  const b = buf.buffer;
+  const inBuf = (v: Uint8Array | null | undefined) => !!v && v.buffer === b;
+  const payloadMoves = inBuf(p.payload) && p.payload.byteOffset !== buf.byteOffset + payloadAt;
+  const viewsInBuf = inBuf(p.eth?.src) || inBuf(p.eth?.dst) || inBuf(p.ipv4?.src) || inBuf(p.ipv4?.dst) || inBuf(p.ipv4?.options)
+    || inBuf(p.ipv6?.src) || inBuf(p.ipv6?.dst) || inBuf(p.grh?.sgid) || inBuf(p.grh?.dgid);
+  if (!payloadMoves && !viewsInBuf) return p;
+  const copy = (v: Uint8Array) => (v.buffer === b ? v.slice() : v);
+  return {
+    ...p,
+    eth: p.eth && { ...p.eth, src: copy(p.eth.src), dst: copy(p.eth.dst) },
+    ipv4: p.ipv4 && { ...p.ipv4, src: copy(p.ipv4.src), dst: copy(p.ipv4.dst), options: p.ipv4.options && copy(p.ipv4.options) },
+    ipv6: p.ipv6 && { ...p.ipv6, src: copy(p.ipv6.src), dst: copy(p.ipv6.dst) },
+    grh: p.grh && { ...p.grh, sgid: copy(p.grh.sgid), dgid: copy(p.grh.dgid) },
+    payload: payloadMoves ? p.payload.slice() : p.payload,
+  };
 }
 
 function writeExtensionHeaders(buf: Uint8Array, bthOff: number, p: Packet, info: OpcodeInfo): void {

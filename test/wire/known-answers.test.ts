@@ -10,13 +10,22 @@
  *  - RFC 1071 / textbook IPv4 header checksums.
  *  - UDP source-port hashing (SPEC-DIGEST §1.1) and the ports Linux rxe
  *    actually used in shared/captures/rxe-pair-roce.pcap.
- *  - Flipping any single bit of an ICRC-covered byte is caught; changing a
- *    masked ("variant") field is not, for RoCE v2 over IPv4 and IPv6, and
- *    RoCE v1. Native IB gets the same with the VCRC repaired.
+ *  - Flipping any single bit of an ICRC-covered byte is caught (by the ICRC,
+ *    or by an earlier, more specific check: the region table below says which
+ *    codes each byte may give); changing a masked ("variant") field is not,
+ *    for RoCE v2 over IPv4 and IPv6, and RoCE v1. Flips are tried raw and
+ *    with the IPv4 header checksum / IPv6 UDP checksum repaired, so that the
+ *    ICRC alone has to catch them. Native IB gets the same with the VCRC repaired.
+ *  - The IPv6 UDP checksum the encoder writes (RFC 8200 §8.1), against the
+ *    test's own computation and tshark's udp.check_checksum.
  *
  * The ICRCs are also recomputed here with node:zlib's crc32 from the masking
  * rules of SPEC-DIGEST §3.1 alone, so the test does not trust icrc.ts.
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
@@ -39,6 +48,28 @@ import {
 
 // ---------------------------------------------------------------------------
 // Helpers independent of src/wire
+
+const TSHARK = ['/usr/bin/tshark', '/usr/local/bin/tshark'].find((p) => existsSync(p)) ?? null;
+
+/** A classic little-endian pcap (µs, LINKTYPE_ETHERNET), written out here. */
+function pcapOf(frames: Uint8Array[]): Uint8Array {
+  const parts: Buffer[] = [];
+  const g = Buffer.alloc(24);
+  g.writeUInt32LE(0xa1b2c3d4, 0);
+  g.writeUInt16LE(2, 4);
+  g.writeUInt16LE(4, 6);
+  g.writeUInt32LE(262144, 16);
+  g.writeUInt32LE(1, 20);
+  parts.push(g);
+  frames.forEach((f, i) => {
+    const r = Buffer.alloc(16);
+    r.writeUInt32LE(1_700_000_000 + i, 0);
+    r.writeUInt32LE(f.length, 8);
+    r.writeUInt32LE(f.length, 12);
+    parts.push(r, Buffer.from(f));
+  });
+  return Buffer.concat(parts);
+}
 
 const fromHex = (s: string): Uint8Array => Uint8Array.from(Buffer.from(s.replace(/[\s:]/g, ''), 'hex'));
 const toHex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
@@ -274,9 +305,7 @@ describe('internetChecksum known answers (RFC 1071)', () => {
     expect(internetChecksum(new Uint8Array(0), 0, 0)).toBe(0xffff);
   });
 
-  it('encodePacket writes the checksum a textbook header would get', () => {
-    // The Wikipedia header's fields: total length 0x73 can't be forced, so
-    // check a built frame's header with the test's own RFC 1071 code.
+  it('encodePacket writes the header checksum the test computes by hand (total length varies with the payload)', () => {
     for (const len of [0, 1, 2, 3, 100, 1024]) {
       const f = encodePacket(newPacket('roce-v2', 0x04, { ipId: 0x1234 + len, dscp: 26, ecn: 3, hopLimit: 7, payload: new Uint8Array(len).fill(len & 0xff) }));
       const hdr = f.slice(14, 34);
@@ -337,77 +366,133 @@ describe('RoCE v2 UDP source port (SPEC-DIGEST §1.1)', () => {
 
 type Expect = WireErrorCode | 'ok';
 
+/**
+ * The IPv6 UDP checksum (RFC 8200 §8.1), written out here: pseudo-header of
+ * source and destination address, upper-layer length and next header 17, then
+ * the UDP header (checksum taken as 0) and data; a result of 0 is sent as 0xFFFF.
+ */
+function udp6Checksum(f: Uint8Array): number {
+  const L = layout(f);
+  const udpLen = be16(f, L.udp + 4);
+  const pseudo = new Uint8Array(40);
+  pseudo.set(f.subarray(L.l3 + 8, L.l3 + 40), 0);
+  pseudo[32] = udpLen >>> 24;
+  pseudo[33] = (udpLen >>> 16) & 0xff;
+  pseudo[34] = (udpLen >>> 8) & 0xff;
+  pseudo[35] = udpLen & 0xff;
+  pseudo[39] = 17;
+  const seg = f.slice(L.udp, Math.min(L.udp + udpLen, f.length));
+  seg[6] = 0;
+  seg[7] = 0;
+  const all = new Uint8Array(40 + seg.length);
+  all.set(pseudo, 0);
+  all.set(seg, 40);
+  const c = rfc1071(all);
+  return c === 0 ? 0xffff : c;
+}
+
+const hasUdp6Checksum = (f: Uint8Array): boolean => {
+  const L = layout(f);
+  return L.kind === 'v6' && be16(f, L.udp + 6) !== 0;
+};
+
+function fixUdp6Checksum(f: Uint8Array): void {
+  const L = layout(f);
+  const c = udp6Checksum(f);
+  f[L.udp + 6] = c >>> 8;
+  f[L.udp + 7] = c & 0xff;
+}
+
 interface Region {
   name: string;
   from: number;
   to: number;
-  /** Acceptable results of a single-bit flip. */
-  flip: readonly Expect[];
-  /** Acceptable results when the flip is followed by an IPv4 checksum repair (IPv4 frames only). */
-  repaired?: readonly Expect[];
+  /** Acceptable results of a single-bit flip, per bit (0 = LSB). */
+  raw: (bit: number) => readonly Expect[];
+  /**
+   * Acceptable results when the flip is followed by a repair of the checksum
+   * that would otherwise catch it first (IPv4 header checksum, IPv6 UDP
+   * checksum): then the ICRC alone must catch covered fields.
+   */
+  repaired: (bit: number) => readonly Expect[];
 }
 
 const LEN_ERRS: readonly Expect[] = ['WIRE_TRUNCATED', 'WIRE_LENGTH_MISMATCH'];
 const OPCODE_ERRS: readonly Expect[] = ['WIRE_BAD_ICRC', 'WIRE_UNKNOWN_OPCODE', 'WIRE_OPCODE_NOT_ALLOWED', 'WIRE_TRUNCATED', 'WIRE_LENGTH_MISMATCH'];
+const always = (x: readonly Expect[]) => () => x;
+
+/** BTH byte 1, bit by bit: SE and M are covered, PadCnt is covered (or breaks the length), TVer must be 0. */
+const bthByte1 = (bit: number): readonly Expect[] =>
+  bit >= 6 ? ['WIRE_BAD_ICRC'] : bit >= 4 ? ['WIRE_BAD_ICRC', 'WIRE_LENGTH_MISMATCH'] : ['WIRE_BAD_VERSION'];
 
 /** The byte regions of a valid frame and what a single-bit flip in each may give. */
 function regionsOf(f: Uint8Array): Region[] {
   const L = layout(f);
-  const rs: Region[] = [{ name: 'Ethernet MACs (not covered)', from: 0, to: 12, flip: ['ok'] }];
+  const csum6 = hasUdp6Checksum(f);
+  const region = (name: string, from: number, to: number, raw: (bit: number) => readonly Expect[], repaired = raw): Region =>
+    ({ name, from, to, raw, repaired });
+  /** Covered by the IPv6 UDP checksum (when present) and by the ICRC. */
+  const transport = (name: string, from: number, to: number, codes: (bit: number) => readonly Expect[]): Region =>
+    region(name, from, to, csum6 ? always(['WIRE_BAD_CHECKSUM']) : codes, codes);
+  const rs: Region[] = [region('Ethernet MACs (not covered)', 0, 12, always(['ok']))];
   if (L.l3 === 18) {
-    rs.push({ name: '802.1Q TPID', from: 12, to: 14, flip: ['WIRE_NOT_RDMA'] });
-    rs.push({ name: '802.1Q TCI (not covered)', from: 14, to: 16, flip: ['ok'] });
+    rs.push(region('802.1Q TPID', 12, 14, always(['WIRE_NOT_RDMA'])));
+    rs.push(region('802.1Q TCI (not covered)', 14, 16, always(['ok'])));
   }
-  rs.push({ name: 'ethertype', from: L.l3 - 2, to: L.l3, flip: ['WIRE_NOT_RDMA'] });
+  rs.push(region('ethertype', L.l3 - 2, L.l3, always(['WIRE_NOT_RDMA'])));
   const ip = L.l3;
   if (L.kind === 'v4') {
     const hl = L.udp - ip;
-    const V4_ANY: readonly Expect[] = ['WIRE_BAD_VERSION', 'WIRE_BAD_FIELD', 'WIRE_TRUNCATED', 'WIRE_LENGTH_MISMATCH', 'WIRE_BAD_CHECKSUM', 'WIRE_NOT_RDMA'];
+    const V4_ANY = always(['WIRE_BAD_VERSION', 'WIRE_BAD_FIELD', 'WIRE_TRUNCATED', 'WIRE_LENGTH_MISMATCH', 'WIRE_BAD_CHECKSUM', 'WIRE_NOT_RDMA']);
+    const csum = always(['WIRE_BAD_CHECKSUM']);
     rs.push(
-      { name: 'IPv4 version/IHL', from: ip, to: ip + 1, flip: V4_ANY, repaired: V4_ANY },
-      { name: 'IPv4 TOS (masked)', from: ip + 1, to: ip + 2, flip: ['WIRE_BAD_CHECKSUM'], repaired: ['ok'] },
-      { name: 'IPv4 total length', from: ip + 2, to: ip + 4, flip: ['WIRE_BAD_CHECKSUM', ...LEN_ERRS], repaired: LEN_ERRS },
-      { name: 'IPv4 ID', from: ip + 4, to: ip + 6, flip: ['WIRE_BAD_CHECKSUM'], repaired: ['WIRE_BAD_ICRC'] },
-      // Byte 6: reserved bit and DF are covered; MF and the offset make it a fragment.
-      { name: 'IPv4 flags/fragment offset', from: ip + 6, to: ip + 8, flip: ['WIRE_BAD_CHECKSUM'], repaired: ['WIRE_BAD_ICRC', 'WIRE_NOT_RDMA'] },
-      { name: 'IPv4 TTL (masked)', from: ip + 8, to: ip + 9, flip: ['WIRE_BAD_CHECKSUM'], repaired: ['ok'] },
-      { name: 'IPv4 protocol', from: ip + 9, to: ip + 10, flip: ['WIRE_BAD_CHECKSUM'], repaired: ['WIRE_NOT_RDMA'] },
-      { name: 'IPv4 header checksum', from: ip + 10, to: ip + 12, flip: ['WIRE_BAD_CHECKSUM'] },
-      { name: 'IPv4 addresses', from: ip + 12, to: ip + 20, flip: ['WIRE_BAD_CHECKSUM'], repaired: ['WIRE_BAD_ICRC'] },
+      region('IPv4 version/IHL', ip, ip + 1, V4_ANY),
+      region('IPv4 TOS (masked)', ip + 1, ip + 2, csum, always(['ok'])),
+      region('IPv4 total length', ip + 2, ip + 4, always(['WIRE_BAD_CHECKSUM', ...LEN_ERRS]), always(LEN_ERRS)),
+      region('IPv4 ID', ip + 4, ip + 6, csum, always(['WIRE_BAD_ICRC'])),
+      // Byte 6: bit 7 reserved and bit 6 DF are covered; bit 5 MF and the offset make it a fragment.
+      region('IPv4 flags/fragment offset', ip + 6, ip + 7, csum, (bit) => (bit >= 6 ? ['WIRE_BAD_ICRC'] : ['WIRE_NOT_RDMA'])),
+      region('IPv4 fragment offset (low byte)', ip + 7, ip + 8, csum, always(['WIRE_NOT_RDMA'])),
+      region('IPv4 TTL (masked)', ip + 8, ip + 9, csum, always(['ok'])),
+      region('IPv4 protocol', ip + 9, ip + 10, csum, always(['WIRE_NOT_RDMA'])),
+      region('IPv4 header checksum', ip + 10, ip + 12, csum),
+      region('IPv4 addresses', ip + 12, ip + 20, csum, always(['WIRE_BAD_ICRC'])),
     );
-    if (hl > 20) rs.push({ name: 'IPv4 options', from: ip + 20, to: ip + hl, flip: ['WIRE_BAD_CHECKSUM'], repaired: ['WIRE_BAD_ICRC'] });
+    if (hl > 20) rs.push(region('IPv4 options', ip + 20, ip + hl, csum, always(['WIRE_BAD_ICRC'])));
   } else {
     // IPv6 header or the GRH of RoCE v1: the same layout.
     rs.push(
-      // High nibble is the version; the low nibble is the top of the traffic class (masked).
-      { name: 'IP version / TC high nibble', from: ip, to: ip + 1, flip: ['WIRE_BAD_VERSION', 'ok'] },
-      { name: 'traffic class / flow label (masked)', from: ip + 1, to: ip + 4, flip: ['ok'] },
-      { name: 'payload length', from: ip + 4, to: ip + 6, flip: L.kind === 'v6' ? LEN_ERRS : [...LEN_ERRS, 'WIRE_BAD_ICRC'] },
-      { name: 'next header', from: ip + 6, to: ip + 7, flip: ['WIRE_NOT_RDMA'] },
-      { name: 'hop limit (masked)', from: ip + 7, to: ip + 8, flip: ['ok'] },
-      { name: 'source/destination address or GID', from: ip + 8, to: ip + 40, flip: ['WIRE_BAD_ICRC'] },
+      // High nibble: the version; low nibble: the top of the traffic class (masked).
+      region('IP version / TC high nibble', ip, ip + 1, (bit) => (bit >= 4 ? ['WIRE_BAD_VERSION'] : ['ok'])),
+      region('traffic class / flow label (masked)', ip + 1, ip + 4, always(['ok'])),
+      region('payload length', ip + 4, ip + 6, always(L.kind === 'v6' ? LEN_ERRS : [...LEN_ERRS, 'WIRE_BAD_ICRC'])),
+      region('next header', ip + 6, ip + 7, always(['WIRE_NOT_RDMA'])),
+      region('hop limit (masked)', ip + 7, ip + 8, always(['ok'])),
+      // The addresses are in the UDP checksum's pseudo-header.
+      transport('source/destination address or GID', ip + 8, ip + 40, always(['WIRE_BAD_ICRC'])),
     );
   }
   if (L.udp >= 0) {
     rs.push(
-      { name: 'UDP source port', from: L.udp, to: L.udp + 2, flip: ['WIRE_BAD_ICRC'] },
-      { name: 'UDP destination port', from: L.udp + 2, to: L.udp + 4, flip: ['WIRE_NOT_RDMA'] },
-      { name: 'UDP length', from: L.udp + 4, to: L.udp + 6, flip: ['WIRE_LENGTH_MISMATCH'] },
-      // Masked in the ICRC and (over IPv4, where 0 means "none") not verified.
-      { name: 'UDP checksum (masked)', from: L.udp + 6, to: L.udp + 8, flip: ['ok'] },
+      transport('UDP source port', L.udp, L.udp + 2, always(['WIRE_BAD_ICRC'])),
+      region('UDP destination port', L.udp + 2, L.udp + 4, always(['WIRE_NOT_RDMA'])),
+      region('UDP length', L.udp + 4, L.udp + 6, always(['WIRE_LENGTH_MISMATCH'])),
+      // Masked in the ICRC. IPv4: not verified (0 means none). IPv6: verified
+      // (RFC 8200 forbids 0, and a flip of 0 makes a non-zero wrong value).
+      region('UDP checksum (masked)', L.udp + 6, L.udp + 8, always(L.kind === 'v6' ? ['WIRE_BAD_CHECKSUM'] : ['ok'])),
     );
   }
   const b = L.bth;
   rs.push(
-    { name: 'BTH opcode', from: b, to: b + 1, flip: OPCODE_ERRS },
-    { name: 'BTH SE/M/PadCnt/TVer', from: b + 1, to: b + 2, flip: ['WIRE_BAD_ICRC', 'WIRE_BAD_VERSION', 'WIRE_LENGTH_MISMATCH'] },
-    { name: 'BTH P_Key', from: b + 2, to: b + 4, flip: ['WIRE_BAD_ICRC'] },
-    { name: 'BTH FECN/BECN/resv6a (masked)', from: b + 4, to: b + 5, flip: ['ok'] },
-    { name: 'BTH DestQP, A, resv7, PSN', from: b + 5, to: b + 12, flip: ['WIRE_BAD_ICRC'] },
-    { name: 'extension headers, payload, pad', from: b + 12, to: L.icrc, flip: ['WIRE_BAD_ICRC'] },
-    { name: 'ICRC', from: L.icrc, to: L.icrc + 4, flip: ['WIRE_BAD_ICRC'] },
+    transport('BTH opcode', b, b + 1, always(OPCODE_ERRS)),
+    transport('BTH SE/M/PadCnt/TVer', b + 1, b + 2, bthByte1),
+    transport('BTH P_Key', b + 2, b + 4, always(['WIRE_BAD_ICRC'])),
+    transport('BTH FECN/BECN/resv6a (masked)', b + 4, b + 5, always(['ok'])),
+    transport('BTH DestQP, A, resv7, PSN', b + 5, b + 12, always(['WIRE_BAD_ICRC'])),
+    transport('extension headers, payload, pad', b + 12, L.icrc, always(['WIRE_BAD_ICRC'])),
+    transport('ICRC', L.icrc, L.icrc + 4, always(['WIRE_BAD_ICRC'])),
   );
-  if (L.end < f.length) rs.push({ name: 'Ethernet padding (not covered)', from: L.end, to: f.length, flip: ['ok'] });
+  if (L.end < f.length) rs.push(region('Ethernet padding (not covered)', L.end, f.length, always(['ok'])));
   // Sanity: the regions tile the frame.
   rs.sort((x, y) => x.from - y.from);
   let at = 0;
@@ -419,48 +504,52 @@ function regionsOf(f: Uint8Array): Region[] {
   return rs;
 }
 
-/** Which bits of BTH byte 1 give which result, precisely. */
-function expectBthByte1(bit: number, got: Expect): boolean {
-  if (bit >= 6) return got === 'WIRE_BAD_ICRC'; // SE, M
-  if (bit >= 4) return got === 'WIRE_BAD_ICRC' || got === 'WIRE_LENGTH_MISMATCH'; // PadCnt
-  return got === 'WIRE_BAD_VERSION'; // TVer
-}
+interface FlipFailure { frame: string; byte: number; bit: number; region: string; got: Expect; allowed: string; why?: string }
 
-interface FlipFailure { frame: string; byte: number; bit: number; region: string; got: Expect; allowed: string }
+/** Re-encodes a decoded packet the way the frame was made (IPv6 UDP checksum or none). */
+function reencode(p: Packet): Uint8Array {
+  return encodePacket(p, undefined, 0, { ipv6UdpChecksum: p.ipv6 !== null && p.udp!.checksum !== 0 });
+}
 
 function flipAll(name: string, frame: Uint8Array, repair: boolean): FlipFailure[] {
   const L = layout(frame);
+  const csum6 = hasUdp6Checksum(frame);
   const orig = decodeOk(frame);
   const failures: FlipFailure[] = [];
   for (const r of regionsOf(frame)) {
-    const allowed = repair && L.kind === 'v4' ? r.repaired ?? r.flip : r.flip;
     for (let i = r.from; i < r.to; i++) {
       for (let bit = 0; bit < 8; bit++) {
+        const allowed = repair ? r.repaired(bit) : r.raw(bit);
         const f = frame.slice();
         f[i]! ^= 1 << bit;
-        const checksumBytes = i === L.l3 + 10 || i === L.l3 + 11;
-        if (repair && L.kind === 'v4' && i >= L.l3 && i < L.udp && !checksumBytes) fixIpv4Checksum(f, L.l3);
+        if (repair && L.kind === 'v4' && i >= L.l3 && i < L.udp && i !== L.l3 + 10 && i !== L.l3 + 11) fixIpv4Checksum(f, L.l3);
+        // IPv6: repair the UDP checksum for everything it covers but itself and the lengths.
+        const lengthField = (i >= L.l3 + 4 && i < L.l3 + 6) || (L.udp >= 0 && i >= L.udp + 4 && i < L.udp + 6);
+        if (repair && csum6 && i >= L.l3 + 8 && i < L.end && !lengthField && i !== L.udp + 6 && i !== L.udp + 7) fixUdp6Checksum(f);
+        const before = toHex(f);
         const res = decodePacket(f, LINKTYPE_ETHERNET);
         const got: Expect = res.ok ? 'ok' : res.error.code;
-        let good = allowed.includes(got);
-        if (i === L.bth + 1 && r.name.startsWith('BTH SE')) good = expectBthByte1(bit, got);
-        if (good && res.ok) {
+        let why: string | undefined;
+        if (!allowed.includes(got)) why = 'unexpected result';
+        else if (res.ok) {
           // A masked or uncovered change: same ICRC, and the frame re-encodes to itself.
-          if (res.packet.icrc !== orig.icrc) good = false;
-          if (toHex(encodePacket(res.packet).subarray(0, L.end)) !== toHex(f.subarray(0, L.end))) good = false;
+          if (res.packet.icrc !== orig.icrc) why = 'ICRC changed';
+          else if (toHex(reencode(res.packet).subarray(0, L.end)) !== toHex(f.subarray(0, L.end))) why = 're-encode differs';
+        } else if (got === 'WIRE_BAD_ICRC' && !lengthField && res.error.offset !== L.icrc) {
+          why = `BAD_ICRC reported at offset ${res.error.offset}, ICRC is at ${L.icrc}`;
         }
-        if (good && !res.ok && got === 'WIRE_BAD_ICRC' && res.error.offset !== L.icrc) good = false;
-        if (!good) failures.push({ frame: name, byte: i, bit, region: r.name, got, allowed: allowed.join('|') });
+        if (toHex(f) !== before) why = 'decodePacket modified its input';
+        if (why) failures.push({ frame: name, byte: i, bit, region: r.name, got, allowed: allowed.join('|'), why });
       }
     }
   }
   return failures;
 }
 
-const SRC6 = fromHex('fe800000000000000250 56ff fe00 0001'.replace(/\s/g, ''));
+const SRC6 = fromHex('fe80000000000000025056fffe000001');
 const DST6 = fromHex('20010db8000000000000000000000042');
 
-function build(framing: 'roce-v2' | 'roce-v1', opcode: number, payloadLen: number, o: PacketOptions = {}): Uint8Array {
+function build(framing: 'roce-v2' | 'roce-v1', opcode: number, payloadLen: number, o: PacketOptions = {}, ipv6UdpChecksum = true): Uint8Array {
   const payload = Uint8Array.from({ length: payloadLen }, (_, i) => (i * 37 + 11) & 0xff);
   const p = newPacket(framing, opcode, {
     psn: 0x123456, destQp: 0xabcdef, pkey: 0x8001, ipId: 0x4242, hopLimit: 33, dscp: 26, ecn: 2, flowLabel: 0x54321,
@@ -474,7 +563,7 @@ function build(framing: 'roce-v2' | 'roce-v1', opcode: number, payloadLen: numbe
   if (p.deth) Object.assign(p.deth, { qkey: 0x80010000, srcQp: 1 });
   if (p.immDt !== null) p.immDt = 0xdeadbeef;
   if (p.ieth !== null) p.ieth = 0x0badcafe;
-  return encodePacket(p);
+  return encodePacket(p, undefined, 0, { ipv6UdpChecksum });
 }
 
 const IPV4_FRAMES: [string, Uint8Array][] = [
@@ -490,11 +579,14 @@ const IPV4_FRAMES: [string, Uint8Array][] = [
   ['vector B (UC SEND_ONLY, M=1, Pad=2)', vectorB(0)],
 ];
 
+const V6 = { ipVersion: 6, srcIp: SRC6, dstIp: DST6 } as const;
 const IPV6_FRAMES: [string, Uint8Array][] = [
-  ['IPv6 RC SEND_ONLY, 5 bytes', build('roce-v2', 0x04, 5, { ipVersion: 6, srcIp: SRC6, dstIp: DST6 })],
-  ['IPv6 RC RDMA_READ_REQUEST', build('roce-v2', 0x0c, 0, { ipVersion: 6, srcIp: SRC6, dstIp: DST6 })],
-  ['IPv6 UD SEND_ONLY, 40 bytes, VLAN', build('roce-v2', 0x64, 40, { ipVersion: 6, srcIp: SRC6, dstIp: DST6, vlan: { pcp: 5, dei: 1, vid: 7 } })],
-  ['IPv6 CNP', build('roce-v2', 0x81, 0, { ipVersion: 6, srcIp: SRC6, dstIp: DST6 })],
+  ['IPv6 RC SEND_ONLY, 5 bytes', build('roce-v2', 0x04, 5, V6)],
+  ['IPv6 RC RDMA_READ_REQUEST', build('roce-v2', 0x0c, 0, V6)],
+  ['IPv6 UD SEND_ONLY, 40 bytes, VLAN', build('roce-v2', 0x64, 40, { ...V6, vlan: { pcp: 5, dei: 1, vid: 7 } })],
+  ['IPv6 CNP', build('roce-v2', 0x81, 0, V6)],
+  ['IPv6 RC SEND_ONLY, 5 bytes, UDP checksum 0', build('roce-v2', 0x04, 5, V6, false)],
+  ['IPv6 RC ATOMIC_ACKNOWLEDGE, UDP checksum 0', build('roce-v2', 0x12, 0, V6, false)],
 ];
 
 const V1_FRAMES: [string, Uint8Array][] = [
@@ -505,19 +597,20 @@ const V1_FRAMES: [string, Uint8Array][] = [
 
 function failureReport(fs: FlipFailure[]): string {
   return `${fs.length} unexpected result(s); first 20:\n  ${fs.slice(0, 20).map((x) =>
-    `${x.frame}: byte ${x.byte} bit ${x.bit} (${x.region}) gave ${x.got}, allowed ${x.allowed}`).join('\n  ')}`;
+    `${x.frame}: byte ${x.byte} bit ${x.bit} (${x.region}) gave ${x.got}, allowed ${x.allowed}: ${x.why}`).join('\n  ')}`;
 }
 
 describe('ICRC coverage: every single-bit flip of a covered byte is caught', () => {
-  it('the frames under test are valid and their ICRCs match zlib crc32', () => {
+  it('the frames under test are valid and their ICRCs (and IPv6 UDP checksums) match independent computations', () => {
     for (const [name, f] of [...IPV4_FRAMES, ...IPV6_FRAMES, ...V1_FRAMES]) {
       const p = decodeOk(f);
       expect(p.icrc, name).toBe(zlibIcrc(f));
       expect(le32(f, layout(f).icrc), name).toBe(p.icrc);
+      if (p.ipv6) expect(p.udp!.checksum, name).toBe(name.endsWith('UDP checksum 0') ? 0 : udp6Checksum(f));
     }
   });
 
-  it('RoCE v2 / IPv4: raw flips (the IPv4 checksum catches header changes first)', () => {
+  it('RoCE v2 / IPv4: raw flips (the IPv4 header checksum catches header changes first)', () => {
     const failures = IPV4_FRAMES.flatMap(([n, f]) => flipAll(n, f, false));
     expect(failures, failureReport(failures)).toEqual([]);
   });
@@ -527,8 +620,13 @@ describe('ICRC coverage: every single-bit flip of a covered byte is caught', () 
     expect(failures, failureReport(failures)).toEqual([]);
   });
 
-  it('RoCE v2 / IPv6 (no IP checksum: the ICRC catches address changes)', () => {
+  it('RoCE v2 / IPv6: raw flips (the UDP checksum, when present, catches transport changes first)', () => {
     const failures = IPV6_FRAMES.flatMap(([n, f]) => flipAll(n, f, false));
+    expect(failures, failureReport(failures)).toEqual([]);
+  });
+
+  it('RoCE v2 / IPv6: flips with the UDP checksum repaired (the ICRC alone must catch covered fields)', () => {
+    const failures = IPV6_FRAMES.flatMap(([n, f]) => flipAll(n, f, true));
     expect(failures, failureReport(failures)).toEqual([]);
   });
 
@@ -585,29 +683,42 @@ describe('ICRC invariance: masked (variant) fields may change in flight', () => 
     for (const [name, frame] of [...IPV4_FRAMES, ...IPV6_FRAMES, ...V1_FRAMES]) {
       const L = layout(frame);
       const icrc = decodeOk(frame).icrc;
+      const csum6 = hasUdp6Checksum(frame);
       for (let v = 0; v < 256; v++) {
         const f = frame.slice();
         f[L.bth + 4] = v;
+        // Over IPv6 the BTH is inside the UDP checksum: a marking hop must update it.
+        if (csum6) {
+          if (v !== frame[L.bth + 4]) expect(codeOf(f), `${name} byte4=${v} without UDP checksum update`).toBe('WIRE_BAD_CHECKSUM');
+          fixUdp6Checksum(f);
+        }
         const p = decodeOk(f);
         expect([p.icrc, p.bth.fecn, p.bth.becn, p.bth.resv6a], `${name} byte4=${v}`).toEqual([icrc, v >>> 7, (v >>> 6) & 1, v & 0x3f]);
       }
     }
   });
 
-  it('UDP checksum: any value keeps the ICRC (masked)', () => {
+  it('UDP checksum: masked from the ICRC; over IPv4 any value decodes, over IPv6 0 or the right one', () => {
     for (const [name, frame] of [...IPV4_FRAMES, ...IPV6_FRAMES]) {
       const L = layout(frame);
+      const icrc = decodeOk(frame).icrc;
       for (const v of [0x0000, 0xffff, 0xaca2, 0x1234]) {
         const f = frame.slice();
         f[L.udp + 6] = v >>> 8;
         f[L.udp + 7] = v & 0xff;
+        if (L.kind === 'v6' && v !== 0 && v !== udp6Checksum(f)) {
+          expect(codeOf(f), `${name} UDP checksum ${v}`).toBe('WIRE_BAD_CHECKSUM');
+          const r = decodePacket(f, LINKTYPE_ETHERNET, { verifyIpChecksum: false });
+          expect(r.ok && r.packet.icrc, `${name} UDP checksum ${v}, not verified`).toBe(icrc);
+          continue;
+        }
         const p = decodeOk(f);
-        expect([p.icrc, p.udp!.checksum], name).toEqual([decodeOk(frame).icrc, v]);
+        expect([p.icrc, p.udp!.checksum], name).toEqual([icrc, v]);
       }
     }
   });
 
-  it('IPv6 and RoCE v1 GRH: traffic class, flow label and hop limit keep the ICRC', () => {
+  it('IPv6 and RoCE v1 GRH: traffic class, flow label and hop limit keep the ICRC (and the IPv6 UDP checksum)', () => {
     for (const [name, frame] of [...IPV6_FRAMES, ...V1_FRAMES]) {
       const L = layout(frame);
       const icrc = decodeOk(frame).icrc;
@@ -619,9 +730,9 @@ describe('ICRC invariance: masked (variant) fields may change in flight', () => 
         f[L.l3 + 3] = fl & 0xff;
         f[L.l3 + 7] = hl;
         const p = decodeOk(f);
-        const h = p.ipv6 ?? p.grh!;
+        const tcfl = p.ipv6 ?? p.grh!;
         const hop = p.ipv6 ? p.ipv6.hopLimit : p.grh!.hopLimit;
-        expect([p.icrc, h.trafficClass, h.flowLabel, hop], `${name} tc=${tc} fl=${fl} hl=${hl}`).toEqual([icrc, tc, fl, hl]);
+        expect([p.icrc, tcfl.trafficClass, tcfl.flowLabel, hop], `${name} tc=${tc} fl=${fl} hl=${hl}`).toEqual([icrc, tc, fl, hl]);
         expect(zlibIcrc(f)).toBe(icrc);
       }
     }
@@ -636,6 +747,43 @@ describe('ICRC invariance: masked (variant) fields may change in flight', () => 
     const p = decodeOk(f);
     expect(p.icrc).toBe(icrc);
     expect(p.eth!.vlan).toEqual({ pcp: 7, dei: 0, vid: 0xfff });
+  });
+});
+
+describe('IPv6 UDP checksum (RFC 8200 §8.1)', () => {
+  it('encodePacket computes what the test computes by hand, for many payload lengths (odd ones too)', () => {
+    for (let len = 0; len < 40; len++) {
+      const f = build('roce-v2', 0x04, len, { ...V6, psn: len });
+      expect(be16(f, layout(f).udp + 6), `len ${len}`).toBe(udp6Checksum(f));
+    }
+  });
+
+  it.skipIf(!TSHARK)('tshark (udp.check_checksum on) finds every IPv6 UDP checksum good', () => {
+    const frames = Array.from({ length: 12 }, (_, len) => build('roce-v2', len % 2 ? 0x04 : 0x0a, len * 7, { ...V6, psn: len }));
+    frames.push(...IPV6_FRAMES.filter(([n]) => !n.endsWith('UDP checksum 0')).map(([, f]) => f));
+    const dir = mkdtempSync(join(tmpdir(), 'rnic-ka-'));
+    try {
+      const file = join(dir, 'v6.pcap');
+      writeFileSync(file, pcapOf(frames));
+      const out = execFileSync(TSHARK!, ['-n', '-r', file, '--disable-protocol', 'rpcordma', '-o', 'udp.check_checksum:TRUE',
+        '-T', 'fields', '-E', 'occurrence=f', '-e', 'udp.checksum', '-e', 'udp.checksum.status', '-e', 'infiniband.bth.opcode'],
+      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] });
+      const rows = out.trim().split('\n').map((l) => l.split('\t'));
+      expect(rows).toHaveLength(frames.length);
+      rows.forEach((r, i) => {
+        expect(Number(r[0]), `frame ${i}`).toBe(be16(frames[i]!, layout(frames[i]!).udp + 6));
+        expect(r[1], `frame ${i}: udp.checksum.status (1 = good)`).toBe('1');
+        expect(r[2], `frame ${i}`).not.toBe('');
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('ipv6UdpChecksum: false sends the packet\'s own value (0 = none) and decodes', () => {
+    const f = build('roce-v2', 0x04, 9, V6, false);
+    expect(be16(f, layout(f).udp + 6)).toBe(0);
+    expect(codeOf(f)).toBe('ok');
   });
 });
 

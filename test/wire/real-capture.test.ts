@@ -8,7 +8,9 @@
  *  3. encodePacket(decodePacket(frame)) gives back exactly the same bytes;
  *  4. every header field agrees with Wireshark's reading of the same frame
  *     (tshark run once over the whole file), and tshark flags no frame as
- *     malformed and raises no error-severity expert item.
+ *     malformed and raises no error-severity expert item;
+ *  5. the UDP source ports are what rxeInitialUdpSport / roceUdpSport give
+ *     for the QPNs seen (RDMA-CM-connected QPs excepted, see below).
  *
  * Mismatches are collected over all frames and reported together.
  */
@@ -24,6 +26,8 @@ import {
   LINKTYPE_ETHERNET,
   OPCODES,
   readPcap,
+  roceUdpSport,
+  rxeInitialUdpSport,
   type Packet,
   type PcapRecord,
 } from '../../src/wire/index.js';
@@ -38,7 +42,7 @@ const CAPTURE_CANDIDATES = [
   path.join('/work/shared', CAPTURE_NAME),
 ].filter((p): p is string => typeof p === 'string' && p.length > 0);
 const CAPTURE = CAPTURE_CANDIDATES.find((p) => fs.existsSync(p)) ?? CAPTURE_CANDIDATES[1]!;
-const TSHARK = '/usr/bin/tshark';
+const TSHARK = ['/usr/bin/tshark', '/usr/local/bin/tshark'].find((p) => fs.existsSync(p)) ?? '/usr/bin/tshark';
 const EXPECTED_FRAMES = 571;
 
 // ---------------------------------------------------------------------------
@@ -169,6 +173,45 @@ describe('real capture: rxe-pair-roce.pcap (two Linux Soft-RoCE hosts)', () => {
       if (into.byteOffset !== 17 || hex(into) !== hex(r.data)) problems.push(`frame ${i + 1}: encodePacket(p, out, 17) differs`);
       if (big[16] !== 0xa5 || big[17 + out.length] !== 0xa5) problems.push(`frame ${i + 1}: encodePacket(p, out, 17) wrote outside its frame`);
     }
+    expect(problems, report(problems)).toEqual([]);
+  });
+
+  it('UDP source ports are the ones Linux rxe computes (rxeInitialUdpSport / roceUdpSport)', () => {
+    const problems: string[] = [];
+    const decoded = records.map((r) => decodePacket(r.data, linktype)).flatMap((r) => (r.ok ? [r.packet] : []));
+    const ip = (a: Uint8Array) => ipv4Text(a);
+    // QPs connected through the RDMA CM (ib_send_bw -R): their port follows
+    // the CM's flow label, which SPEC-DIGEST §1.1 gives no formula for (the
+    // first REQ carries flow label 0x13f, yet both sides send from 0xff18). Find
+    // them from the CM REQ (Local QPN at MAD byte 56) and REP (byte 36).
+    const cmQpns = new Set<number>();
+    for (const p of decoded) {
+      if (p.bth.destQp !== 1 || p.payload.length < 256 || p.payload[1] !== 0x07) continue; // GSI, CM class
+      const attr = be16(p.payload, 16);
+      const at = attr === 0x0010 ? 56 : attr === 0x0013 ? 36 : -1;
+      if (at >= 0) cmQpns.add((p.payload[at]! << 16) | (p.payload[at + 1]! << 8) | p.payload[at + 2]!);
+    }
+    expect([...cmQpns].sort((a, b) => a - b)).toEqual([0x19, 0x1a, 0x1b, 0x1c]);
+    for (const [i, p] of decoded.entries()) {
+      const sport = p.udp!.srcPort;
+      if (p.deth) {
+        // UD (and QP1 for the CM MADs): the port set at QP creation from the source QPN.
+        const want = rxeInitialUdpSport(p.deth.srcQp);
+        if (sport !== want) problems.push(`frame ${i + 1}: UD from QP 0x${p.deth.srcQp.toString(16)} uses port 0x${sport.toString(16)}, rxeInitialUdpSport gives 0x${want.toString(16)}`);
+        continue;
+      }
+      // Connected QPs: the symmetric flow-label port of (local QPN, remote QPN).
+      // The local QPN is the DestQP of the same flow seen in the other direction.
+      const back = decoded.find((q) => q.udp!.srcPort === sport && ip(q.ipv4!.src) === ip(p.ipv4!.dst) && ip(q.ipv4!.dst) === ip(p.ipv4!.src));
+      if (!back) {
+        problems.push(`frame ${i + 1}: no frame of the same flow in the other direction`);
+        continue;
+      }
+      if (cmQpns.has(back.bth.destQp) && cmQpns.has(p.bth.destQp)) continue; // same port both ways, checked by find()
+      const want = roceUdpSport(0, back.bth.destQp, p.bth.destQp);
+      if (sport !== want) problems.push(`frame ${i + 1}: QP 0x${back.bth.destQp.toString(16)} -> 0x${p.bth.destQp.toString(16)} uses port 0x${sport.toString(16)}, roceUdpSport gives 0x${want.toString(16)}`);
+    }
+    expect(decoded).toHaveLength(EXPECTED_FRAMES);
     expect(problems, report(problems)).toEqual([]);
   });
 
