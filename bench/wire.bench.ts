@@ -35,7 +35,9 @@ export function benchWire(sizes = [64, 4096]): WireBenchResult[] {
         encodePacket(p, out1);
       }
     });
-    const inPlace = { ...p, payload: out1.subarray(payloadOffset(p), payloadOffset(p) + size) };
+    // A packet whose payload view already sits where the encoder puts it.
+    const inPlace = newPacket('roce-v2', Op.RC_RDMA_WRITE_MIDDLE, { payload, destQp: 0x11, psn: 1 });
+    inPlace.payload = out1.subarray(payloadOffset(p), payloadOffset(p) + size);
     inPlace.payload.set(payload);
     const encode = measure(`encode + ICRC, payload in place (${size} B)`, frame.length, (n) => {
       for (let i = 0; i < n; i++) {
