@@ -49,7 +49,7 @@ import {
   resolveParams,
   size,
   text,
-  u64,
+  u64Param,
   type ParamValues,
 } from './params.js';
 
@@ -61,10 +61,10 @@ const INT_MAX = 2 ** 31 - 1;
 /** ibv_device_attr (and a few model extensions), camelCased. */
 export const DEVICE_PARAMS = {
   fwVer: text('1.0.0', 'firmware version string (ibv_device_attr.fw_ver)'),
-  nodeGuid: u64(0x020000fffe000001n, 'node GUID', 'guid'),
-  sysImageGuid: u64(0x020000fffe000001n, 'system image GUID', 'guid'),
-  maxMrSize: u64(0xffffffffffffffffn, 'largest MR, bytes (rxe: -1ull)', 'bytes'),
-  pageSizeCap: u64(0xfffff000n, 'supported page sizes bitmask (rxe)', 'flags'),
+  nodeGuid: u64Param(0x020000fffe000001n, 'node GUID', 'guid'),
+  sysImageGuid: u64Param(0x020000fffe000001n, 'system image GUID', 'guid'),
+  maxMrSize: u64Param(0xffffffffffffffffn, 'largest MR, bytes (rxe: -1ull)', 'bytes'),
+  pageSizeCap: u64Param(0xfffff000n, 'supported page sizes bitmask (rxe)', 'flags'),
   vendorId: count(0, 'IEEE vendor id (rxe: 0)', 0, 0xffffffff),
   vendorPartId: count(0, 'vendor part id', 0, 0xffffffff),
   hwVer: count(0, 'hardware version', 0, 0xffffffff),
@@ -112,7 +112,7 @@ export const DEVICE_PARAMS = {
   maxEq: count(64, 'model: event queues', 1, 0xffff),
   numCompVectors: count(8, 'model: interrupt vectors (ibv_context.num_comp_vectors)', 1, 1024),
   hcaCoreClock: count(1_000_000, 'model: timestamp clock in kHz (1 GHz: CQE timestamps are ns)', 1, INT_MAX),
-  completionTimestampMask: u64(0xffffffffffffffffn, 'model: valid bits of CQE timestamps', 'flags'),
+  completionTimestampMask: u64Param(0xffffffffffffffffn, 'model: valid bits of CQE timestamps', 'flags'),
 } as const;
 
 const MAC_RE = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
@@ -186,7 +186,7 @@ export const PORT_PARAMS = {
   subnetTimeout: count(0, 'subnet propagation timeout', 0, 31),
   initTypeReply: count(0, 'init type reply', 0, 255),
   activeWidth: choice('4X', { '1X': 1, '4X': 2, '8X': 4, '12X': 8, '2X': 16 }, 'link width'),
-  activeSpeed: choice('EDR', { SDR: 1, DDR: 2, QDR: 4, FDR10: 8, FDR: 16, EDR: 32, HDR: 64, NDR: 128, XDR: 0 }, 'lane speed (EDR: 25 Gb/s)'),
+  activeSpeed: choice('EDR', { SDR: 1, DDR: 2, QDR: 4, FDR10: 8, FDR: 16, EDR: 32, HDR: 64, NDR: 128 }, 'lane speed (EDR: 25 Gb/s)'),
   activeSpeedEx: count(0, 'extended speed (0 = use activeSpeed)', 0, 0xffffffff),
   physState: choice('LINK_UP', { SLEEP: 1, POLLING: 2, DISABLED: 3, TRAINING: 4, LINK_UP: 5, ERROR_RECOVERY: 6, PHY_TEST: 7 }, 'physical port state'),
   linkLayer: choice('ETHERNET', { INFINIBAND: IBV_LINK_LAYER_INFINIBAND, ETHERNET: IBV_LINK_LAYER_ETHERNET }, 'link layer'),

@@ -82,18 +82,22 @@ export interface BytesAccessor {
 }
 
 export type AccessorOf<D> =
-  D extends FieldDecl<string, FieldKind.U>
-    ? UAccessor
-    : D extends FieldDecl<string, FieldKind.U64>
-      ? U64Accessor
-      : BytesAccessor;
+  D extends FieldDecl<string, infer K>
+    ? K extends FieldKind.U
+      ? UAccessor
+      : K extends FieldKind.U64
+        ? U64Accessor
+        : BytesAccessor
+    : never;
 
 export type ValueOf<D> =
-  D extends FieldDecl<string, FieldKind.U>
-    ? number
-    : D extends FieldDecl<string, FieldKind.U64>
-      ? bigint
-      : Uint8Array;
+  D extends FieldDecl<string, infer K>
+    ? K extends FieldKind.U
+      ? number
+      : K extends FieldKind.U64
+        ? bigint
+        : Uint8Array
+    : never;
 
 export type Accessors<F extends readonly FieldDecl[]> = {
   readonly [D in F[number] as D['name']]: AccessorOf<D>;

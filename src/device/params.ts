@@ -91,7 +91,7 @@ export function size(def: string, doc: string, min = 0, max = Number.MAX_SAFE_IN
 }
 
 /** An unsigned 64-bit value (bigint, safe integer, or hex / decimal string). */
-export function u64(def: bigint, doc: string, unit = 'u64'): ParamSpec<bigint> {
+export function u64Param(def: bigint, doc: string, unit = 'u64'): ParamSpec<bigint> {
   return {
     default: '0x' + def.toString(16),
     unit,

@@ -135,7 +135,7 @@ export const UD_SEG = defineLayout(
 
 export const DATA_SEG = defineLayout('data-seg', 16, 'Data (scatter/gather) segment: ibv_sge.', [
   u64('addr', 0x00, 'address (in the MR iova space of lkey)'),
-  u('length', 0x08, 0, 32, 'length in bytes (0 means 2^31 is NOT supported: 0 is an empty segment)'),
+  u('length', 0x08, 0, 32, 'length in bytes (0: an empty segment)'),
   u('lkey', 0x0c, 0, 32, 'local key'),
 ]);
 

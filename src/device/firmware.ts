@@ -1,0 +1,138 @@
+/**
+ * The firmware: owner of the device's resource tables. It holds the
+ * capabilities, the context tables (shared with the pipeline), the
+ * firmware-private bookkeeping the pipeline never needs (free lists, PD
+ * table, reference counts, key variants), and the hardware counters.
+ *
+ * Commands (commands.ts) are the only writers of configuration; this class
+ * gives them small, checked primitives. Nothing here blocks or schedules:
+ * the realtime runtime calls `serviceCommandDoorbell` on its device thread,
+ * the simulator calls it inline.
+ */
+import type { Capabilities } from './capabilities.js';
+import { ContextTables } from './contexts.js';
+import { HwCounters } from './counters.js';
+import type { HostMemory } from './host-memory.js';
+import { Bar } from './registers.js';
+
+/** FIFO pool of free indices [first, count): O(1), reuses the least recently freed. */
+export class IndexPool {
+  private readonly ring: Int32Array;
+  private head = 0;
+  private size = 0;
+  private readonly live: Uint8Array;
+
+  constructor(
+    readonly first: number,
+    readonly count: number,
+  ) {
+    this.ring = new Int32Array(Math.max(count - first, 0));
+    this.live = new Uint8Array(count);
+    for (let i = first; i < count; i++) this.ring[this.size++] = i;
+  }
+
+  /** A free index, or -1 when exhausted. */
+  alloc(): number {
+    if (this.size === 0) return -1;
+    const i = this.ring[this.head]!;
+    this.head = (this.head + 1) % this.ring.length;
+    this.size--;
+    this.live[i] = 1;
+    return i;
+  }
+
+  free(i: number): void {
+    if (!this.isLive(i)) return;
+    this.live[i] = 0;
+    this.ring[(this.head + this.size) % this.ring.length] = i;
+    this.size++;
+  }
+
+  isLive(i: number): boolean {
+    return Number.isInteger(i) && i >= this.first && i < this.count && this.live[i] === 1;
+  }
+
+  get inUse(): number {
+    return this.count - this.first - this.size;
+  }
+}
+
+export interface FirmwareInit {
+  readonly caps: Capabilities;
+  /** Host memory as the device sees it (DMA): to check that rings and buffers lie inside it. */
+  readonly mem: HostMemory;
+  /** The BAR (created for `caps` if omitted). */
+  readonly bar?: Bar;
+  /** Context tables (created for `caps` if omitted). */
+  readonly tables?: ContextTables;
+  /** Counters (created with one lane per port if omitted). */
+  readonly counters?: HwCounters;
+}
+
+export class Firmware {
+  readonly caps: Capabilities;
+  readonly mem: HostMemory;
+  readonly bar: Bar;
+  readonly tables: ContextTables;
+  readonly counters: HwCounters;
+
+  /** Human-readable reason of the last failed command (diagnostics, not ABI). */
+  lastError = '';
+  /** Token of the last command served through the BAR (mailbox.ts). */
+  lastToken = 0;
+
+  readonly pds: IndexPool;
+  readonly qps: IndexPool;
+  readonly cqs: IndexPool;
+  readonly eqs: IndexPool;
+  readonly srqs: IndexPool;
+  readonly mrs: IndexPool;
+  /** Per MPT index: the variant byte of its current / next key. */
+  readonly mrVariant: Uint8Array;
+  /** Objects that reference a PD (MRs, QPs, SRQs); DEALLOC_PD is BUSY while > 0. */
+  readonly pdRefs: Int32Array;
+  /** QPs using a CQ; DESTROY_CQ is BUSY while > 0. */
+  readonly cqRefs: Int32Array;
+  /** CQs using an EQ; DESTROY_EQ is BUSY while > 0. */
+  readonly eqRefs: Int32Array;
+  /** QPs using an SRQ; DESTROY_SRQ is BUSY while > 0. */
+  readonly srqRefs: Int32Array;
+
+  constructor(init: FirmwareInit) {
+    this.caps = init.caps;
+    this.mem = init.mem;
+    this.bar = init.bar ?? Bar.create(init.caps);
+    this.tables = init.tables ?? ContextTables.create(init.caps);
+    this.counters = init.counters ?? HwCounters.create(init.caps.ports.length, 1);
+    const d = init.caps.device;
+    const t = this.tables;
+    this.pds = new IndexPool(1, d.maxPd + 1);
+    this.qps = new IndexPool(2, t.qpCount);
+    this.cqs = new IndexPool(1, t.cqCount);
+    this.eqs = new IndexPool(1, t.eqCount);
+    this.srqs = new IndexPool(1, t.srqCount);
+    this.mrs = new IndexPool(1, t.mrCount);
+    this.mrVariant = new Uint8Array(t.mrCount);
+    this.pdRefs = new Int32Array(d.maxPd + 1);
+    this.cqRefs = new Int32Array(t.cqCount);
+    this.eqRefs = new Int32Array(t.eqCount);
+    this.srqRefs = new Int32Array(t.srqCount);
+  }
+
+  /** Port attributes by 1-based number, or undefined. */
+  port(portNum: number) {
+    return this.caps.ports[portNum - 1];
+  }
+
+  /** Is [addr, addr + len) a DMA-able range of host memory aligned to `align`? */
+  hostRangeOk(addr: number, len: number, align: number): boolean {
+    return this.mem.inRangeN(addr, len) && addr % align === 0;
+  }
+
+  /** Zero a context entry (all but the words listed in `keep`, byte offsets). */
+  clearEntry(off: number, size: number, keep: readonly number[] = []): void {
+    const saved = keep.map((k) => this.tables.dv.getUint32(off + k, true));
+    this.tables.u8.fill(0, off, off + size);
+    keep.forEach((k, i) => this.tables.dv.setUint32(off + k, saved[i]!, true));
+  }
+}
