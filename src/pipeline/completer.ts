@@ -1,0 +1,205 @@
+/**
+ * The completer: takes ACKs, NAKs, read responses and atomic ACKs for the
+ * requester, retires WQEs in order, and runs the local ACK and RNR timers
+ * (IBTA §9.7.5–9.7.6; rxe_comp.c's behaviour where the IBTA leaves room).
+ */
+import {
+  IBV_ACCESS_LOCAL_WRITE, IBV_QPS_RTS, IBV_QPS_SQD, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR,
+  IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SUCCESS, IBV_WC_BAD_RESP_ERR, IBV_WC_LOC_PROT_ERR,
+  IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ,
+} from '../device/abi/constants.js';
+import { MrCheck } from '../device/contexts.js';
+import { Ctr } from '../device/counters.js';
+import { aethType, AethType, aethValue, Op, type Packet, Syndrome } from '../wire/index.js';
+import type { NicCore } from './core.js';
+import { scatter } from './dma.js';
+import { psnAdd, psnCompare } from './psn.js';
+import type { QpCtx } from './qp-ctx.js';
+import { completeSend, failHead, hasUnacked, isReadOrAtomic, rewindTo } from './requester.js';
+import { localAckTimeoutNs, rnrTimerNs } from './timer-tables.js';
+import { type SendWqe, WqeStatus } from './work-requests.js';
+
+function lastPsn(w: SendWqe): number {
+  return psnAdd(w.firstPsn, w.npsn - 1);
+}
+
+/** Retires SEND/WRITE WQEs fully covered by a cumulative ACK of `psn`. Stops at a READ/ATOMIC. */
+function ackThrough(nic: NicCore, q: QpCtx, psn: number): void {
+  while (q.window.length > 0) {
+    const w = q.window[0]!;
+    if (w.status !== WqeStatus.SENT || isReadOrAtomic(w.opcode)) return;
+    if (psnCompare(psn, lastPsn(w)) < 0) return;
+    q.window.shift();
+    q.txIndex--;
+    completeSend(nic, q, w, IBV_WC_SUCCESS);
+  }
+}
+
+function progress(q: QpCtx, psn: number, now: number): void {
+  if (psnCompare(psn, q.ackedPsn) > 0) q.ackedPsn = psn;
+  q.retryLeft = q.retryCnt;
+  q.ackDeadline = hasUnacked(q) ? now + localAckTimeoutNs(q.timeout) : Infinity;
+}
+
+/** Go back N after a loss signal: rewind to the oldest unacknowledged PSN. */
+function retransmitFromOldest(q: QpCtx): void {
+  const head = q.window[0];
+  if (!head) return;
+  const from = psnCompare(psnAdd(q.ackedPsn, 1), head.firstPsn) > 0 ? psnAdd(q.ackedPsn, 1) : head.firstPsn;
+  rewindTo(q, from);
+}
+
+/** Consumes one transport retry; false (and the WQE failed) when none is left. */
+function takeRetry(nic: NicCore, q: QpCtx): boolean {
+  const head = q.window[0];
+  if (!head) return true;
+  const infinite = q.retryCnt === 7 && nic.env.quirks.rxeRetryCnt7Infinite;
+  if (q.retryLeft === 0 && !infinite) {
+    failHead(nic, q, head, IBV_WC_RETRY_EXC_ERR, Ctr.RETRY_EXCEEDED_ERR);
+    return false;
+  }
+  if (!infinite) q.retryLeft--;
+  nic.ctr(q.portNum)[Ctr.COMPLETER_RETRY_ERR]!++;
+  return true;
+}
+
+/** A response packet for QP `q` (already matched to it and decoded). */
+export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, now: number): void {
+  const state = nic.env.tables.qpState(qp);
+  if (state !== IBV_QPS_RTS && state !== IBV_QPS_SQD) return;
+  const psn = p.bth.psn;
+  const op = p.bth.opcode;
+  const ctr = nic.ctr(q.portNum);
+  if (op === Op.RC_ACKNOWLEDGE) {
+    const syn = p.aeth!.syndrome;
+    switch (aethType(syn)) {
+      case AethType.ACK: {
+        // A cumulative ACK beyond a pending READ/ATOMIC means its response was lost.
+        ackThrough(nic, q, psn);
+        const head = q.window[0];
+        if (head && head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, head.firstPsn) >= 0) {
+          ctr[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
+          if (takeRetry(nic, q)) retransmitFromOldest(q);
+          nic.schedule(q);
+          return;
+        }
+        progress(q, psn, now);
+        if (q.txIndex < q.window.length) nic.schedule(q);
+        return;
+      }
+      case AethType.RNR_NAK: {
+        ackThrough(nic, q, psnAdd(psn, -1));
+        ctr[Ctr.RCVD_RNR_ERR]!++;
+        const head = q.window[0];
+        if (!head) return;
+        if (q.rnrLeft === 0) {
+          failHead(nic, q, head, IBV_WC_RNR_RETRY_EXC_ERR, Ctr.RETRY_RNR_EXCEEDED_ERR);
+          return;
+        }
+        if (q.rnrRetry !== 7) q.rnrLeft--;
+        ctr[Ctr.RNR_NAK_RETRY_ERR]!++;
+        q.rnrUntil = now + rnrTimerNs(aethValue(syn));
+        q.ackDeadline = Infinity;
+        rewindTo(q, psn);
+        nic.schedule(q);
+        return;
+      }
+      case AethType.NAK: {
+        if (syn === Syndrome.NAK_PSN_SEQ_ERR) {
+          // Everything before the NAKed PSN arrived; resend from it.
+          ackThrough(nic, q, psnAdd(psn, -1));
+          ctr[Ctr.RCVD_SEQ_ERR]!++;
+          ctr[Ctr.PACKET_SEQ_ERR]!++;
+          if (psnCompare(psnAdd(psn, -1), q.ackedPsn) > 0) q.ackedPsn = psnAdd(psn, -1);
+          if (!takeRetry(nic, q)) return;
+          rewindTo(q, psn);
+          nic.schedule(q);
+          return;
+        }
+        ackThrough(nic, q, psnAdd(psn, -1));
+        const head = q.window[0];
+        if (!head) return;
+        const status = syn === Syndrome.NAK_INVALID_REQUEST ? IBV_WC_REM_INV_REQ_ERR
+          : syn === Syndrome.NAK_REMOTE_ACCESS ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_OP_ERR;
+        const counter = syn === Syndrome.NAK_INVALID_REQUEST ? Ctr.REQ_REMOTE_INVALID_REQUEST
+          : syn === Syndrome.NAK_REMOTE_ACCESS ? Ctr.REQ_REMOTE_ACCESS_ERRORS : undefined;
+        failHead(nic, q, head, status, counter);
+        return;
+      }
+      default:
+        return; // reserved syndrome: ignore
+    }
+  }
+  // Read responses and atomic ACKs implicitly acknowledge what came before.
+  ackThrough(nic, q, psnAdd(psn, -1));
+  const head = q.window[0];
+  if (!head || head.status === WqeStatus.PENDING && head.sentPkts === 0) return;
+  if (op === Op.RC_ATOMIC_ACKNOWLEDGE) {
+    if (head.opcode !== IBV_WR_ATOMIC_CMP_AND_SWP && head.opcode !== IBV_WR_ATOMIC_FETCH_AND_ADD) {
+      if (psnCompare(psn, head.firstPsn) < 0) return; // duplicate
+      failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
+      return;
+    }
+    if (psn !== head.firstPsn) return;
+    const orig = new Uint8Array(8);
+    new DataView(orig.buffer).setBigUint64(0, p.atomicAckEth!.origData, true);
+    if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, 0, orig, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
+      failHead(nic, q, head, IBV_WC_LOC_PROT_ERR);
+      return;
+    }
+    retire(nic, q, head, psn, now);
+    return;
+  }
+  // READ responses.
+  if (head.opcode !== IBV_WR_RDMA_READ) {
+    if (psnCompare(psn, head.firstPsn) < 0) return;
+    failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
+    return;
+  }
+  const expected = psnAdd(head.firstPsn, Math.floor(head.readDone / q.mtu));
+  const d = psnCompare(psn, expected);
+  if (d < 0) return; // duplicate response
+  if (d > 0) {
+    // A response is missing: an implied NAK; ask again from what we have.
+    ctr[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
+    if (takeRetry(nic, q)) rewindTo(q, expected);
+    nic.schedule(q);
+    return;
+  }
+  const isFirst = op === Op.RC_RDMA_READ_RESPONSE_FIRST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;
+  const isLast = op === Op.RC_RDMA_READ_RESPONSE_LAST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;
+  const len = p.payload.length;
+  const left = head.length - head.readDone;
+  const lengthOk = isLast ? len === left : len === q.mtu && left > q.mtu;
+  if (!lengthOk || (isFirst && head.readDone % q.mtu !== 0)) {
+    failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
+    return;
+  }
+  if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, head.readDone, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
+    failHead(nic, q, head, IBV_WC_LOC_PROT_ERR);
+    return;
+  }
+  head.readDone += len;
+  if (isLast) retire(nic, q, head, psn, now);
+  else progress(q, psn, now);
+}
+
+function retire(nic: NicCore, q: QpCtx, w: SendWqe, psn: number, now: number): void {
+  q.window.shift();
+  q.txIndex = Math.max(0, q.txIndex - 1);
+  if (isReadOrAtomic(w.opcode)) q.rdAtomicOut = Math.max(0, q.rdAtomicOut - 1);
+  completeSend(nic, q, w, IBV_WC_SUCCESS);
+  progress(q, psn, now);
+  nic.schedule(q);
+}
+
+/** Local ACK timer expiry. */
+export function completerTimeout(nic: NicCore, q: QpCtx, now: number): void {
+  q.ackDeadline = Infinity;
+  if (!hasUnacked(q)) return;
+  nic.ctr(q.portNum)[Ctr.LOCAL_ACK_TIMEOUT_ERR]!++;
+  if (!takeRetry(nic, q)) return;
+  retransmitFromOldest(q);
+  q.ackDeadline = now + localAckTimeoutNs(q.timeout);
+  nic.schedule(q);
+}

@@ -1,0 +1,356 @@
+/**
+ * One RNIC's pipeline, driven by whoever runs it: `poll()` services
+ * doorbells, firmware commands, timers and the transmit schedule;
+ * `receive()` takes a frame from a port. It does not know whether it runs
+ * on a worker thread or inside the simulator: time comes from env.clock.
+ */
+import {
+  IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, IBV_EVENT_CQ_ERR,
+} from '../device/abi/constants.js';
+import { CQC, QpFlag } from '../device/contexts.js';
+import { Ctr } from '../device/counters.js';
+import { CqeFields, CqPush, cqArm, cqPush } from '../device/cqe.js';
+import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
+import { serviceCommandDoorbell } from '../device/mailbox.js';
+import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
+import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
+import { decodePacket, OPCODES, Transport } from '../wire/index.js';
+import { completerReceive, completerTimeout } from './completer.js';
+import type { NicCore } from './core.js';
+import type { EthPort } from './eth-port.js';
+import type { NicEnv } from './nic-env.js';
+import { QpCtx } from './qp-ctx.js';
+import { completeSend, requesterHasWork, requesterTransmit } from './requester.js';
+import { responderReceive } from './responder.js';
+import { responderTransmit } from './responses.js';
+import { readRecvWqe, readSendWqe, SendWqe } from './work-requests.js';
+
+/** Packets one QP may send before the scheduler moves to the next (fairness). */
+const QP_BURST = 16;
+
+const TRANSPORT_OF_QPT: Record<number, number> = { [IBV_QPT_RC]: Transport.RC, [IBV_QPT_UC]: Transport.UC, [IBV_QPT_UD]: Transport.UD };
+
+export class Nic implements NicCore {
+  readonly env: NicEnv;
+  private readonly qps = new Map<number, QpCtx>();
+  /** QPs with something to send, in round-robin order. */
+  private readonly ready: QpCtx[] = [];
+  private readonly pairs = new Int32Array(1024);
+  private readonly scratch = new CqeFields();
+  private readonly ipIds: number[];
+  private readonly lanes: Float64Array[];
+
+  constructor(env: NicEnv) {
+    this.env = env;
+    this.ipIds = env.ports.map(() => 0);
+    this.lanes = env.ports.map((_, i) => env.counters.lane(i + 1, 0));
+  }
+
+  // ---- NicCore ---------------------------------------------------------
+
+  ctr(portNum: number): Float64Array {
+    return this.lanes[portNum - 1] ?? this.lanes[0]!;
+  }
+
+  cqe(): CqeFields {
+    return this.scratch.reset();
+  }
+
+  complete(cqn: number, f: CqeFields): void {
+    const { mem, tables: t, bar } = this.env;
+    const cq = t.cqByNumber(cqn);
+    if (cq < 0) return;
+    f.timestamp = Math.floor(this.env.clock.now());
+    const r = cqPush(mem, t, cq, f);
+    const eqn = CQC.f.eqn.get(t.dv, cq);
+    if (r & CqPush.EVENT) eqPush(mem, t, bar, eqn, EQE_TYPE_COMPLETION, cqn, 0, f.timestamp);
+    if (r & CqPush.OVERFLOW) eqPush(mem, t, bar, eqn, IBV_EVENT_CQ_ERR, cqn, 0, f.timestamp);
+  }
+
+  asyncEvent(cqn: number, type: number, resource: number): void {
+    const { mem, tables: t, bar } = this.env;
+    const cq = t.cqByNumber(cqn);
+    if (cq < 0) return;
+    eqPush(mem, t, bar, CQC.f.eqn.get(t.dv, cq), type, resource, 0, Math.floor(this.env.clock.now()));
+  }
+
+  fail(q: QpCtx): void {
+    q.sqError = true;
+    const qp = this.qpOff(q);
+    if (qp >= 0) this.env.tables.qpSetError(qp);
+    this.schedule(q);
+  }
+
+  transmit(portNum: number, frame: Uint8Array): void {
+    this.ctr(portNum)[Ctr.SENT_PKTS]!++;
+    this.port(portNum).transmit(frame);
+  }
+
+  port(portNum: number): EthPort {
+    return this.env.ports[portNum - 1] ?? this.env.ports[0]!;
+  }
+
+  nextIpId(portNum: number): number {
+    const i = portNum - 1;
+    const v = this.ipIds[i]!;
+    this.ipIds[i] = (v + 1) & 0xffff;
+    return v;
+  }
+
+  schedule(q: QpCtx): void {
+    if (!q.scheduled) {
+      q.scheduled = true;
+      this.ready.push(q);
+    }
+  }
+
+  qpOff(q: QpCtx): number {
+    return this.env.tables.qpByNumber(q.qpn);
+  }
+
+  // ---- QP state ----------------------------------------------------------
+
+  /** The pipeline state of QP `qpn` with fresh attributes, or null if the QP does not exist. */
+  private qp(qpn: number): { q: QpCtx; off: number } | null {
+    const t = this.env.tables;
+    const off = t.qpByNumber(qpn);
+    if (off < 0) {
+      this.qps.delete(qpn);
+      return null;
+    }
+    let q = this.qps.get(qpn);
+    if (!q) this.qps.set(qpn, (q = new QpCtx(qpn)));
+    q.refresh(t, off);
+    this.handleFlags(q, off);
+    return { q, off };
+  }
+
+  /** Acts on RESET / ERR requested by the firmware (or by a stage via fail()). */
+  private handleFlags(q: QpCtx, off: number): void {
+    const t = this.env.tables;
+    const flags = t.qpFlags(off);
+    if (flags & QpFlag.RESET_PENDING) {
+      q.clearTransport();
+      q.seq = -1;
+      q.refresh(t, off);
+      t.qpClearFlags(off, QpFlag.RESET_PENDING);
+    }
+    if (flags & QpFlag.FLUSH_PENDING || (t.qpState(off) === IBV_QPS_ERR && q.sqError === false)) {
+      t.qpClearFlags(off, QpFlag.FLUSH_PENDING);
+      this.flush(q, off);
+    }
+  }
+
+  /**
+   * The QP is in ERR: every outstanding and newly posted WQE completes with
+   * WR_FLUSH_ERR, signaled or not (IBTA 10.7.3.1), in order.
+   */
+  private flush(q: QpCtx, off: number): void {
+    const { mem, tables: t } = this.env;
+    q.sqError = true;
+    const ctr = this.ctr(q.portNum);
+    for (const w of q.window.splice(0)) {
+      completeSend(this, q, w, IBV_WC_WR_FLUSH_ERR);
+      ctr[Ctr.REQ_CQE_FLUSH_ERROR]!++;
+    }
+    q.txIndex = 0;
+    q.rdAtomicOut = 0;
+    q.ackDeadline = Infinity;
+    q.responses.length = 0;
+    for (let addr = sqPeek(mem, t, off); addr >= 0; addr = sqPeek(mem, t, off)) {
+      const counter = sqAdvance(t, off);
+      const w = readSendWqe(mem, addr, q.qpType, counter, 255, 1 << 16) ?? new SendWqe();
+      completeSend(this, q, w, IBV_WC_WR_FLUSH_ERR);
+      ctr[Ctr.REQ_CQE_FLUSH_ERROR]!++;
+    }
+    if (q.recv) {
+      this.flushRecv(q, q.recv.wrIdLo, q.recv.wrIdHi, q.recv.counter);
+      q.recv = null;
+    }
+    if (!q.hasSrq) {
+      for (let addr = rqPeek(mem, t, off); addr >= 0; addr = rqPeek(mem, t, off)) {
+        const counter = rqAdvance(t, off);
+        const w = readRecvWqe(mem, addr, counter, 255);
+        this.flushRecv(q, w?.wrIdLo ?? 0, w?.wrIdHi ?? 0, counter);
+      }
+    }
+  }
+
+  private flushRecv(q: QpCtx, lo: number, hi: number, counter: number): void {
+    const f = this.cqe();
+    f.wrIdLo = lo;
+    f.wrIdHi = hi;
+    f.status = IBV_WC_WR_FLUSH_ERR;
+    f.opcode = IBV_WC_RECV;
+    f.qpNum = q.qpn;
+    f.wqeCounter = counter & 0xffff;
+    this.ctr(q.portNum)[Ctr.RESP_CQE_FLUSH_ERROR]!++;
+    this.complete(q.recvCqn, f);
+  }
+
+  // ---- the loop ---------------------------------------------------------
+
+  /**
+   * One pass: firmware commands, doorbells, timers, then up to `budget`
+   * packets from the transmit schedule. Returns the amount of work done
+   * (0 = idle).
+   */
+  poll(budget = 256): number {
+    const now = this.env.clock.now();
+    let work = this.serviceDoorbells();
+    work += this.serviceTimers(now);
+    work += this.transmitScheduled(budget, now);
+    return work;
+  }
+
+  private serviceDoorbells(): number {
+    const { fw, bar, tables: t } = this.env;
+    let work = 0;
+    if (serviceCommandDoorbell(fw, bar)) {
+      work++;
+      this.afterCommand();
+    }
+    const kinds = takeSummary(bar);
+    if (kinds === 0) return work;
+    const pairs = this.pairs;
+    if (kinds & (1 << DbKind.SQ)) {
+      for (let n = drainDoorbells(bar, DbKind.SQ, pairs); n > 0; n = n === pairs.length >> 1 ? drainDoorbells(bar, DbKind.SQ, pairs) : 0) {
+        for (let i = 0; i < n; i++) {
+          const s = this.qp(pairs[2 * i]!);
+          if (s) this.schedule(s.q);
+        }
+        work += n;
+      }
+    }
+    if (kinds & (1 << DbKind.RQ)) {
+      // Receives posted: a QP in ERR flushes them; otherwise the responder finds them when needed.
+      for (let n = drainDoorbells(bar, DbKind.RQ, pairs); n > 0; n = n === pairs.length >> 1 ? drainDoorbells(bar, DbKind.RQ, pairs) : 0) {
+        for (let i = 0; i < n; i++) {
+          const s = this.qp(pairs[2 * i]!);
+          if (s && t.qpState(s.off) === IBV_QPS_ERR) this.flush(s.q, s.off);
+        }
+        work += n;
+      }
+    }
+    if (kinds & (1 << DbKind.SRQ)) work += drainDoorbells(bar, DbKind.SRQ, pairs);
+    if (kinds & (1 << DbKind.CQ)) {
+      const n = drainDoorbells(bar, DbKind.CQ, pairs);
+      for (let i = 0; i < n; i++) {
+        const cqn = pairs[2 * i]!;
+        const cq = t.cqByNumber(cqn);
+        if (cq >= 0 && cqArm(t, cq, pairs[2 * i + 1]!)) {
+          eqPush(this.env.mem, t, bar, CQC.f.eqn.get(t.dv, cq), EQE_TYPE_COMPLETION, cqn, 0, Math.floor(this.env.clock.now()));
+        }
+      }
+      work += n;
+    }
+    if (kinds & (1 << DbKind.EQ)) {
+      const n = drainDoorbells(bar, DbKind.EQ, pairs);
+      for (let i = 0; i < n; i++) eqDoorbell(t, bar, pairs[2 * i]!, pairs[2 * i + 1]!);
+      work += n;
+    }
+    return work;
+  }
+
+  /** After MODIFY_QP / DESTROY_QP: act on QPs the firmware flagged. */
+  private afterCommand(): void {
+    const t = this.env.tables;
+    for (let qpn = 2; qpn < t.qpCount; qpn++) {
+      const off = t.qpOff(qpn);
+      if (t.qpFlags(off) & (QpFlag.RESET_PENDING | QpFlag.FLUSH_PENDING)) this.qp(qpn);
+    }
+    for (const [qpn, q] of this.qps) {
+      const off = t.qpByNumber(qpn);
+      if (off < 0) this.qps.delete(qpn);
+      else if (t.qpState(off) === IBV_QPS_RESET) q.clearTransport();
+    }
+  }
+
+  private serviceTimers(now: number): number {
+    let work = 0;
+    for (const q of this.qps.values()) {
+      if (q.ackDeadline <= now) {
+        const s = this.qp(q.qpn);
+        if (s) completerTimeout(this, s.q, now);
+        work++;
+      }
+      if (q.rnrUntil !== 0 && q.rnrUntil <= now) {
+        q.rnrUntil = 0;
+        this.schedule(q);
+        work++;
+      }
+    }
+    return work;
+  }
+
+  /** Earliest timer deadline (ns), or Infinity: the runtime may sleep until then. */
+  nextDeadline(): number {
+    let d = Infinity;
+    for (const q of this.qps.values()) {
+      if (q.ackDeadline < d) d = q.ackDeadline;
+      if (q.rnrUntil !== 0 && q.rnrUntil < d) d = q.rnrUntil;
+    }
+    return d;
+  }
+
+  /** True while some QP has packets waiting to go out. */
+  busy(): boolean {
+    return this.ready.length > 0;
+  }
+
+  private transmitScheduled(budget: number, now: number): number {
+    let sent = 0;
+    let rounds = this.ready.length;
+    while (rounds-- > 0 && sent < budget) {
+      const q = this.ready.shift()!;
+      q.scheduled = false;
+      const s = this.qp(q.qpn);
+      if (!s) continue;
+      let n = responderTransmit(this, s.q, QP_BURST);
+      if (n < QP_BURST) n += requesterTransmit(this, s.q, s.off, QP_BURST - n, now);
+      sent += n;
+      const blocked = n === 0;
+      // Still work to do: back on the schedule, unless only waiting (timer, neighbour, credits).
+      if (!blocked && (s.q.responses.length > 0 || requesterHasWork(s.q) || this.sqPending(s.off))) this.schedule(s.q);
+      else if (blocked && (s.q.responses.length > 0 || requesterHasWork(s.q)) && now >= s.q.rnrUntil && this.waitingForNeighbour(s.q)) this.schedule(s.q);
+    }
+    return sent;
+  }
+
+  private sqPending(off: number): boolean {
+    return sqPeek(this.env.mem, this.env.tables, off) >= 0;
+  }
+
+  private waitingForNeighbour(q: QpCtx): boolean {
+    return q.path === null || q.qpType === IBV_QPT_UD;
+  }
+
+  // ---- receive -------------------------------------------------------------
+
+  /** A frame from port `portNum`'s cable. The frame belongs to the NIC from here on. */
+  receive(portNum: number, frame: Uint8Array): void {
+    const port = this.port(portNum);
+    if (port.receive(frame) !== 'rdma') return;
+    const ctr = this.ctr(portNum);
+    const d = decodePacket(frame);
+    if (!d.ok) {
+      if (d.error.code === 'WIRE_BAD_ICRC') ctr[Ctr.RX_ICRC_ENCAPSULATED]!++;
+      return;
+    }
+    const p = d.packet;
+    ctr[Ctr.RCVD_PKTS]!++;
+    const info = OPCODES[p.bth.opcode]!;
+    if (info.transport === Transport.CNP) {
+      ctr[Ctr.RP_CNP_IGNORED]!++;
+      return;
+    }
+    const s = this.qp(p.bth.destQp);
+    if (!s || TRANSPORT_OF_QPT[s.q.qpType] !== info.transport) return;
+    if ((p.bth.pkey & 0x7fff) !== 0x7fff) {
+      ctr[Ctr.BAD_PKEY_CNTR]!++;
+      return;
+    }
+    if (info.isRequest) responderReceive(this, s.q, s.off, p, frame);
+    else completerReceive(this, s.q, s.off, p, this.env.clock.now());
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The packet builder: turns (opcode, PSN, headers, payload length) into a
+ * frame, with the routing headers of a path (an address vector and the
+ * port's GID table) prepared once per path. The payload is gathered by the
+ * caller straight into the frame (zero copy); the encoder fills lengths,
+ * checksums and the ICRC.
+ */
+import { IBV_GID_TYPE_ROCE_V1 } from '../device/abi/constants.js';
+import type { PortAttrs } from '../device/capabilities.js';
+import {
+  encodePacket, EtherType, Hdr, IP_PROTO_UDP, isIpv4MappedGid, newPacket, OPCODES, payloadOffset, roceUdpSport,
+  type Aeth, type AtomicEth, type Deth, type Packet, type Reth, Op, type Framing,
+} from '../wire/index.js';
+import type { EthPort } from './eth-port.js';
+import type { AddressVector } from './work-requests.js';
+
+export interface PathInfo {
+  framing: Framing;
+  v6: boolean;
+  sgid: Uint8Array;
+  dgid: Uint8Array;
+}
+
+/** Picks the framing and source GID for an address vector (sgid_index into the port's GID table). */
+export function pathFor(port: PortAttrs, av: AddressVector): PathInfo | null {
+  const e = port.gidTable[av.sgidIndex];
+  if (!e) return null;
+  const v1 = e.type === IBV_GID_TYPE_ROCE_V1;
+  const v4 = isIpv4MappedGid(e.gid);
+  if (!v1 && v4 !== isIpv4MappedGid(av.dgid)) return null;
+  return { framing: v1 ? 'roce-v1' : 'roce-v2', v6: !v1 && !v4, sgid: e.gid, dgid: av.dgid };
+}
+
+const ZERO_MAC = new Uint8Array(6);
+
+function isZeroMac(m: Uint8Array): boolean {
+  for (let i = 0; i < 6; i++) if (m[i] !== 0) return false;
+  return true;
+}
+
+/**
+ * Headers for one path from one QP: a Packet reused for every frame on it,
+ * whose per-packet fields (opcode, PSN, flags, extension headers, payload)
+ * are set just before encoding.
+ */
+export class PathTemplate {
+  readonly pkt: Packet;
+  private readonly reth: Reth = { va: 0n, rkey: 0, dmaLength: 0 };
+  private readonly aeth: Aeth = { syndrome: 0, msn: 0 };
+  private readonly atomicEth: AtomicEth = { va: 0n, rkey: 0, swapAdd: 0n, compare: 0n };
+  private readonly atomicAck = { origData: 0n };
+  private readonly deth: Deth = { qkey: 0, resv8: 0, srcQp: 0 };
+  private macResolved: boolean;
+
+  constructor(
+    readonly path: PathInfo,
+    readonly av: AddressVector,
+    readonly srcMac: Uint8Array,
+    srcQpn: number,
+    destQpn: number,
+  ) {
+    const src = path.v6 || path.framing === 'roce-v1' ? path.sgid : path.sgid.subarray(12, 16);
+    const dst = path.v6 || path.framing === 'roce-v1' ? path.dgid : path.dgid.subarray(12, 16);
+    this.pkt = newPacket(path.framing, Op.RC_SEND_ONLY, {
+      ipVersion: path.v6 ? 6 : 4,
+      srcMac,
+      dstMac: av.dmac,
+      srcIp: src,
+      dstIp: dst,
+      dscp: av.trafficClass >>> 2,
+      ecn: av.trafficClass & 3,
+      hopLimit: av.hopLimit || 64,
+      flowLabel: av.flowLabel,
+      udpSrcPort: roceUdpSport(av.flowLabel, srcQpn, destQpn),
+      destQp: destQpn,
+    });
+    if (this.pkt.eth) this.pkt.eth.etherType = path.framing === 'roce-v1' ? EtherType.ROCE : path.v6 ? EtherType.IPV6 : EtherType.IPV4;
+    if (this.pkt.ipv6) this.pkt.ipv6.nextHeader = IP_PROTO_UDP;
+    this.macResolved = !isZeroMac(av.dmac);
+  }
+
+  /** The destination MAC, resolving through the port when the AV left it zero; false while unknown. */
+  resolveMac(port: EthPort): boolean {
+    if (this.macResolved) return true;
+    const mac = port.resolve(this.path.dgid);
+    if (!mac) return false;
+    this.pkt.eth!.dst = mac;
+    this.macResolved = true;
+    return true;
+  }
+
+  /**
+   * Starts a frame: sets the BTH and the opcode's extension headers and
+   * returns the frame buffer with the payload view where the caller gathers
+   * the bytes. Call `finish` after filling the payload.
+   */
+  begin(opcode: number, psn: number, destQp: number, ackReq: number, se: number, payloadLen: number): { frame: Uint8Array; payload: Uint8Array } {
+    const p = this.pkt;
+    const info = OPCODES[opcode]!;
+    const h = info.headers;
+    p.bth.opcode = opcode;
+    p.bth.psn = psn;
+    p.bth.destQp = destQp;
+    p.bth.ackReq = ackReq;
+    p.bth.se = se;
+    p.reth = h & Hdr.RETH ? this.reth : null;
+    p.aeth = h & Hdr.AETH ? this.aeth : null;
+    p.atomicEth = h & Hdr.ATOMIC_ETH ? this.atomicEth : null;
+    p.atomicAckEth = h & Hdr.ATOMIC_ACK_ETH ? this.atomicAck : null;
+    p.deth = h & Hdr.DETH ? this.deth : null;
+    p.immDt = h & Hdr.IMMDT ? 0 : null;
+    p.ieth = h & Hdr.IETH ? 0 : null;
+    p.feth = null;
+    p.rdeth = null;
+    p.xrceth = null;
+    p.payload = ZERO_MAC.subarray(0, 0);
+    const off = payloadOffset(p);
+    const routed = off + payloadLen + ((-payloadLen) & 3) + 4;
+    const frame = new Uint8Array(Math.max(routed, 60));
+    const payload = frame.subarray(off, off + payloadLen);
+    p.payload = payload;
+    return { frame, payload };
+  }
+
+  setReth(va: number, rkey: number, len: number): void {
+    this.reth.va = BigInt(va);
+    this.reth.rkey = rkey;
+    this.reth.dmaLength = len;
+  }
+  setAeth(syndrome: number, msn: number): void {
+    this.aeth.syndrome = syndrome;
+    this.aeth.msn = msn;
+  }
+  setAtomic(va: number, rkey: number, swapAdd: bigint, compare: bigint): void {
+    this.atomicEth.va = BigInt(va);
+    this.atomicEth.rkey = rkey;
+    this.atomicEth.swapAdd = swapAdd;
+    this.atomicEth.compare = compare;
+  }
+  setAtomicAck(orig: bigint): void {
+    this.atomicAck.origData = orig;
+  }
+  setDeth(qkey: number, srcQp: number): void {
+    this.deth.qkey = qkey;
+    this.deth.srcQp = srcQp;
+  }
+  setImm(imm: number): void {
+    this.pkt.immDt = imm >>> 0;
+  }
+  setIeth(rkey: number): void {
+    this.pkt.ieth = rkey >>> 0;
+  }
+
+  /** Encodes into the frame from `begin` (the payload is already in place). */
+  finish(frame: Uint8Array, ipId: number): Uint8Array {
+    if (this.pkt.ipv4) this.pkt.ipv4.id = ipId & 0xffff;
+    return encodePacket(this.pkt, frame);
+  }
+}

@@ -1,0 +1,43 @@
+/** The connected path of an RC/UC QP, and UD per-WQE paths, as packet templates. */
+import type { NicCore } from './core.js';
+import { PathTemplate, pathFor } from './packet-builder.js';
+import type { QpCtx } from './qp-ctx.js';
+import type { AddressVector } from './work-requests.js';
+
+/**
+ * The QP's connected path with its MAC resolved, or null while the port is
+ * still resolving the neighbour (the caller holds its packet) or the AV is
+ * unusable (then `bad` is set).
+ */
+export function connectedPath(nic: NicCore, q: QpCtx): PathTemplate | null {
+  if (!q.path) {
+    const port = nic.env.caps.ports[q.portNum - 1];
+    if (!port || !q.av) return null;
+    const path = pathFor(port, q.av);
+    if (!path) return null;
+    q.path = new PathTemplate(path, q.av, nic.port(q.portNum).mac, q.qpn, q.destQpn);
+  }
+  return q.path.resolveMac(nic.port(q.portNum)) ? q.path : null;
+}
+
+/** UD: a template per destination, cached by the AV's bytes. */
+export function udPath(nic: NicCore, q: QpCtx, av: AddressVector, cache: Map<string, PathTemplate>): PathTemplate | null {
+  const key = `${av.portNum}/${av.sgidIndex}/${av.dgid.join('.')}/${av.dmac.join('.')}/${av.trafficClass}/${av.hopLimit}/${av.flowLabel}`;
+  let t = cache.get(key);
+  if (!t) {
+    const portNum = av.portNum || q.portNum;
+    const port = nic.env.caps.ports[portNum - 1];
+    if (!port) return null;
+    const path = pathFor(port, av);
+    if (!path) return null;
+    t = new PathTemplate(path, av, nic.port(portNum).mac, q.qpn, 0);
+    if (cache.size > 256) cache.clear();
+    cache.set(key, t);
+  }
+  return t.resolveMac(nic.port(av.portNum || q.portNum)) ? t : null;
+}
+
+/** Byte swap: ImmDt and IETH travel in the memory order of the WQE/CQE (little-endian numbers here). */
+export function bswap32(v: number): number {
+  return (((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24)) >>> 0;
+}

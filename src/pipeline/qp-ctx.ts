@@ -1,0 +1,181 @@
+/**
+ * The pipeline's private state of one QP: what a real RNIC keeps in its QP
+ * context cache beyond the firmware-visible fields — the send queue window
+ * (fetched, unacknowledged WQEs), the responder's message in progress, its
+ * read/atomic resources, and the transport timers. Attributes the firmware
+ * owns are re-read from the context table whenever MODIFY_QP bumps
+ * `modifySeq`.
+ */
+import { QPC, QpFlag } from '../device/contexts.js';
+import type { ContextTables } from '../device/contexts.js';
+import { mtu_enum_to_bytes } from '../device/abi/constants.js';
+import type { PathTemplate } from './packet-builder.js';
+import { readAv, type AddressVector, type RecvWqe, type SendWqe } from './work-requests.js';
+
+/** A READ or ATOMIC the responder has executed: for responses and duplicates. */
+export interface ResponderResource {
+  kind: 'read' | 'atomic';
+  firstPsn: number;
+  /** Last PSN of its responses. */
+  lastPsn: number;
+  va: number;
+  rkey: number;
+  length: number;
+  /** ATOMIC: the original value returned (replayed on a duplicate). */
+  orig: bigint;
+}
+
+/** A response the responder still has to send (read responses are cut into packets as they go). */
+export interface PendingResponse {
+  kind: 'ack' | 'nak' | 'read' | 'atomic';
+  psn: number;
+  syndrome: number;
+  /** READ: host offset of the next byte, bytes left, packets sent. */
+  hostOff: number;
+  left: number;
+  total: number;
+  sent: number;
+  orig: bigint;
+}
+
+export class QpCtx {
+  /** modifySeq the cached attributes were read at. */
+  seq = -1;
+  qpn: number;
+  qpType = 0;
+  pdn = 0;
+  sendCqn = 0;
+  recvCqn = 0;
+  srqn = 0;
+  hasSrq = false;
+  sqSigAll = false;
+  portNum = 1;
+  mtu = 256;
+  destQpn = 0;
+  qkey = 0;
+  accessFlags = 0;
+  timeout = 0;
+  retryCnt = 0;
+  rnrRetry = 0;
+  minRnrTimer = 0;
+  maxRdAtomic = 0;
+  maxDestRdAtomic = 0;
+  maxSendSge = 0;
+  maxRecvSge = 0;
+  maxInline = 0;
+  av: AddressVector | null = null;
+  /** Headers of the connected path (RC/UC), built on first use. */
+  path: PathTemplate | null = null;
+
+  // ---- requester ----
+  /** PSN of the next new request packet. */
+  sqPsn = 0;
+  /** Highest PSN acknowledged by the responder (cumulative). */
+  ackedPsn = 0xffffff;
+  /** WQEs fetched and not yet completed, oldest first. */
+  readonly window: SendWqe[] = [];
+  /** Index in `window` of the WQE being transmitted. */
+  txIndex = 0;
+  /** Outstanding READ/ATOMIC WQEs (max_rd_atomic). */
+  rdAtomicOut = 0;
+  /** Retries left (timeout / NAK-sequence) and RNR retries left. */
+  retryLeft = 0;
+  rnrLeft = 0;
+  /** Local ACK timer deadline (ns), Infinity when stopped. */
+  ackDeadline = Infinity;
+  /** RNR wait: no transmission before this time. */
+  rnrUntil = 0;
+  /** Packets sent since the last AckReq (coalescing). */
+  sinceAckReq = 0;
+  /** The QP hit a fatal error: flush when the window drains. */
+  sqError = false;
+
+  // ---- responder ----
+  /** Expected PSN. */
+  ePsn = 0;
+  msn = 0;
+  /** A NAK-sequence was sent and not yet answered by the expected PSN. */
+  nakSent = false;
+  /** SEND in progress: its receive WQE and bytes placed so far. */
+  recv: RecvWqe | null = null;
+  recvOffset = 0;
+  /** The receive WQE came from the SRQ (for the CQE counter). */
+  recvFromSrq = false;
+  /** WRITE in progress: host offset of the next byte and bytes left. */
+  writeHostOff = -1;
+  writeLeft = 0;
+  writeLength = 0;
+  /** The opcode class of the message in progress: 0 none, 1 send, 2 write. */
+  inMessage = 0;
+  readonly resources: ResponderResource[] = [];
+  readonly responses: PendingResponse[] = [];
+
+  /** Queued on the engine's transmit list. */
+  scheduled = false;
+
+  constructor(qpn: number) {
+    this.qpn = qpn;
+  }
+
+  /** Re-reads firmware-owned attributes. Returns true when they changed. */
+  refresh(t: ContextTables, qp: number): boolean {
+    const dv = t.dv;
+    const seq = QPC.f.modifySeq.get(dv, qp);
+    if (seq === this.seq) return false;
+    this.seq = seq;
+    const f = QPC.f;
+    this.qpType = f.qpType.get(dv, qp);
+    this.pdn = f.pdn.get(dv, qp);
+    this.sendCqn = f.sendCqn.get(dv, qp);
+    this.recvCqn = f.recvCqn.get(dv, qp);
+    this.srqn = f.srqn.get(dv, qp);
+    const flags = f.flags.get(dv, qp);
+    this.hasSrq = (flags & QpFlag.HAS_SRQ) !== 0;
+    this.sqSigAll = (flags & QpFlag.SQ_SIG_ALL) !== 0;
+    this.portNum = f.portNum.get(dv, qp) || 1;
+    this.mtu = mtu_enum_to_bytes(f.pathMtu.get(dv, qp)) > 0 ? mtu_enum_to_bytes(f.pathMtu.get(dv, qp)) : 256;
+    this.destQpn = f.destQpn.get(dv, qp);
+    this.qkey = f.qkey.get(dv, qp);
+    this.accessFlags = f.accessFlags.get(dv, qp);
+    this.timeout = f.timeout.get(dv, qp);
+    const retry = f.retryCnt.get(dv, qp);
+    const rnr = f.rnrRetry.get(dv, qp);
+    if (retry !== this.retryCnt || this.retryLeft === 0) this.retryLeft = retry;
+    if (rnr !== this.rnrRetry || this.rnrLeft === 0) this.rnrLeft = rnr;
+    this.retryCnt = retry;
+    this.rnrRetry = rnr;
+    this.minRnrTimer = f.minRnrTimer.get(dv, qp);
+    this.maxRdAtomic = f.maxRdAtomic.get(dv, qp);
+    this.maxDestRdAtomic = f.maxDestRdAtomic.get(dv, qp);
+    this.maxSendSge = f.maxSendSge.get(dv, qp);
+    this.maxRecvSge = f.maxRecvSge.get(dv, qp);
+    this.maxInline = f.maxInlineData.get(dv, qp);
+    this.av = readAv(dv, qp + QPC.f.avDgid.decl.offset);
+    this.path = null;
+    // PSNs are [fw, dev]: the pipeline writes its values back, so the context
+    // holds ours unless MODIFY_QP just set new ones.
+    this.sqPsn = f.sqPsn.get(dv, qp);
+    this.ePsn = f.rqPsn.get(dv, qp);
+    return true;
+  }
+
+  /** Back to the state of a fresh QP (RESET). */
+  clearTransport(): void {
+    this.window.length = 0;
+    this.txIndex = 0;
+    this.rdAtomicOut = 0;
+    this.ackDeadline = Infinity;
+    this.rnrUntil = 0;
+    this.sinceAckReq = 0;
+    this.sqError = false;
+    this.nakSent = false;
+    this.recv = null;
+    this.recvOffset = 0;
+    this.writeHostOff = -1;
+    this.writeLeft = 0;
+    this.inMessage = 0;
+    this.resources.length = 0;
+    this.responses.length = 0;
+    this.msn = 0;
+  }
+}

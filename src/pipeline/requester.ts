@@ -1,0 +1,269 @@
+/**
+ * The requester: fetches send WQEs, cuts messages into MTU-sized packets
+ * (gathering the payload straight into the frame), numbers them with PSNs,
+ * and (re)transmits from its window. UC and UD messages complete when their
+ * last packet is out; RC messages wait for the completer.
+ */
+import {
+  IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_SEND_INLINE,
+  IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RDMA_READ,
+  IBV_WC_RDMA_WRITE, IBV_WC_SEND, IBV_WC_SUCCESS, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ,
+  IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_INV,
+  IBV_ACCESS_LOCAL_WRITE,
+} from '../device/abi/constants.js';
+import { MrCheck } from '../device/contexts.js';
+import { Ctr } from '../device/counters.js';
+import { sqAdvance, sqPeek } from '../device/queues.js';
+import { Op } from '../wire/index.js';
+import type { NicCore } from './core.js';
+import { checkSges, gather } from './dma.js';
+import type { PathTemplate } from './packet-builder.js';
+import { bswap32, connectedPath, udPath } from './paths.js';
+import { psnAdd } from './psn.js';
+import type { QpCtx } from './qp-ctx.js';
+import { localAckTimeoutNs } from './timer-tables.js';
+import { readSendWqe, SendWqe, WqeStatus } from './work-requests.js';
+
+/** Packets between two AckReq bits on a long message (rxe: RXE_MAX_PKT_PER_ACK). */
+const MAX_PKT_PER_ACK = 64;
+
+export function isReadOrAtomic(opcode: number): boolean {
+  return opcode === IBV_WR_RDMA_READ || opcode === IBV_WR_ATOMIC_CMP_AND_SWP || opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+function opcodeAllowed(qpType: number, op: number): boolean {
+  switch (qpType) {
+    case IBV_QPT_UD:
+      return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM;
+    case IBV_QPT_UC:
+      return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM;
+    case IBV_QPT_RC:
+      return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_SEND_WITH_INV || op === IBV_WR_RDMA_WRITE
+        || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ || op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD;
+    default:
+      return false;
+  }
+}
+
+export function wcOpcodeOf(op: number): number {
+  switch (op) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ:
+      return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+      return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      return IBV_WC_FETCH_ADD;
+    default:
+      return IBV_WC_SEND;
+  }
+}
+
+/** Writes the send completion of `w` (always for errors, else when signaled). */
+export function completeSend(nic: NicCore, q: QpCtx, w: SendWqe, status: number): void {
+  w.status = WqeStatus.DONE;
+  if (status === IBV_WC_SUCCESS && !w.signaled && !q.sqSigAll) return;
+  const f = nic.cqe();
+  f.wrIdLo = w.wrIdLo;
+  f.wrIdHi = w.wrIdHi;
+  f.status = status;
+  f.opcode = wcOpcodeOf(w.opcode);
+  f.byteLen = w.length;
+  f.qpNum = q.qpn;
+  f.wqeCounter = w.counter & 0xffff;
+  nic.complete(q.sendCqn, f);
+}
+
+/** Completes the head WQE with an error and moves the QP to ERR. */
+export function failHead(nic: NicCore, q: QpCtx, w: SendWqe, status: number, counter?: Ctr): void {
+  if (counter !== undefined) nic.ctr(q.portNum)[counter]!++;
+  nic.ctr(q.portNum)[Ctr.REQ_CQE_ERROR]!++;
+  const i = q.window.indexOf(w);
+  if (i >= 0) {
+    q.window.splice(i, 1);
+    if (i < q.txIndex) q.txIndex--;
+  }
+  completeSend(nic, q, w, status);
+  nic.fail(q);
+}
+
+/** Takes newly posted send WQEs into the window. */
+function fetch(nic: NicCore, q: QpCtx, qp: number): void {
+  const { mem, tables: t, caps } = nic.env;
+  const limit = Math.max(1, caps.device.maxQpWr);
+  while (q.window.length < limit && !q.sqError) {
+    const addr = sqPeek(mem, t, qp);
+    if (addr < 0) return;
+    const counter = sqAdvance(t, qp);
+    const w = readSendWqe(mem, addr, q.qpType, counter, q.maxSendSge, q.maxInline);
+    if (!w || !opcodeAllowed(q.qpType, w.opcode)) {
+      const bad = w ?? Object.assign(new SendWqe(), { counter, wrIdLo: mem.dv.getUint32(addr - mem.baseNum, true), wrIdHi: mem.dv.getUint32(addr - mem.baseNum + 4, true) });
+      failHead(nic, q, bad, IBV_WC_LOC_QP_OP_ERR);
+      return;
+    }
+    const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
+    const maxMsg = caps.ports[q.portNum - 1]?.maxMsgSz ?? 0x800000;
+    if (w.length > maxMsg || (q.qpType === IBV_QPT_UD && w.length > q.mtu) || (isAtomic && w.length !== 8)) {
+      failHead(nic, q, w, IBV_WC_LOC_LEN_ERR);
+      return;
+    }
+    // Local keys are checked before anything is sent: a READ or ATOMIC writes its local buffer.
+    const needed = w.opcode === IBV_WR_RDMA_READ || isAtomic ? IBV_ACCESS_LOCAL_WRITE : 0;
+    if (!(w.flags & IBV_SEND_INLINE) && checkSges(t, q.pdn, w.sges, needed) !== MrCheck.OK) {
+      failHead(nic, q, w, IBV_WC_LOC_PROT_ERR);
+      return;
+    }
+    w.firstPsn = q.sqPsn;
+    w.npsn = isAtomic || q.qpType === IBV_QPT_UD ? 1 : Math.max(1, Math.ceil(w.length / q.mtu));
+    q.sqPsn = psnAdd(q.sqPsn, w.npsn);
+    q.window.push(w);
+  }
+}
+
+function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
+  const base = uc ? 0x20 : 0;
+  const only = w.npsn === 1;
+  const last = i === w.npsn - 1;
+  switch (w.opcode) {
+    case IBV_WR_SEND:
+      return base + (only ? Op.RC_SEND_ONLY : i === 0 ? Op.RC_SEND_FIRST : last ? Op.RC_SEND_LAST : Op.RC_SEND_MIDDLE);
+    case IBV_WR_SEND_WITH_IMM:
+      return base + (only ? Op.RC_SEND_ONLY_WITH_IMMEDIATE : i === 0 ? Op.RC_SEND_FIRST : last ? Op.RC_SEND_LAST_WITH_IMMEDIATE : Op.RC_SEND_MIDDLE);
+    case IBV_WR_SEND_WITH_INV:
+      return only ? Op.RC_SEND_ONLY_WITH_INVALIDATE : i === 0 ? Op.RC_SEND_FIRST : last ? Op.RC_SEND_LAST_WITH_INVALIDATE : Op.RC_SEND_MIDDLE;
+    case IBV_WR_RDMA_WRITE:
+      return base + (only ? Op.RC_RDMA_WRITE_ONLY : i === 0 ? Op.RC_RDMA_WRITE_FIRST : last ? Op.RC_RDMA_WRITE_LAST : Op.RC_RDMA_WRITE_MIDDLE);
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return base + (only ? Op.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : i === 0 ? Op.RC_RDMA_WRITE_FIRST : last ? Op.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : Op.RC_RDMA_WRITE_MIDDLE);
+    case IBV_WR_RDMA_READ:
+      return Op.RC_RDMA_READ_REQUEST;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+      return Op.RC_COMPARE_SWAP;
+    default:
+      return Op.RC_FETCH_ADD;
+  }
+}
+
+/**
+ * Sends packet `w.sentPkts` of `w` on `path`. Returns false when the packet
+ * could not be built (a gather fault: the WQE has been failed).
+ */
+function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, portNum: number): boolean {
+  const { mem, tables: t } = nic.env;
+  const i = w.sentPkts;
+  const uc = q.qpType === IBV_QPT_UC;
+  const ud = q.qpType === IBV_QPT_UD;
+  let opcode: number;
+  let psn = psnAdd(w.firstPsn, i);
+  let payloadLen = 0;
+  if (ud) opcode = w.opcode === IBV_WR_SEND_WITH_IMM ? Op.UD_SEND_ONLY_WITH_IMMEDIATE : Op.UD_SEND_ONLY;
+  else opcode = sendOpcode(w, i, uc);
+  const isRead = w.opcode === IBV_WR_RDMA_READ;
+  const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
+  if (!isRead && !isAtomic) payloadLen = Math.min(q.mtu, w.length - i * q.mtu);
+  if (isRead) psn = psnAdd(w.firstPsn, Math.floor(w.readDone / q.mtu));
+  const lastPkt = isRead || isAtomic || ud || i === w.npsn - 1;
+  q.sinceAckReq++;
+  const ackReq = q.qpType === IBV_QPT_RC && (lastPkt || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
+  if (ackReq) q.sinceAckReq = 0;
+  const se = lastPkt && w.solicited && (w.opcode === IBV_WR_SEND || w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_SEND_WITH_INV || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) ? 1 : 0;
+  const destQp = ud ? w.remoteQpn : q.destQpn;
+  if (ud) path.setDeth(w.qkey & 0x80000000 ? q.qkey : w.qkey, q.qpn);
+  if (isRead) path.setReth(w.remoteAddr + w.readDone, w.rkey, w.length - w.readDone);
+  else if (i === 0 && (w.opcode === IBV_WR_RDMA_WRITE || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM)) path.setReth(w.remoteAddr, w.rkey, w.length);
+  if (isAtomic) path.setAtomic(w.remoteAddr, w.rkey, w.swapAdd, w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare : 0n);
+  const { frame, payload } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen);
+  if (w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) path.setImm(bswap32(w.imm));
+  if (w.opcode === IBV_WR_SEND_WITH_INV) path.setIeth(w.imm);
+  if (payloadLen > 0) {
+    if (w.inline) payload.set(w.inline.subarray(i * q.mtu, i * q.mtu + payloadLen));
+    else if (gather(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen, payload, 0) !== MrCheck.OK) {
+      failHead(nic, q, w, IBV_WC_LOC_PROT_ERR);
+      return false;
+    }
+  }
+  nic.transmit(portNum, path.finish(frame, nic.nextIpId(portNum)));
+  w.sentPkts = isRead || isAtomic ? w.npsn : i + 1;
+  if (i === 0) nic.ctr(portNum)[Ctr.RDMA_SENDS]!++;
+  return true;
+}
+
+/**
+ * Transmits up to `budget` request packets. Returns the number sent; when
+ * the QP must wait (ARP, RNR timer, max_rd_atomic, fence) it returns early.
+ */
+export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: number, now: number): number {
+  const state = nic.env.tables.qpState(qp);
+  if (state !== IBV_QPS_RTS && state !== IBV_QPS_SQD) return 0;
+  if (now < q.rnrUntil) return 0;
+  if (state === IBV_QPS_RTS) fetch(nic, q, qp);
+  let sent = 0;
+  while (sent < budget && q.txIndex < q.window.length && !q.sqError) {
+    const w = q.window[q.txIndex]!;
+    if (w.status === WqeStatus.PENDING && w.sentPkts === 0) {
+      if (isReadOrAtomic(w.opcode) && q.rdAtomicOut >= Math.max(1, q.maxRdAtomic)) break;
+      if (w.fenced && q.txIndex > 0) break;
+    }
+    const path = q.qpType === IBV_QPT_UD ? udPath(nic, q, w.av!, udPaths(q)) : connectedPath(nic, q);
+    if (!path) break; // neighbour being resolved: try again on the next pass
+    const portNum = q.qpType === IBV_QPT_UD ? w.av!.portNum || q.portNum : q.portNum;
+    if (!sendPacket(nic, q, w, path, portNum)) break;
+    sent++;
+    if (w.sentPkts >= w.npsn) {
+      if (w.status === WqeStatus.PENDING && isReadOrAtomic(w.opcode)) q.rdAtomicOut++;
+      w.status = WqeStatus.SENT;
+      q.txIndex++;
+      if (q.qpType !== IBV_QPT_RC) {
+        // No acknowledgements on UC and UD: done once on the wire.
+        q.window.splice(q.txIndex - 1, 1);
+        q.txIndex--;
+        completeSend(nic, q, w, IBV_WC_SUCCESS);
+      }
+    }
+  }
+  if (q.qpType === IBV_QPT_RC && q.ackDeadline === Infinity && hasUnacked(q)) {
+    q.ackDeadline = now + localAckTimeoutNs(q.timeout);
+  }
+  return sent;
+}
+
+/** Packets are on the wire and not yet acknowledged. */
+export function hasUnacked(q: QpCtx): boolean {
+  return q.window.length > 0 && (q.txIndex > 0 || q.window[0]!.sentPkts > 0);
+}
+
+/** Work left for the requester (new WQEs or packets to send). */
+export function requesterHasWork(q: QpCtx): boolean {
+  return q.txIndex < q.window.length;
+}
+
+const udPathCaches = new WeakMap<QpCtx, Map<string, PathTemplate>>();
+function udPaths(q: QpCtx): Map<string, PathTemplate> {
+  let m = udPathCaches.get(q);
+  if (!m) udPathCaches.set(q, (m = new Map()));
+  return m;
+}
+
+/**
+ * Go back N: retransmit from `psn`, which lies in one of the window's WQEs
+ * (anything before it is acknowledged).
+ */
+export function rewindTo(q: QpCtx, psn: number): void {
+  for (let k = 0; k < q.window.length; k++) {
+    const w = q.window[k]!;
+    const d = (psn - w.firstPsn) & 0xffffff;
+    if (d < w.npsn) {
+      for (let j = k; j < q.window.length; j++) {
+        const x = q.window[j]!;
+        if (x.status === WqeStatus.SENT && isReadOrAtomic(x.opcode)) q.rdAtomicOut--;
+        x.status = WqeStatus.PENDING;
+        x.sentPkts = j === k && !isReadOrAtomic(x.opcode) ? d : 0;
+      }
+      q.txIndex = k;
+      return;
+    }
+  }
+  q.txIndex = q.window.length;
+}

@@ -1,0 +1,449 @@
+/**
+ * The responder: checks request PSNs, places SENDs into receive WQEs (or
+ * the SRQ) and WRITEs into registered memory, executes READs and atomics,
+ * and queues ACKs, NAKs and responses (IBTA §9.7.4–9.7.5; SPEC-DIGEST §4.2–4.3).
+ */
+import {
+  IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
+  IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPS_INIT,
+  IBV_QPT_RC, IBV_QPT_UD, IBV_WC_GRH, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM,
+  IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WITH_INV,
+} from '../device/abi/constants.js';
+import { MrCheck } from '../device/contexts.js';
+import { Ctr } from '../device/counters.js';
+import { QPC } from '../device/contexts.js';
+import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
+import { Op, OPCODES, Position, type Packet, Syndrome } from '../wire/index.js';
+import type { NicCore } from './core.js';
+import { scatter, remoteOffset } from './dma.js';
+import { bswap32 } from './paths.js';
+import { psnAdd, psnCompare } from './psn.js';
+import type { QpCtx, ResponderResource } from './qp-ctx.js';
+import { readRecvWqe, type RecvWqe } from './work-requests.js';
+
+const GRH_BYTES = 40;
+
+function queueAck(q: QpCtx, psn: number): void {
+  // Coalesce: an ACK not yet sent is moved forward instead of queueing another.
+  const last = q.responses[q.responses.length - 1];
+  if (last && last.kind === 'ack') {
+    last.psn = psn;
+    last.syndrome = Syndrome.ACK_UNLIMITED;
+    return;
+  }
+  q.responses.push({ kind: 'ack', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+}
+
+function queueNak(q: QpCtx, psn: number, syndrome: number): void {
+  q.responses.push({ kind: 'nak', psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+}
+
+/** Takes the next receive WQE (own RQ or SRQ), or null if none is posted. */
+function takeRecv(nic: NicCore, q: QpCtx, qp: number): RecvWqe | null {
+  const { mem, tables: t } = nic.env;
+  if (q.hasSrq) {
+    const srq = t.srqByNumber(q.srqn);
+    if (srq < 0) return null;
+    const addr = srqPeek(mem, t, srq);
+    if (addr < 0) return null;
+    const head = srqHead(t, srq);
+    const w = readRecvWqe(mem, addr, head, 255);
+    const ev = srqAdvance(mem, t, srq);
+    if (ev === IBV_EVENT_SRQ_LIMIT_REACHED) nic.asyncEvent(q.recvCqn, ev, q.srqn);
+    return w;
+  }
+  const addr = rqPeek(mem, t, qp);
+  if (addr < 0) return null;
+  const counter = rqAdvance(t, qp);
+  return readRecvWqe(mem, addr, counter, q.maxRecvSge);
+}
+
+function completeRecv(nic: NicCore, q: QpCtx, w: RecvWqe, status: number, opcode: number, byteLen: number, flags: number, imm: number, srcQp: number, solicited: boolean): void {
+  const f = nic.cqe();
+  f.wrIdLo = w.wrIdLo;
+  f.wrIdHi = w.wrIdHi;
+  f.status = status;
+  f.opcode = opcode;
+  f.byteLen = byteLen;
+  f.wcFlags = flags;
+  f.immData = imm;
+  f.qpNum = q.qpn;
+  f.srcQp = srcQp;
+  f.wqeCounter = w.counter & 0xffff;
+  f.solicited = solicited;
+  if (status !== IBV_WC_SUCCESS) nic.ctr(q.portNum)[Ctr.RESP_CQE_ERROR]!++;
+  else nic.ctr(q.portNum)[Ctr.RDMA_RECVS]!++;
+  nic.complete(q.recvCqn, f);
+}
+
+/**
+ * A class C error (IBTA §9.9.3): NAK the request, report it on the receive
+ * side where a WQE is in progress, move the QP to ERR.
+ */
+function fatal(nic: NicCore, q: QpCtx, psn: number, syndrome: number, recvStatus: number, event: number): void {
+  queueNak(q, psn, syndrome);
+  if (q.recv) {
+    completeRecv(nic, q, q.recv, recvStatus, IBV_WC_RECV, 0, 0, 0, 0, false);
+    q.recv = null;
+  }
+  q.inMessage = 0;
+  nic.asyncEvent(q.recvCqn, event, q.qpn);
+  nic.fail(q);
+}
+
+function saveResource(q: QpCtx, r: ResponderResource): void {
+  const cap = Math.max(1, q.maxDestRdAtomic);
+  if (q.resources.length >= cap) q.resources.shift();
+  q.resources.push(r);
+}
+
+/** A request packet for QP `q`. `frame` is the frame it came in (for the UD GRH). */
+export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, frame: Uint8Array): void {
+  const t = nic.env.tables;
+  const state = t.qpState(qp);
+  if (state === IBV_QPS_RESET || state === IBV_QPS_INIT || state === IBV_QPS_ERR) return;
+  if (q.qpType === IBV_QPT_UD) {
+    udReceive(nic, q, qp, p, frame);
+    return;
+  }
+  const ctr = nic.ctr(q.portNum);
+  const psn = p.bth.psn;
+  const rc = q.qpType === IBV_QPT_RC;
+  const d = psnCompare(psn, q.ePsn);
+  if (rc) {
+    if (d > 0) {
+      // A gap: one NAK-sequence per gap, then silence until ePSN shows up.
+      if (!q.nakSent) {
+        queueNak(q, q.ePsn, Syndrome.NAK_PSN_SEQ_ERR);
+        q.nakSent = true;
+        ctr[Ctr.OUT_OF_SEQ_REQUEST]!++;
+      }
+      ctr[Ctr.OUT_OF_SEQUENCE]!++;
+      nic.schedule(q);
+      return;
+    }
+    if (d < 0) {
+      duplicate(nic, q, p);
+      nic.schedule(q);
+      return;
+    }
+    q.nakSent = false;
+  } else if (d !== 0) {
+    // UC: a gap loses the message in progress; no retransmission.
+    if (q.inMessage !== 0) dropUcMessage(q);
+    q.ePsn = psn;
+  }
+  const info = OPCODES[p.bth.opcode]!;
+  const pos = info.position;
+  const starts = pos === Position.FIRST || pos === Position.ONLY || pos === Position.SINGLE;
+  // Opcode sequence (rxe check_op_seq): a message must start with FIRST/ONLY and continue with its own kind.
+  if (q.inMessage !== 0 && (starts || (q.inMessage === 1) !== (info.kind === 'send'))) {
+    if (rc) return fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+    dropUcMessage(q);
+  }
+  if (q.inMessage === 0 && !starts) {
+    if (rc) return fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+    q.ePsn = psnAdd(psn, 1);
+    return; // UC: MIDDLE/LAST without FIRST is dropped
+  }
+  let next = psnAdd(psn, 1);
+  switch (info.kind) {
+    case 'send':
+      if (!handleSend(nic, q, qp, p, info.position)) return;
+      break;
+    case 'write':
+      if (!handleWrite(nic, q, qp, p, info.position)) return;
+      break;
+    case 'read-request': {
+      const n = handleRead(nic, q, p);
+      if (n < 0) return;
+      next = psnAdd(psn, n);
+      break;
+    }
+    case 'atomic':
+      if (!handleAtomic(nic, q, p)) return;
+      break;
+    default:
+      if (rc) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+      return;
+  }
+  q.ePsn = next;
+  QPC.f.rqPsn.set(t.dv, qp, next);
+  if (rc && p.bth.ackReq && (info.kind === 'send' || info.kind === 'write')) queueAck(q, psn);
+  if (q.responses.length > 0) nic.schedule(q);
+}
+
+function dropUcMessage(q: QpCtx): void {
+  // The receive WQE stays consumed-but-unfinished in hardware terms; we keep
+  // it for the next message, as a real UC responder reuses it.
+  q.inMessage = 0;
+  q.recvOffset = 0;
+  q.writeHostOff = -1;
+}
+
+function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position): boolean {
+  const ctr = nic.ctr(q.portNum);
+  const psn = p.bth.psn;
+  const rc = q.qpType === IBV_QPT_RC;
+  if (pos === Position.FIRST || pos === Position.ONLY) {
+    if (!q.recv) {
+      const w = takeRecv(nic, q, qp);
+      if (!w) {
+        ctr[Ctr.OUT_OF_BUFFER]!++;
+        if (rc) {
+          queueNak(q, psn, Syndrome.RNR_NAK_BASE | (q.minRnrTimer & 0x1f));
+          ctr[Ctr.SEND_RNR_ERR]!++;
+          nic.schedule(q);
+        }
+        return false;
+      }
+      q.recv = w;
+    }
+    q.recvOffset = 0;
+    q.inMessage = 1;
+  }
+  const w = q.recv!;
+  const len = p.payload.length;
+  if (q.recvOffset + len > w.length) {
+    ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
+    if (rc) {
+      fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+    } else {
+      dropUcMessage(q);
+    }
+    return false;
+  }
+  if (len > 0 && scatter(nic.env.mem, nic.env.tables, q.pdn, w.sges, q.recvOffset, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
+    if (rc) fatal(nic, q, psn, Syndrome.NAK_REMOTE_OP, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
+    else {
+      completeRecv(nic, q, w, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, 0, false);
+      q.recv = null;
+      dropUcMessage(q);
+    }
+    return false;
+  }
+  q.recvOffset += len;
+  if (pos === Position.LAST || pos === Position.ONLY) {
+    let flags = 0;
+    let imm = 0;
+    if (p.immDt !== null) {
+      flags |= IBV_WC_WITH_IMM;
+      imm = bswap32(p.immDt);
+    } else if (p.ieth !== null) {
+      flags |= IBV_WC_WITH_INV;
+      imm = p.ieth;
+    }
+    completeRecv(nic, q, w, IBV_WC_SUCCESS, IBV_WC_RECV, q.recvOffset, flags, imm, q.destQpn, p.bth.se === 1);
+    q.recv = null;
+    q.inMessage = 0;
+    q.msn = (q.msn + 1) & 0xffffff;
+  }
+  return true;
+}
+
+function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position): boolean {
+  const { mem, tables: t } = nic.env;
+  const ctr = nic.ctr(q.portNum);
+  const psn = p.bth.psn;
+  const rc = q.qpType === IBV_QPT_RC;
+  if (pos === Position.FIRST || pos === Position.ONLY) {
+    ctr[Ctr.RX_WRITE_REQUESTS]!++;
+    if (!(q.accessFlags & IBV_ACCESS_REMOTE_WRITE)) {
+      if (rc) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
+      return false;
+    }
+    const r = p.reth!;
+    const va = Number(r.va);
+    q.writeLength = r.dmaLength;
+    q.writeLeft = r.dmaLength;
+    if (r.dmaLength === 0) q.writeHostOff = 0;
+    else {
+      const off = remoteOffset(mem, t, q.pdn, r.rkey, va, r.dmaLength, IBV_ACCESS_REMOTE_WRITE);
+      if (off < 0) {
+        ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
+        if (rc) fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
+        return false;
+      }
+      q.writeHostOff = off;
+    }
+    q.inMessage = 2;
+  }
+  const len = p.payload.length;
+  const last = pos === Position.LAST || pos === Position.ONLY;
+  if (len > q.writeLeft || (last && len !== q.writeLeft)) {
+    ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
+    if (rc) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+    else dropUcMessage(q);
+    return false;
+  }
+  if (p.immDt !== null && last) {
+    // WRITE with immediate consumes a receive WQE: check before placing the data.
+    if (!q.recv) {
+      const w = takeRecv(nic, q, qp);
+      if (!w) {
+        ctr[Ctr.OUT_OF_BUFFER]!++;
+        if (rc) {
+          queueNak(q, psn, Syndrome.RNR_NAK_BASE | (q.minRnrTimer & 0x1f));
+          ctr[Ctr.SEND_RNR_ERR]!++;
+          nic.schedule(q);
+        } else dropUcMessage(q);
+        return false;
+      }
+      q.recv = w;
+    }
+  }
+  if (len > 0) {
+    mem.u8.set(p.payload, q.writeHostOff);
+    q.writeHostOff += len;
+    q.writeLeft -= len;
+  }
+  if (last) {
+    q.inMessage = 0;
+    q.msn = (q.msn + 1) & 0xffffff;
+    if (p.immDt !== null) {
+      completeRecv(nic, q, q.recv!, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, q.writeLength, IBV_WC_WITH_IMM, bswap32(p.immDt), q.destQpn, p.bth.se === 1);
+      q.recv = null;
+    }
+  }
+  return true;
+}
+
+/** Returns the number of PSNs the READ uses, or -1 on error. */
+function handleRead(nic: NicCore, q: QpCtx, p: Packet): number {
+  const { mem, tables: t } = nic.env;
+  const ctr = nic.ctr(q.portNum);
+  const psn = p.bth.psn;
+  ctr[Ctr.RX_READ_REQUESTS]!++;
+  if (!(q.accessFlags & IBV_ACCESS_REMOTE_READ) || q.maxDestRdAtomic === 0) {
+    fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
+    return -1;
+  }
+  const r = p.reth!;
+  const va = Number(r.va);
+  let hostOff = 0;
+  if (r.dmaLength > 0) {
+    hostOff = remoteOffset(mem, t, q.pdn, r.rkey, va, r.dmaLength, IBV_ACCESS_REMOTE_READ);
+    if (hostOff < 0) {
+      ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
+      fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
+      return -1;
+    }
+  }
+  const n = Math.max(1, Math.ceil(r.dmaLength / q.mtu));
+  saveResource(q, { kind: 'read', firstPsn: psn, lastPsn: psnAdd(psn, n - 1), va, rkey: r.rkey, length: r.dmaLength, orig: 0n });
+  q.msn = (q.msn + 1) & 0xffffff; // rxe counts a READ when it starts (C9-148)
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: r.dmaLength, total: r.dmaLength, sent: 0, orig: 0n });
+  return n;
+}
+
+function handleAtomic(nic: NicCore, q: QpCtx, p: Packet): boolean {
+  const { mem, tables: t } = nic.env;
+  const ctr = nic.ctr(q.portNum);
+  const psn = p.bth.psn;
+  ctr[Ctr.RX_ATOMIC_REQUESTS]!++;
+  const a = p.atomicEth!;
+  const va = Number(a.va);
+  if (!(q.accessFlags & IBV_ACCESS_REMOTE_ATOMIC) || q.maxDestRdAtomic === 0 || va % 8 !== 0) {
+    fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
+    return false;
+  }
+  const off = remoteOffset(mem, t, q.pdn, a.rkey, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+  if (off < 0) {
+    ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
+    fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
+    return false;
+  }
+  const orig = executeAtomic(mem.sab, off, p.bth.opcode === Op.RC_COMPARE_SWAP, a.swapAdd, a.compare);
+  saveResource(q, { kind: 'atomic', firstPsn: psn, lastPsn: psn, va, rkey: a.rkey, length: 8, orig });
+  q.msn = (q.msn + 1) & 0xffffff;
+  q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig });
+  return true;
+}
+
+/**
+ * Executes an atomic on host memory (little-endian 64-bit). With the target
+ * 8-byte aligned in the SharedArrayBuffer, JavaScript's Atomics make it
+ * atomic against every thread, the driver's included.
+ */
+export function executeAtomic(sab: SharedArrayBuffer | ArrayBufferLike, off: number, cas: boolean, swapAdd: bigint, compare: bigint): bigint {
+  if (off % 8 === 0 && sab instanceof SharedArrayBuffer) {
+    const v = new BigUint64Array(sab, off, 1);
+    if (cas) return Atomics.compareExchange(v, 0, compare, swapAdd);
+    return Atomics.add(v, 0, swapAdd);
+  }
+  const dv = new DataView(sab as ArrayBuffer, off, 8);
+  const old = dv.getBigUint64(0, true);
+  if (cas) {
+    if (old === compare) dv.setBigUint64(0, swapAdd, true);
+  } else dv.setBigUint64(0, (old + swapAdd) & 0xffff_ffff_ffff_ffffn, true);
+  return old;
+}
+
+/** PSN behind ePSN: answer again without executing again (C9-105, §9.7.5.1.2). */
+function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
+  const ctr = nic.ctr(q.portNum);
+  ctr[Ctr.DUPLICATE_REQUEST]!++;
+  const psn = p.bth.psn;
+  const info = OPCODES[p.bth.opcode]!;
+  if (info.kind === 'read-request') {
+    const r = q.resources.find((x) => x.kind === 'read' && psnCompare(psn, x.firstPsn) >= 0 && psnCompare(psn, x.lastPsn) <= 0);
+    const reth = p.reth!;
+    const va = Number(reth.va);
+    if (!r || reth.rkey !== r.rkey || va < r.va || va + reth.dmaLength > r.va + r.length) return;
+    const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
+    if (hostOff < 0) return;
+    q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: reth.dmaLength, total: reth.dmaLength, sent: 0, orig: 0n });
+    return;
+  }
+  if (info.kind === 'atomic') {
+    const r = q.resources.find((x) => x.kind === 'atomic' && x.firstPsn === psn);
+    if (r) q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: r.orig });
+    return;
+  }
+  // SEND / WRITE: acknowledge again up to the last PSN we have (ePSN - 1).
+  queueAck(q, psnAdd(q.ePsn, -1));
+}
+
+/** UD: no PSN checks; Q_Key, a receive WQE, and the 40-byte GRH in front of the data. */
+function udReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, frame: Uint8Array): void {
+  const ctr = nic.ctr(q.portNum);
+  const deth = p.deth!;
+  if (deth.qkey !== q.qkey) {
+    ctr[Ctr.QKEY_VIOL_CNTR]!++;
+    return;
+  }
+  const w = takeRecv(nic, q, qp);
+  if (!w) {
+    ctr[Ctr.OUT_OF_BUFFER]!++;
+    return;
+  }
+  const len = p.payload.length;
+  if (GRH_BYTES + len > w.length) {
+    // rxe drops it; we complete the WQE with a length error so the loss is visible.
+    ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
+    completeRecv(nic, q, w, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, deth.srcQp, false);
+    return;
+  }
+  const grh = new Uint8Array(GRH_BYTES);
+  if (p.ipv4) {
+    // IPv4: 20 zero bytes, then the IPv4 header (Linux rxe's layout).
+    const ipOff = p.eth!.vlan ? 18 : 14;
+    grh.set(frame.subarray(ipOff, ipOff + 20), 20);
+  } else {
+    const off = p.eth!.vlan ? 18 : 14;
+    grh.set(frame.subarray(off, off + 40));
+  }
+  const { mem, tables: t } = nic.env;
+  if (scatter(mem, t, q.pdn, w.sges, 0, grh, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK
+    || (len > 0 && scatter(mem, t, q.pdn, w.sges, GRH_BYTES, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK)) {
+    completeRecv(nic, q, w, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, deth.srcQp, false);
+    return;
+  }
+  let flags = IBV_WC_GRH;
+  let imm = 0;
+  if (p.immDt !== null) {
+    flags |= IBV_WC_WITH_IMM;
+    imm = bswap32(p.immDt);
+  }
+  completeRecv(nic, q, w, IBV_WC_SUCCESS, IBV_WC_RECV, GRH_BYTES + len, flags, imm, deth.srcQp, p.bth.se === 1);
+}

@@ -1,0 +1,48 @@
+/** The responder's transmit side: ACKs, NAKs, read responses and atomic ACKs, in order. */
+import { Op } from '../wire/index.js';
+import type { NicCore } from './core.js';
+import { connectedPath } from './paths.js';
+import { psnAdd } from './psn.js';
+import type { QpCtx } from './qp-ctx.js';
+
+/** Sends up to `budget` response packets; returns how many went out. */
+export function responderTransmit(nic: NicCore, q: QpCtx, budget: number): number {
+  if (q.responses.length === 0) return 0;
+  const path = connectedPath(nic, q);
+  if (!path) return 0;
+  const { mem } = nic.env;
+  const portNum = q.portNum;
+  let sent = 0;
+  while (sent < budget && q.responses.length > 0) {
+    const r = q.responses[0]!;
+    let frame: Uint8Array;
+    if (r.kind === 'ack' || r.kind === 'nak') {
+      path.setAeth(r.syndrome, q.msn);
+      frame = path.begin(Op.RC_ACKNOWLEDGE, r.psn, q.destQpn, 0, 0, 0).frame;
+      q.responses.shift();
+    } else if (r.kind === 'atomic') {
+      path.setAeth(r.syndrome, q.msn);
+      path.setAtomicAck(r.orig);
+      frame = path.begin(Op.RC_ATOMIC_ACKNOWLEDGE, r.psn, q.destQpn, 0, 0, 0).frame;
+      q.responses.shift();
+    } else {
+      // READ: FIRST (AETH) / MIDDLE / LAST (AETH), or ONLY (AETH), one PSN each.
+      const n = Math.min(q.mtu, r.left);
+      const first = r.sent === 0;
+      const last = r.left <= q.mtu;
+      const op = first && last ? Op.RC_RDMA_READ_RESPONSE_ONLY : first ? Op.RC_RDMA_READ_RESPONSE_FIRST
+        : last ? Op.RC_RDMA_READ_RESPONSE_LAST : Op.RC_RDMA_READ_RESPONSE_MIDDLE;
+      path.setAeth(r.syndrome, q.msn);
+      const b = path.begin(op, psnAdd(r.psn, r.sent), q.destQpn, 0, 0, n);
+      if (n > 0) b.payload.set(mem.u8.subarray(r.hostOff, r.hostOff + n));
+      frame = b.frame;
+      r.hostOff += n;
+      r.left -= n;
+      r.sent++;
+      if (last) q.responses.shift();
+    }
+    nic.transmit(portNum, path.finish(frame, nic.nextIpId(portNum)));
+    sent++;
+  }
+  return sent;
+}

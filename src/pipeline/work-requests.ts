@@ -1,0 +1,172 @@
+/**
+ * WQE fetch: what the device reads out of a send or receive WQE in host
+ * memory, as the JavaScript objects the stages work on. One object per WQE,
+ * made at fetch time; the WQE slot itself is free for the driver once the
+ * device has advanced past it... except that a WQE stays the driver's
+ * until its completion (IBTA), so fetching early is safe.
+ */
+import {
+  IBV_QPT_UD, IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
+} from '../device/abi/constants.js';
+import type { HostMemory } from '../device/host-memory.js';
+import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, UD_SEG, WqeOff } from '../device/wqe.js';
+
+/** One scatter/gather element (ibv_sge). */
+export interface Sge {
+  addr: number;
+  length: number;
+  lkey: number;
+}
+
+/** Address vector as the packet builder needs it. */
+export interface AddressVector {
+  dgid: Uint8Array;
+  dmac: Uint8Array;
+  flowLabel: number;
+  sl: number;
+  trafficClass: number;
+  hopLimit: number;
+  sgidIndex: number;
+  portNum: number;
+}
+
+export const enum WqeStatus {
+  /** Fetched, not all packets sent. */
+  PENDING = 0,
+  /** Every packet sent at least once; waiting for ACK / responses. */
+  SENT = 1,
+  /** Done: completion written (or suppressed for unsignaled). */
+  DONE = 2,
+}
+
+export class SendWqe {
+  /** Free-running SQ counter of this WQE. */
+  counter = 0;
+  opcode = 0;
+  flags = 0;
+  wrIdLo = 0;
+  wrIdHi = 0;
+  imm = 0;
+  sges: Sge[] = [];
+  /** Inline payload (a copy taken at fetch), or null. */
+  inline: Uint8Array | null = null;
+  /** Total message length in bytes. */
+  length = 0;
+  remoteAddr = 0;
+  rkey = 0;
+  swapAdd = 0n;
+  compare = 0n;
+  /** UD only. */
+  remoteQpn = 0;
+  qkey = 0;
+  av: AddressVector | null = null;
+  /** PSN of the first packet and how many PSNs the message uses. */
+  firstPsn = 0;
+  npsn = 0;
+  /** Packets transmitted so far (the next one to send is index `sentPkts`). */
+  sentPkts = 0;
+  /** READ: bytes of response received so far. */
+  readDone = 0;
+  status = WqeStatus.PENDING;
+
+  get signaled(): boolean {
+    return (this.flags & IBV_SEND_SIGNALED) !== 0;
+  }
+  get solicited(): boolean {
+    return (this.flags & IBV_SEND_SOLICITED) !== 0;
+  }
+  get fenced(): boolean {
+    return (this.flags & IBV_SEND_FENCE) !== 0;
+  }
+}
+
+export function readAv(dv: DataView, off: number): AddressVector {
+  return {
+    dgid: new Uint8Array(dv.buffer, dv.byteOffset + off, 16).slice(),
+    dmac: new Uint8Array(dv.buffer, dv.byteOffset + off + 0x10, 6).slice(),
+    flowLabel: (dv.getUint32(off + 0x18, true) & 0xfffff) >>> 0,
+    sl: dv.getUint8(off + 0x1a) >>> 4,
+    trafficClass: dv.getUint8(off + 0x1b),
+    hopLimit: dv.getUint8(off + 0x1c),
+    sgidIndex: dv.getUint8(off + 0x1d),
+    portNum: dv.getUint8(off + 0x1e),
+  };
+}
+
+const C = SEND_CTRL.f;
+const R = RADDR_SEG.f;
+const A = ATOMIC_SEG.f;
+const U = UD_SEG.f;
+const D = DATA_SEG.f;
+
+/** Reads the send WQE at host address `addr` (number). Returns null if the segment count is impossible. */
+export function readSendWqe(mem: HostMemory, addr: number, qpType: number, counter: number, maxSge: number, maxInline: number): SendWqe | null {
+  const dv = mem.dv;
+  const o = addr - mem.baseNum;
+  const w = new SendWqe();
+  w.counter = counter;
+  w.wrIdLo = dv.getUint32(o, true);
+  w.wrIdHi = dv.getUint32(o + 4, true);
+  w.opcode = C.opcode.get(dv, o);
+  w.flags = C.sendFlags.get(dv, o);
+  w.imm = C.immData.get(dv, o);
+  const dataOff = o + (qpType === IBV_QPT_UD ? WqeOff.UD_DATA : WqeOff.RC_DATA);
+  if (qpType === IBV_QPT_UD) {
+    w.remoteQpn = U.remoteQpn.get(dv, o + WqeOff.UD);
+    w.qkey = U.qkey.get(dv, o + WqeOff.UD);
+    w.av = readAv(dv, o + WqeOff.UD + 0x08);
+  } else {
+    w.remoteAddr = R.remoteAddr.getNum(dv, o + WqeOff.RADDR);
+    w.rkey = R.rkey.get(dv, o + WqeOff.RADDR);
+    w.swapAdd = A.swapAdd.get(dv, o + WqeOff.ATOMIC);
+    w.compare = A.compare.get(dv, o + WqeOff.ATOMIC);
+  }
+  if (w.flags & IBV_SEND_INLINE) {
+    const n = INLINE_HDR.f.byteCount.get(dv, dataOff);
+    if (n > maxInline) return null;
+    w.inline = mem.u8.slice(dataOff + WqeOff.INLINE_BYTES, dataOff + WqeOff.INLINE_BYTES + n);
+    w.length = n;
+  } else {
+    const n = C.numDataSegs.get(dv, o);
+    if (n > maxSge) return null;
+    let len = 0;
+    for (let i = 0; i < n; i++) {
+      const s = dataOff + i * 16;
+      const sge = { addr: D.addr.getNum(dv, s), length: D.length.get(dv, s) >>> 0, lkey: D.lkey.get(dv, s) >>> 0 };
+      w.sges.push(sge);
+      len += sge.length;
+    }
+    w.length = len;
+  }
+  return w;
+}
+
+export class RecvWqe {
+  wrIdLo = 0;
+  wrIdHi = 0;
+  sges: Sge[] = [];
+  length = 0;
+  /** RQ / SRQ counter for the CQE. */
+  counter = 0;
+}
+
+/** Reads a receive (RQ or SRQ) WQE; the header differs only in fields the device ignores here. */
+export function readRecvWqe(mem: HostMemory, addr: number, counter: number, maxSge: number): RecvWqe | null {
+  const dv = mem.dv;
+  const o = addr - mem.baseNum;
+  const w = new RecvWqe();
+  w.counter = counter;
+  w.wrIdLo = dv.getUint32(o, true);
+  w.wrIdHi = dv.getUint32(o + 4, true);
+  const n = RECV_WQE_HDR.f.numDataSegs.get(dv, o);
+  if (n > maxSge) return null;
+  let len = 0;
+  for (let i = 0; i < n; i++) {
+    const s = o + WqeOff.RECV_DATA + i * 16;
+    const sge = { addr: D.addr.getNum(dv, s), length: D.length.get(dv, s) >>> 0, lkey: D.lkey.get(dv, s) >>> 0 };
+    w.sges.push(sge);
+    len += sge.length;
+  }
+  w.length = len;
+  return w;
+}
