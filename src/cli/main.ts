@@ -1,10 +1,17 @@
 #!/usr/bin/env node
 /** The `rnic` command: one verb per file in this folder. */
+import { devinfoCommand } from './commands/devinfo.js';
+import { perfCommand } from './commands/perf.js';
+import { rcPingpongCommand } from './commands/rc-pingpong.js';
 import { pcapSampleCommand } from './pcap-sample.js';
 import { CliError, type Command } from './command.js';
 
 const COMMANDS: Record<string, Command> = {
   'pcap-sample': pcapSampleCommand,
+  'rc-pingpong': rcPingpongCommand,
+  rc_pingpong: rcPingpongCommand,
+  perf: perfCommand,
+  devinfo: devinfoCommand,
 };
 
 function usage(): string {
