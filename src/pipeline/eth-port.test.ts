@@ -35,7 +35,7 @@ describe('EthPort parameters', () => {
     expect(p.macAddress).toBe('02:aa:00:00:00:01');
     expect(p.solicitInterval).toBe(250_000_000n);
     expect(Object.isFrozen(p)).toBe(true);
-    for (const bad of [{ macAddress: '01:00:5e:00:00:01' }, { macAddress: 'nope' }, { ipv4Addresses: ['300.1.1.1'] }, { ipv6Addresses: ['ff02::1'] },
+    for (const bad of [{ macAddress: '01:00:5e:00:00:01' }, { macAddress: 'nope' }, { ipv4Addresses: ['300.1.1.1'] }, { ipv4Addresses: ['224.0.0.1'] }, { ipv6Addresses: ['ff02::1'] },
       { solicitInterval: '1 fortnight' }, { neighborCapacity: 0 }, { colour: 'red' }]) {
       expect(() => resolveEthPortParams(bad)).toThrow(expect.objectContaining({ code: 'DEV_ERR_BAD_CONFIG' }));
     }

@@ -101,11 +101,18 @@ function durationParam(def: string, doc: string, min: bigint, max: bigint): Para
 }
 
 function ipv4Text(raw: unknown, path: string): string {
+  let a: Uint8Array;
   try {
-    return formatIpv4(parseIpv4(String(raw)));
+    a = parseIpv4(String(raw));
   } catch {
     return bad(path, `expected a dotted IPv4 address, got ${JSON.stringify(raw)}`);
   }
+  if (!isStationIpv4(a)) bad(path, `${formatIpv4(a)} is not a station address (0.0.0.0/8, multicast or broadcast)`);
+  return formatIpv4(a);
+}
+
+function isStationIpv4(a: Uint8Array): boolean {
+  return a[0] !== 0 && a[0]! < 224;
 }
 
 function ipv6Text(raw: unknown, path: string): string {
@@ -314,8 +321,10 @@ export class EthPort {
   addAddress(ip: Uint8Array): void {
     const { key, v4, bytes } = this.#normalize(ip, 'addAddress');
     if (this.#own.has(key)) return;
-    if (v4) this.#v4.push(bytes);
-    else {
+    if (v4) {
+      if (!isStationIpv4(bytes)) throw new EthPortError('PORT_BAD_ADDRESS', `addAddress: ${formatIpv4(bytes)} is not a station address`);
+      this.#v4.push(bytes);
+    } else {
       if (bytes[0] === 0xff || isIpv6Unspecified(bytes)) throw new EthPortError('PORT_BAD_ADDRESS', `addAddress: ${formatIpv6(bytes)} is not a station address`);
       this.#v6.push(bytes);
     }

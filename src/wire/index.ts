@@ -13,3 +13,5 @@ export * from './pcap.js';
 export * from './pcap-writer.js';
 export * from './build.js';
 export * from './sample.js';
+export * from './arp.js';
+export * from './ndp.js';

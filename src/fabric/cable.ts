@@ -1,0 +1,225 @@
+/**
+ * A cable: what a port's frames go into and come out of. Whatever is on
+ * the other side (another port in this thread, a port on another worker
+ * thread through a FrameRing, a UDP socket to QEMU or another model
+ * process) is reached through the same `CableEnd`.
+ *
+ * Across a cable end a frame is copied (or transferred), never shared: the
+ * sender may reuse its buffer as soon as `send` returns, and the receiver
+ * owns what its handler is given.
+ */
+import { RnicError } from '../wire/errors.js';
+
+/** What can go wrong building or using a cable. */
+export type FabricErrorCode =
+  /** An address is not a literal `host:port` the cable can use. */
+  | 'FABRIC_BAD_ADDRESS'
+  /** The local socket could not be bound (in use, not a local address, ...). */
+  | 'FABRIC_BIND_FAILED'
+  /** A parameter (size, capacity, limit) is out of range. */
+  | 'FABRIC_BAD_CONFIG'
+  /** A SharedArrayBuffer is not a frame ring (bad magic or size). */
+  | 'FABRIC_BAD_RING'
+  /** A frame can never fit (larger than the ring or the cable's limit). */
+  | 'FABRIC_FRAME_TOO_LARGE'
+  /** A buffer given to receive into is smaller than the frame. */
+  | 'FABRIC_BUFFER_TOO_SMALL';
+
+export class FabricError extends RnicError<FabricErrorCode> {
+  constructor(code: FabricErrorCode, message: string) {
+    super(code, message);
+    this.name = 'FabricError';
+  }
+}
+
+/** Counters every cable end keeps. Extra counters are cable-specific. */
+export interface CableStats {
+  readonly framesSent: number;
+  readonly bytesSent: number;
+  readonly framesReceived: number;
+  readonly bytesReceived: number;
+  /** Frames dropped at this end, either way (closed, no handler, too large, ...). */
+  readonly framesDropped: number;
+}
+
+export interface StatDecl {
+  readonly name: string;
+  readonly unit: 'frames' | 'bytes' | 'datagrams' | 'errors';
+  readonly doc: string;
+}
+
+/** Descriptions of `CableStats` (STYLE §7). */
+export const CABLE_STATS: readonly StatDecl[] = Object.freeze([
+  { name: 'framesSent', unit: 'frames', doc: 'frames accepted by send() and handed to the other side' },
+  { name: 'bytesSent', unit: 'bytes', doc: 'bytes of the frames counted in framesSent (no FCS)' },
+  { name: 'framesReceived', unit: 'frames', doc: 'frames delivered to the receive handler' },
+  { name: 'bytesReceived', unit: 'bytes', doc: 'bytes of the frames counted in framesReceived' },
+  { name: 'framesDropped', unit: 'frames', doc: 'frames dropped at this end, either direction (closed cable, no handler, size limits)' },
+]);
+
+export type FrameHandler = (frame: Uint8Array) => void;
+
+export interface CableEnd {
+  /**
+   * Sends one Ethernet frame (no FCS). The frame is copied before return.
+   * A cable has no back-pressure: a frame it cannot carry is dropped and
+   * counted, as on a wire.
+   */
+  send(frame: Uint8Array): void;
+  /** Sets (or with null clears) the one receive handler. The handler owns the frame it gets. */
+  onReceive(handler: FrameHandler | null): void;
+  /** Stops the cable end; later sends and arrivals are dropped and counted. Idempotent. */
+  close(): void;
+  /** A snapshot of the counters. */
+  readonly stats: CableStats;
+}
+
+interface MutableStats {
+  framesSent: number;
+  bytesSent: number;
+  framesReceived: number;
+  bytesReceived: number;
+  framesDropped: number;
+}
+
+export function newStats(): MutableStats {
+  return { framesSent: 0, bytesSent: 0, framesReceived: 0, bytesReceived: 0, framesDropped: 0 };
+}
+
+export interface InProcessCableOptions {
+  /**
+   * Called when the queue goes from empty to non-empty, so the runtime can
+   * schedule a `drain()` (the simulator as an event after the link delay,
+   * the realtime runner with queueMicrotask). Never called re-entrantly
+   * from inside `drain()` for frames `drain()` itself will not deliver.
+   */
+  onQueued?: () => void;
+}
+
+/**
+ * Two cable ends in one thread.
+ *
+ * Delivery is deferred: `send` copies the frame into a FIFO queue and
+ * returns; the runtime calls `drain()` to deliver. Why not deliver inside
+ * `send`: a port answering an ARP request from inside its receive handler
+ * would re-enter the sender's `transmit` mid-frame. Why not
+ * `queueMicrotask`: that is a scheduler of its own, invisible to the
+ * discrete-event simulator, which must decide when a frame arrives (after
+ * the link's delay, ordered with its other events) and must be able to run
+ * to completion synchronously. `drain()` lets each runtime choose, and
+ * `onQueued` tells it when there is something to drain.
+ */
+export class InProcessCable {
+  readonly a: CableEnd;
+  readonly b: CableEnd;
+  /** Frames in send order; `to` is the receiving end (0 = a, 1 = b). */
+  #queue: { to: 0 | 1; frame: Uint8Array }[] = [];
+  #head = 0;
+  readonly #ends: [InProcessEnd, InProcessEnd];
+  readonly #onQueued: (() => void) | null;
+
+  constructor(opts: InProcessCableOptions = {}) {
+    this.#onQueued = opts.onQueued ?? null;
+    const a = new InProcessEnd(this, 0);
+    const b = new InProcessEnd(this, 1);
+    this.#ends = [a, b];
+    this.a = a;
+    this.b = b;
+  }
+
+  /** Frames waiting for `drain()`. */
+  get pending(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /**
+   * Delivers the frames queued before this call, in send order, and returns
+   * how many were handed to a handler. Frames sent by handlers during the
+   * drain wait for the next call, so two chatty ports cannot loop forever
+   * inside one drain.
+   */
+  drain(): number {
+    const stop = this.#queue.length;
+    let delivered = 0;
+    while (this.#head < stop) {
+      const item = this.#queue[this.#head]!;
+      this.#queue[this.#head] = undefined as never;
+      this.#head++;
+      if (this.#ends[item.to].deliver(item.frame)) delivered++;
+    }
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    return delivered;
+  }
+
+  /** @internal */
+  enqueue(from: 0 | 1, frame: Uint8Array): void {
+    const wasEmpty = this.pending === 0;
+    this.#queue.push({ to: from === 0 ? 1 : 0, frame });
+    if (wasEmpty && this.#onQueued) this.#onQueued();
+  }
+
+  /** @internal Closing either end cuts the cable: frames still queued are dropped at their receiver. */
+  closeBoth(): void {
+    this.#ends[0].markClosed();
+    this.#ends[1].markClosed();
+  }
+}
+
+class InProcessEnd implements CableEnd {
+  readonly #cable: InProcessCable;
+  readonly #side: 0 | 1;
+  readonly #s = newStats();
+  #handler: FrameHandler | null = null;
+  #closed = false;
+
+  constructor(cable: InProcessCable, side: 0 | 1) {
+    this.#cable = cable;
+    this.#side = side;
+  }
+
+  send(frame: Uint8Array): void {
+    if (this.#closed) {
+      this.#s.framesDropped++;
+      return;
+    }
+    this.#s.framesSent++;
+    this.#s.bytesSent += frame.length;
+    this.#cable.enqueue(this.#side, frame.slice());
+  }
+
+  onReceive(handler: FrameHandler | null): void {
+    this.#handler = handler;
+  }
+
+  close(): void {
+    this.#cable.closeBoth();
+  }
+
+  get stats(): CableStats {
+    return { ...this.#s };
+  }
+
+  /** @internal */
+  markClosed(): void {
+    this.#closed = true;
+  }
+
+  /** @internal */
+  deliver(frame: Uint8Array): boolean {
+    const h = this.#handler;
+    if (this.#closed || !h) {
+      this.#s.framesDropped++;
+      return false;
+    }
+    this.#s.framesReceived++;
+    this.#s.bytesReceived += frame.length;
+    h(frame);
+    return true;
+  }
+}
