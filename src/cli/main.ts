@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `rnic` command: one verb per file in this folder. */
+import '../boot.js';
 import { devinfoCommand } from './commands/devinfo.js';
 import { perfCommand } from './commands/perf.js';
 import { rcPingpongCommand } from './commands/rc-pingpong.js';

@@ -15,6 +15,17 @@ export function unregisterProvider(p: VerbsProvider): void {
   if (i >= 0) registered.splice(i, 1);
 }
 
+let beforeList: (() => void) | null = null;
+
+/**
+ * Set by whoever makes devices appear on demand (the model's boot, like a
+ * module load on first use): called before every device listing.
+ */
+export function onDeviceListing(hook: (() => void) | null): void {
+  beforeList = hook;
+}
+
 export function providers(): readonly VerbsProvider[] {
+  beforeList?.();
   return registered;
 }

@@ -6,6 +6,7 @@
  * ever needs starting (rather than registering itself on import), start it
  * here and every end-to-end test follows.
  */
+import '../../src/boot.js';
 import { ibv_get_device_list, ibv_get_device_name } from '../../src/driver/verbs/index.js';
 
 export const rdmaDevices: readonly string[] = ibv_get_device_list().map((d) => ibv_get_device_name(d));

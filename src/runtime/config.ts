@@ -1,0 +1,198 @@
+/**
+ * The model's setup, kept outside the application as rdma-core keeps it in
+ * the kernel: which devices exist, their ports and addresses, the cables
+ * between them, how many worker threads run them, and captures. A program
+ * only names a device. Read from the JSON file named by RNIC_CONFIG, else
+ * the built-in default: two devices, rnic0 and rnic1, cabled together.
+ */
+import { readFileSync } from 'node:fs';
+import { RnicError } from '../wire/errors.js';
+
+export interface PortConfig {
+  /** Station MAC, 'xx:xx:xx:xx:xx:xx'. */
+  mac: string;
+  ipv4: string[];
+  ipv6: string[];
+  /** Active MTU in bytes (256..4096). */
+  mtu: number;
+  /** Write every frame in and out of this port to a pcap file. */
+  capture?: string;
+}
+
+export interface DeviceConfig {
+  name: string;
+  ports: PortConfig[];
+  /** Host memory the driver may allocate from, bytes. */
+  memoryBytes: number;
+  /** Device capability overrides (see docs/device-interface.md, DEVICE_PARAMS). */
+  caps: Record<string, unknown>;
+}
+
+export type CableConfig =
+  | { kind: 'wire'; a: string; b: string }
+  | { kind: 'udp'; port: string; local: string; remote: string };
+
+export interface ModelConfig {
+  /** Worker threads that run the devices (0: run them in the application's thread). */
+  workers: number;
+  devices: DeviceConfig[];
+  cables: CableConfig[];
+  /** Named device behaviours (docs/device-behaviours.md). */
+  quirks: Record<string, boolean>;
+}
+
+export class ConfigError extends RnicError<'CONFIG_INVALID'> {
+  constructor(message: string) {
+    super('CONFIG_INVALID', message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const DEFAULT_CONFIG: ModelConfig = Object.freeze({
+  workers: 1,
+  devices: [
+    { name: 'rnic0', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'], ipv6: ['fd00::1'], mtu: 4096 }] },
+    { name: 'rnic1', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'], ipv6: ['fd00::2'], mtu: 4096 }] },
+  ],
+  cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1' }],
+  quirks: {},
+}) as ModelConfig;
+
+const KNOWN_QUIRKS = new Set(['rxeRetryCnt7Infinite']);
+
+function fail(path: string, msg: string): never {
+  throw new ConfigError(`${path}: ${msg}`);
+}
+
+function obj(v: unknown, path: string): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(path, `expected an object, got ${JSON.stringify(v)}`);
+  return v as Record<string, unknown>;
+}
+
+function onlyKeys(o: Record<string, unknown>, keys: string[], path: string): void {
+  for (const k of Object.keys(o)) if (!keys.includes(k)) fail(`${path}.${k}`, `unknown setting (known: ${keys.join(', ')})`);
+}
+
+function str(v: unknown, path: string): string {
+  if (typeof v !== 'string' || v.length === 0) fail(path, `expected a non-empty string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function strList(v: unknown, path: string, re: RegExp, what: string): string[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) fail(path, `expected a list of ${what}`);
+  return v.map((x, i) => {
+    const s = str(x, `${path}[${i}]`);
+    if (!re.test(s)) fail(`${path}[${i}]`, `${JSON.stringify(s)} is not ${what}`);
+    return s;
+  });
+}
+
+const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
+const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
+const IPV6 = /^[0-9a-f:.]+$/i;
+const PORT_REF = /^[A-Za-z0-9_.-]+:\d+$/;
+
+function size(v: unknown, path: string, def: number): number {
+  if (v === undefined) return def;
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
+  if (typeof v === 'string') {
+    const m = /^(\d+)\s*(KiB|MiB|GiB)?$/.exec(v.trim());
+    if (m) return Number(m[1]) * ({ KiB: 1024, MiB: 1 << 20, GiB: 1 << 30 }[m[2] as 'KiB'] ?? 1);
+  }
+  fail(path, `expected a size such as 64MiB, got ${JSON.stringify(v)}`);
+}
+
+/** Validates raw JSON into a ModelConfig; every fault names its path. */
+export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
+  const o = obj(raw, source);
+  onlyKeys(o, ['workers', 'devices', 'cables', 'quirks'], source);
+  const workers = o.workers === undefined ? 1 : o.workers;
+  if (typeof workers !== 'number' || !Number.isInteger(workers) || workers < 0 || workers > 64) fail(`${source}.workers`, `expected an integer 0..64, got ${JSON.stringify(workers)}`);
+  if (!Array.isArray(o.devices) || o.devices.length === 0) fail(`${source}.devices`, 'expected a non-empty list of devices');
+  const names = new Set<string>();
+  const devices = o.devices.map((d, i): DeviceConfig => {
+    const path = `${source}.devices[${i}]`;
+    const dv = obj(d, path);
+    onlyKeys(dv, ['name', 'ports', 'memory', 'caps'], path);
+    const name = str(dv.name, `${path}.name`);
+    if (!/^[A-Za-z0-9_.-]+$/.test(name)) fail(`${path}.name`, `${JSON.stringify(name)}: use letters, digits, '_', '.', '-'`);
+    if (names.has(name)) fail(`${path}.name`, `device ${name} is defined twice`);
+    names.add(name);
+    if (!Array.isArray(dv.ports) || dv.ports.length === 0) fail(`${path}.ports`, 'expected a non-empty list of ports');
+    const ports = dv.ports.map((p, j): PortConfig => {
+      const pp = `${path}.ports[${j}]`;
+      const po = obj(p, pp);
+      onlyKeys(po, ['mac', 'ipv4', 'ipv6', 'mtu', 'capture'], pp);
+      const mac = str(po.mac, `${pp}.mac`);
+      if (!MAC.test(mac)) fail(`${pp}.mac`, `${JSON.stringify(mac)} is not a MAC address`);
+      const mtu = po.mtu === undefined ? 4096 : po.mtu;
+      if (![256, 512, 1024, 2048, 4096].includes(mtu as number)) fail(`${pp}.mtu`, `expected 256, 512, 1024, 2048 or 4096, got ${JSON.stringify(mtu)}`);
+      const port: PortConfig = { mac, ipv4: strList(po.ipv4, `${pp}.ipv4`, IPV4, 'an IPv4 address'), ipv6: strList(po.ipv6, `${pp}.ipv6`, IPV6, 'an IPv6 address'), mtu: mtu as number };
+      if (po.capture !== undefined) port.capture = str(po.capture, `${pp}.capture`);
+      return port;
+    });
+    const caps = dv.caps === undefined ? {} : obj(dv.caps, `${path}.caps`);
+    return { name, ports, memoryBytes: size(dv.memory, `${path}.memory`, 64 << 20), caps };
+  });
+  const portExists = (ref: string, path: string) => {
+    if (!PORT_REF.test(ref)) fail(path, `${JSON.stringify(ref)} is not DEVICE:PORT`);
+    const [dev, port] = ref.split(':') as [string, string];
+    const d = devices.find((x) => x.name === dev);
+    if (!d) fail(path, `no device named ${dev}`);
+    if (Number(port) < 1 || Number(port) > d.ports.length) fail(path, `${dev} has no port ${port}`);
+  };
+  const used = new Set<string>();
+  const cables = (o.cables === undefined ? [] : Array.isArray(o.cables) ? o.cables : fail(`${source}.cables`, 'expected a list')).map((c, i): CableConfig => {
+    const path = `${source}.cables[${i}]`;
+    const co = obj(c, path);
+    const use = (ref: string, p: string) => {
+      portExists(ref, p);
+      if (used.has(ref)) fail(p, `port ${ref} already has a cable`);
+      used.add(ref);
+    };
+    if (co.kind === 'wire') {
+      onlyKeys(co, ['kind', 'a', 'b'], path);
+      const a = str(co.a, `${path}.a`);
+      const b = str(co.b, `${path}.b`);
+      use(a, `${path}.a`);
+      use(b, `${path}.b`);
+      return { kind: 'wire', a, b };
+    }
+    if (co.kind === 'udp') {
+      onlyKeys(co, ['kind', 'port', 'local', 'remote'], path);
+      const port = str(co.port, `${path}.port`);
+      use(port, `${path}.port`);
+      return { kind: 'udp', port, local: str(co.local, `${path}.local`), remote: str(co.remote, `${path}.remote`) };
+    }
+    fail(`${path}.kind`, `expected 'wire' or 'udp', got ${JSON.stringify(co.kind)}`);
+  });
+  const quirks: Record<string, boolean> = {};
+  if (o.quirks !== undefined) {
+    for (const [k, v] of Object.entries(obj(o.quirks, `${source}.quirks`))) {
+      if (!KNOWN_QUIRKS.has(k)) fail(`${source}.quirks.${k}`, `unknown device behaviour (known: ${[...KNOWN_QUIRKS].join(', ')})`);
+      if (typeof v !== 'boolean') fail(`${source}.quirks.${k}`, 'expected true or false');
+      quirks[k] = v;
+    }
+  }
+  return { workers, devices, cables, quirks };
+}
+
+/** The configuration in force: RNIC_CONFIG's file, or the default. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ModelConfig {
+  const file = env.RNIC_CONFIG;
+  if (!file) return DEFAULT_CONFIG;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`RNIC_CONFIG=${file}: cannot read it (${(e as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  return parseConfig(json, file);
+}

@@ -1,0 +1,66 @@
+/**
+ * The shared memory of one model device, made where the "machine" is made
+ * (the application's thread) and handed to whichever thread runs the
+ * device: host memory (with the driver's allocator on this side), the BAR,
+ * the context tables and the counters. All of it is SharedArrayBuffers, so
+ * it crosses to a worker by reference.
+ */
+import { resolveCapabilities, type Capabilities, type CapabilitiesConfig } from '../device/capabilities.js';
+import { ContextTables, type ContextTablesDescriptor } from '../device/contexts.js';
+import { HwCounters, type HwCountersDescriptor } from '../device/counters.js';
+import { HostMemory, type HostMemoryDescriptor } from '../device/host-memory.js';
+import { Bar } from '../device/registers.js';
+import type { DeviceConfig, PortConfig } from './config.js';
+
+/** Plain data: posted to a worker as is. */
+export interface DeviceResources {
+  name: string;
+  capsConfig: CapabilitiesConfig;
+  ports: PortConfig[];
+  mem: HostMemoryDescriptor;
+  bar: SharedArrayBuffer;
+  tables: ContextTablesDescriptor;
+  counters: HwCountersDescriptor;
+}
+
+export interface DeviceOnHost {
+  readonly resources: DeviceResources;
+  readonly caps: Capabilities;
+  /** The driver's view: host memory with its allocator, the BAR, the counter window. */
+  readonly mem: HostMemory;
+  readonly bar: Bar;
+  readonly counters: HwCounters;
+  readonly nodeGuid: bigint;
+}
+
+/** Node GUID from the first port's MAC, as Linux derives it (EUI-64). */
+export function guidFromMac(mac: string): bigint {
+  const m = mac.split(':').map((x) => parseInt(x, 16));
+  const bytes = [m[0]! ^ 0x02, m[1]!, m[2]!, 0xff, 0xfe, m[3]!, m[4]!, m[5]!];
+  return bytes.reduce((acc, b) => (acc << 8n) | BigInt(b), 0n);
+}
+
+export function capsConfigOf(d: DeviceConfig): CapabilitiesConfig {
+  const guid = `0x${guidFromMac(d.ports[0]!.mac).toString(16).padStart(16, '0')}`;
+  return {
+    device: { nodeGuid: guid, sysImageGuid: guid, ...d.caps },
+    ports: d.ports.map((p) => ({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6, activeMtu: p.mtu })),
+  };
+}
+
+export function createDevice(d: DeviceConfig): DeviceOnHost {
+  const capsConfig = capsConfigOf(d);
+  const caps = resolveCapabilities(capsConfig);
+  const mem = HostMemory.create({ size: d.memoryBytes });
+  const bar = Bar.create(caps);
+  const tables = ContextTables.create(caps);
+  const counters = HwCounters.create(caps.ports.length, 1);
+  return {
+    resources: { name: d.name, capsConfig, ports: d.ports, mem: mem.descriptor, bar: bar.sab, tables: tables.descriptor, counters: counters.descriptor },
+    caps,
+    mem,
+    bar,
+    counters,
+    nodeGuid: guidFromMac(d.ports[0]!.mac),
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * Starting the model: make each device's shared memory here, then run the
+ * devices on worker threads (realtime) or in this thread (workers: 0), and
+ * hand back, per device, exactly what a driver gets of hardware — host
+ * memory, the BAR, the counters window and an interrupt wait.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { HostMemory } from '../device/host-memory.js';
+import type { HwCounters } from '../device/counters.js';
+import type { Bar } from '../device/registers.js';
+import { FrameRing } from '../fabric/frame-ring.js';
+import type { ModelConfig } from './config.js';
+import { DeviceHost, type RingCable } from './device-host.js';
+import { createDevice, type DeviceOnHost } from './device-resources.js';
+import { monotonicClock, type LoopTuning } from './run-loop.js';
+
+/** What the driver side gets for one device (the shape of the model provider's ModelDeviceHandle). */
+export interface DeviceHandle {
+  readonly name: string;
+  readonly nodeGuid: bigint;
+  readonly mem: HostMemory;
+  readonly bar: Bar;
+  readonly counters: HwCounters;
+  readonly serviceInline?: () => void;
+  waitIrq(vector: number, seen: number): Promise<number>;
+}
+
+export interface RunningModel {
+  readonly config: ModelConfig;
+  readonly devices: readonly DeviceHandle[];
+  /** Starts or stops a port's capture at run time ('rnic0:1', a path or null). */
+  setCapture(port: string, path: string | null): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  tuning?: Partial<LoopTuning>;
+}
+
+type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };
+const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
+
+/** The compiled worker entry (tests run the sources, workers need JavaScript). */
+function workerUrl(): URL {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.js')) return new URL('../../workers/device-engine.js', import.meta.url);
+  const built = new URL('../../dist/workers/device-engine.js', import.meta.url);
+  if (!existsSync(fileURLToPath(built))) throw new Error('dist/workers/device-engine.js is missing: run `npm run build` first');
+  return built;
+}
+
+async function irqWait(bar: Bar, vector: number, seen: number): Promise<number> {
+  const w = bar.irqBase + vector;
+  for (;;) {
+    const now = Atomics.load(bar.i32, w);
+    if (now !== seen) return now;
+    const r = waitAsync(bar.i32, w, seen);
+    if (r.async) await r.value;
+  }
+}
+
+/**
+ * Starts the model described by `config`. Synchronous on purpose: devices
+ * appear at once (as after `modprobe`), the device sets READY when its
+ * engine runs, and the driver waits for READY when it opens a device.
+ */
+export function startModel(config: ModelConfig, opts: StartOptions = {}): RunningModel {
+  const made: DeviceOnHost[] = config.devices.map(createDevice);
+  if (config.workers === 0) return startInline(config, made);
+  const workers = Math.min(config.workers, made.length);
+  const assign = made.map((_, i) => i % workers);
+  const rings: RingCable[][] = Array.from({ length: workers }, () => []);
+  for (const c of config.cables) {
+    if (c.kind !== 'wire') continue;
+    const wa = assign[config.devices.findIndex((d) => d.name === c.a.split(':')[0])]!;
+    const wb = assign[config.devices.findIndex((d) => d.name === c.b.split(':')[0])]!;
+    if (wa === wb) continue;
+    const ab = FrameRing.create(1 << 22);
+    const ba = FrameRing.create(1 << 22);
+    rings[wa]!.push({ port: c.a, tx: ab.buffer, rx: ba.buffer });
+    rings[wb]!.push({ port: c.b, tx: ba.buffer, rx: ab.buffer });
+  }
+  const stop = new SharedArrayBuffer(4);
+  const threads: Worker[] = [];
+  const url = workerUrl();
+  for (let w = 0; w < workers; w++) {
+    const devices = made.filter((_, i) => assign[i] === w).map((d) => d.resources);
+    const t = new Worker(url, {
+      workerData: { devices, cables: config.cables, rings: rings[w], quirks: config.quirks, stop, tuning: opts.tuning },
+    });
+    t.on('message', (m: { type: string; message?: string }) => {
+      if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
+    });
+    t.on('error', (e) => process.emitWarning(`rnic-model device engine crashed: ${e.message}`));
+    // The model must not keep the application alive (a C program exits when main returns).
+    t.unref();
+    threads.push(t);
+  }
+  const devices = made.map((d): DeviceHandle => ({
+    name: d.resources.name,
+    nodeGuid: d.nodeGuid,
+    mem: d.mem,
+    bar: d.bar,
+    counters: d.counters,
+    waitIrq: (v, seen) => irqWait(d.bar, v, seen),
+  }));
+  return {
+    config,
+    devices,
+    async setCapture(port, path) {
+      const dev = port.split(':')[0];
+      const i = config.devices.findIndex((d) => d.name === dev);
+      if (i < 0) throw new Error(`no device ${dev}`);
+      const t = threads[assign[i]!]!;
+      await new Promise<void>((resolve, reject) => {
+        const on = (m: { type: string; message?: string }) => {
+          if (m.type === 'capture-ok') resolve();
+          else if (m.type === 'error') reject(new Error(m.message));
+          else return;
+          t.off('message', on);
+        };
+        t.on('message', on);
+        t.postMessage({ type: 'capture', port, path });
+      });
+    },
+    async stop() {
+      Atomics.store(new Int32Array(stop), 0, 1);
+      for (const d of made) Atomics.notify(d.bar.i32, 0);
+      await Promise.all(threads.map((t) => new Promise<void>((r) => {
+        t.once('exit', () => r());
+        t.postMessage({ type: 'stop' });
+        setTimeout(() => void t.terminate().then(() => r()), 2000).unref();
+      })));
+    },
+  };
+}
+
+/** All devices in the application's thread: they run when the driver rings or polls. */
+function startInline(config: ModelConfig, made: DeviceOnHost[]): RunningModel {
+  const host = new DeviceHost(made.map((d) => d.resources), monotonicClock(), config.quirks);
+  const ready = host.cable(config.cables);
+  let cabled = false;
+  void ready.then(() => (cabled = true));
+  const service = () => {
+    host.poll();
+  };
+  const devices = made.map((d): DeviceHandle => ({
+    name: d.resources.name,
+    nodeGuid: d.nodeGuid,
+    mem: d.mem,
+    bar: d.bar,
+    counters: d.counters,
+    serviceInline: service,
+    async waitIrq(v, seen) {
+      const w = d.bar.irqBase + v;
+      for (;;) {
+        host.poll();
+        const now = Atomics.load(d.bar.i32, w);
+        if (now !== seen) return now;
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    },
+  }));
+  return {
+    config,
+    devices,
+    async setCapture(port, path) {
+      host.setCapture(port, path);
+    },
+    async stop() {
+      if (!cabled) await ready;
+      host.close();
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * Worker-thread entry: runs the devices it is given until told to stop.
+ * Thin by design: the runtime (src/runtime) does the work.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { Bar } from '../src/device/registers.js';
+import { DeviceHost, type RingCable } from '../src/runtime/device-host.js';
+import type { CableConfig } from '../src/runtime/config.js';
+import type { DeviceResources } from '../src/runtime/device-resources.js';
+import { monotonicClock, runDeviceLoop, DEFAULT_TUNING, type LoopTuning } from '../src/runtime/run-loop.js';
+
+interface EngineData {
+  devices: DeviceResources[];
+  cables: CableConfig[];
+  rings: RingCable[];
+  quirks: Record<string, boolean>;
+  stop: SharedArrayBuffer;
+  tuning?: Partial<LoopTuning>;
+}
+
+const data = workerData as EngineData;
+const host = new DeviceHost(data.devices, monotonicClock(), data.quirks);
+const stop = new Int32Array(data.stop);
+
+parentPort!.on('message', (m: { type: string; port?: string; path?: string | null }) => {
+  if (m.type === 'capture' && m.port) {
+    try {
+      host.setCapture(m.port, m.path ?? null);
+      parentPort!.postMessage({ type: 'capture-ok' });
+    } catch (e) {
+      parentPort!.postMessage({ type: 'error', message: (e as Error).message });
+    }
+  }
+});
+
+try {
+  await host.cable(data.cables, data.rings);
+  parentPort!.postMessage({ type: 'ready' });
+  await runDeviceLoop(host, host.devices.map((d) => Bar.attach(d.bar.sab)), stop, { ...DEFAULT_TUNING, ...data.tuning });
+} catch (e) {
+  parentPort!.postMessage({ type: 'error', message: `${(e as { code?: string }).code ?? 'ERROR'}: ${(e as Error).message}` });
+} finally {
+  host.close();
+  parentPort!.postMessage({ type: 'stopped' });
+}
