@@ -412,4 +412,6 @@ export function eqDbArm(v: number): boolean {
 /** Set / clear DEVICE_STATUS bits (device side). */
 export function setDeviceStatus(bar: Bar, bits: number): void {
   Atomics.store(bar.i32, Reg.DEVICE_STATUS, bits);
+  // A driver may be blocked waiting for READY (ibv_open_device).
+  Atomics.notify(bar.i32, Reg.DEVICE_STATUS);
 }

@@ -73,6 +73,7 @@ export class DeviceHost {
   private readonly rings: RingEnd[] = [];
   private readonly udp: UdpCable[] = [];
   private readonly captures: PcapWriter[] = [];
+  private kick: (() => void) | null = null;
 
   constructor(resources: DeviceResources[], readonly clock: NicClock, quirks: Partial<Quirks> = {}) {
     const portClock = { nowNs: () => BigInt(Math.floor(clock.now())) };
@@ -106,7 +107,24 @@ export class DeviceHost {
 
   private plug(ref: { dev: HostedDevice; portNum: number }, end: CableEnd): void {
     ref.dev.ports[ref.portNum - 1]!.attach(end);
-    end.onReceive((f) => ref.dev.nic.receive(ref.portNum, f));
+    end.onReceive((f) => {
+      ref.dev.nic.receive(ref.portNum, f);
+      // A frame from a socket arrives on the event loop: wake a sleeping loop to send what it caused.
+      this.wake();
+    });
+  }
+
+  /** Resolves at the next `wake()` (a frame arrived from outside the poll loop). */
+  kicked(): Promise<void> {
+    return new Promise<void>((r) => {
+      this.kick = r;
+    });
+  }
+
+  private wake(): void {
+    const k = this.kick;
+    this.kick = null;
+    k?.();
   }
 
   /** Lays the cables whose ends are here: wires between local ports, ring ends, UDP cables. */

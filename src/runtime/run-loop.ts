@@ -13,11 +13,11 @@ export interface LoopTuning {
   spinPasses: number;
   /** Event-loop turns before sleeping. */
   yieldTurns: number;
-  /** Longest sleep, ms: other devices on this thread and ring cables are checked this often when idle. */
+  /** Longest sleep, ms: ring cables from other threads are checked this often when idle. */
   maxSleepMs: number;
 }
 
-export const DEFAULT_TUNING: LoopTuning = Object.freeze({ spinPasses: 20_000, yieldTurns: 8, maxSleepMs: 1 });
+export const DEFAULT_TUNING: LoopTuning = Object.freeze({ spinPasses: 20_000, yieldTurns: 8, maxSleepMs: 50 });
 
 type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };
 const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
@@ -46,16 +46,26 @@ export async function runDeviceLoop(host: DeviceHost, bars: Bar[], stop: Int32Ar
     }
     const deadline = host.nextDeadline();
     const ms = Math.max(0, Math.min(tuning.maxSleepMs, (deadline - host.clock.now()) / 1e6));
-    const bar = bars[0];
-    if (!bar || ms === 0) {
+    if (bars.length === 0 || ms === 0) {
       await turn();
       continue;
     }
+    // Sleep until a doorbell on any of our devices, a frame from a socket
+    // (the host's kick), or the next timer. Sequence: announce sleeping,
+    // read the sequence words, poll once more, then wait.
     for (const b of bars) Atomics.store(b.i32, Reg.DEVICE_SLEEPING, 1);
-    const seen = Atomics.load(bar.i32, Reg.DB_SEQ);
+    const seen = bars.map((b) => Atomics.load(b.i32, Reg.DB_SEQ));
     if (host.poll() === 0) {
-      const r = waitAsync(bar.i32, Reg.DB_SEQ, seen, ms);
-      if (r.async) await r.value;
+      const waits: Promise<unknown>[] = [host.kicked()];
+      for (let i = 0; i < bars.length; i++) {
+        const r = waitAsync(bars[i]!.i32, Reg.DB_SEQ, seen[i]!, ms);
+        if (!r.async) {
+          waits.length = 0;
+          break;
+        }
+        waits.push(r.value as Promise<string>);
+      }
+      if (waits.length > 0) await Promise.race(waits);
     }
     for (const b of bars) Atomics.store(b.i32, Reg.DEVICE_SLEEPING, 0);
     idle = tuning.spinPasses; // after a sleep, go back to polling without a long spin
