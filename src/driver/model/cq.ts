@@ -1,0 +1,278 @@
+/**
+ * Completion queues and completion channels (section 7 of the device
+ * manual).
+ *
+ * Ring: 2^k entries of 64 bytes, k the smallest with 2^k ≥ cqe + 1; the CQ
+ * reports cqe = 2^k − 1, as mlx5 does. poll_cq reads entry C (the driver's
+ * consumer counter) when its owner byte, loaded with Atomics, has the
+ * phase ((C >> k) & 1) ^ 1; it fills the caller's ibv_wc objects in place,
+ * then stores C into the CQ doorbell record once per call.
+ *
+ * Each polled CQE also retires work-queue slots: a send completion frees
+ * its WQE and every older one of that SQ (unsignalled WQEs complete
+ * silently), a receive completion frees its RQ slot, or links its SRQ entry
+ * back into the SRQ free list (mlx5's scheme; wqeCounter is the ring index).
+ * Receive and send completions are told apart by the IBV_WC_RECV bit of the
+ * CQE opcode, which the driver relies on for every status.
+ *
+ * Events: req_notify_cq stores C into the record and arms the CQ through its
+ * BAR doorbell (armCq); the device then writes one completion EQE to the
+ * context's EQ. get_cq_event drains the EQ into the channels (eq.ts) and
+ * resolves with the first CQ queued on its channel.
+ */
+import { errno, IBV_WC_RECV } from '../../device/abi/constants.js';
+import { Cmd } from '../../device/commands.js';
+import { CQE, CQE_OWNER_OFFSET, CQE_SIZE } from '../../device/cqe.js';
+import { armCq, encodeCqArm } from '../../device/registers.js';
+import { SRQ_WQE_HDR } from '../../device/wqe.js';
+import { VerbsError } from '../verbs/errno-error.js';
+import { newWc } from '../verbs/structs.js';
+import type { ibv_comp_channel, ibv_context, ibv_cq, ibv_wc } from '../verbs/types.js';
+import { model_cmd } from './cmd.js';
+import { model_live, type ModelContext } from './context.js';
+import { model_drop_async_events } from './async.js';
+import { model_eq_drain, model_eq_wait } from './eq.js';
+import { ModelCompChannel, ModelCq, type ModelQp } from './objects.js';
+
+// CQE fields, hoisted (module load) for the poll loop.
+const WR_ID = CQE.f.wrId.decl.offset;
+const BYTE_LEN = CQE.f.byteLen;
+const IMM = CQE.f.immData;
+const QP_NUM = CQE.f.qpNum;
+const SRC_QP = CQE.f.srcQp;
+const VENDOR_ERR = CQE.f.vendorErr;
+const WC_FLAGS = CQE.f.wcFlags;
+const PKEY_INDEX = CQE.f.pkeyIndex;
+const SLID = CQE.f.slid;
+const WQE_COUNTER = CQE.f.wqeCounter;
+const STATUS = CQE.f.status;
+const OPCODE = CQE.f.opcode;
+const SL = CQE.f.sl;
+const DLID_PATH_BITS = CQE.f.dlidPathBits;
+const SRQ_NEXT = SRQ_WQE_HDR.f.nextWqeIndex;
+const CQ_ARM_WORD = 1; // the record's armCmd word (informational)
+
+function nextLog2(n: number): number {
+  return n <= 1 ? 0 : 32 - Math.clz32(n - 1);
+}
+
+// ---------------------------------------------------------------------------
+// Completion channels
+// ---------------------------------------------------------------------------
+
+let nextChannelFd = 1000;
+
+export function model_create_comp_channel(ibctx: ibv_context): ibv_comp_channel {
+  const ctx = ibctx as ModelContext;
+  model_live(ctx, 'ibv_create_comp_channel');
+  const ch = new ModelCompChannel(ctx, nextChannelFd++);
+  ctx.channels.add(ch);
+  return ch;
+}
+
+export function model_destroy_comp_channel(ibch: ibv_comp_channel): number {
+  const ch = ibch as ModelCompChannel;
+  if (ch.destroyed) return errno.EINVAL;
+  if (ch.refcnt > 0) return errno.EBUSY;
+  ch.destroyed = true;
+  ch.events.length = 0;
+  ch.context.channels.delete(ch);
+  ch.markGone();
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Create / destroy
+// ---------------------------------------------------------------------------
+
+export function model_create_cq(
+  ibctx: ibv_context,
+  cqe: number,
+  cq_context: unknown,
+  channel: ibv_comp_channel | null,
+  comp_vector: number,
+): ibv_cq {
+  const ctx = ibctx as ModelContext;
+  model_live(ctx, 'ibv_create_cq');
+  if (!Number.isInteger(cqe) || cqe < 1 || cqe > ctx.limits.maxCqe) {
+    throw new VerbsError(errno.EINVAL, `ibv_create_cq: cqe ${cqe} not in 1..${ctx.limits.maxCqe}`);
+  }
+  if (!Number.isInteger(comp_vector) || comp_vector < 0 || comp_vector >= ctx.num_comp_vectors) {
+    throw new VerbsError(errno.EINVAL, `ibv_create_cq: no completion vector ${comp_vector}`);
+  }
+  const ch = channel as ModelCompChannel | null;
+  if (ch && (ch.context !== ctx || ch.destroyed)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq: the channel is not of this context');
+  const logSize = nextLog2(cqe + 1);
+  const mem = ctx.mem;
+  let ring;
+  let rec;
+  try {
+    ring = mem.alloc(CQE_SIZE << logSize, 4096);
+  } catch (e) {
+    throw new VerbsError(errno.ENOMEM, `ibv_create_cq: ${(e as Error).message}`);
+  }
+  try {
+    rec = mem.alloc(8, 64);
+  } catch (e) {
+    mem.free(ring.addrNum);
+    throw new VerbsError(errno.ENOMEM, `ibv_create_cq: ${(e as Error).message}`);
+  }
+  const r = model_cmd(ctx, Cmd.CREATE_CQ, { ringAddr: ring.addr, dbrecAddr: rec.addr, eqn: ctx.eqn, logSize });
+  if (r.errno) {
+    mem.free(ring.addrNum);
+    mem.free(rec.addrNum);
+    throw new VerbsError(r.errno, `ibv_create_cq: ${r.what}`);
+  }
+  const cq = new ModelCq(ctx, ch, cq_context, r.out['cqn'] as number, (1 << logSize) - 1, logSize, ring.addrNum, rec.addrNum);
+  if (ch) ch.refcnt++;
+  ctx.cqs.set(cq.cqn, cq);
+  return cq;
+}
+
+/**
+ * ibv_destroy_cq. libibverbs blocks until every event it reported has been
+ * acknowledged; a JavaScript caller cannot be blocked for its own acks, so
+ * unacknowledged events give EBUSY instead.
+ */
+export function model_destroy_cq(ibcq: ibv_cq): number {
+  const cq = ibcq as ModelCq;
+  const ctx = cq.context;
+  if (cq.destroyed || ctx.closed) return errno.EINVAL;
+  if (cq.compEventsReported !== cq.compEventsAcked || cq.asyncEventsReported !== cq.asyncEventsAcked) return errno.EBUSY;
+  const r = model_cmd(ctx, Cmd.DESTROY_CQ, { cqn: cq.cqn });
+  if (r.errno) return r.errno;
+  cq.destroyed = true;
+  ctx.cqs.delete(cq.cqn);
+  ctx.mem.free(cq.ringAddr);
+  ctx.mem.free(cq.dbrecAddr);
+  const ch = cq.channel as ModelCompChannel | null;
+  if (ch) {
+    ch.refcnt--;
+    removeAll(ch.events, cq);
+  }
+  model_drop_async_events(ctx, 'cq', cq.cqn);
+  return 0;
+}
+
+function removeAll<T>(a: T[], x: T): void {
+  let j = 0;
+  for (let i = 0; i < a.length; i++) if (a[i] !== x) a[j++] = a[i]!;
+  a.length = j;
+}
+
+// ---------------------------------------------------------------------------
+// Poll
+// ---------------------------------------------------------------------------
+
+/** Free the work queue slots a polled CQE completes. */
+function retire(qp: ModelQp, opcode: number, wqeCounter: number, dv: DataView): void {
+  if (opcode & IBV_WC_RECV) {
+    const srq = qp.srq;
+    if (srq) {
+      if (srq.destroyed) return;
+      const idx = wqeCounter & srq.mask;
+      SRQ_NEXT.set(dv, srq.ringOff + (srq.tail << srq.logStride), idx);
+      srq.tail = idx;
+      return;
+    }
+    const out = (qp.rqPi - qp.rqCi) >>> 0;
+    const d = (wqeCounter - qp.rqCi) & 0xffff;
+    if (d < out) qp.rqCi = (qp.rqCi + d + 1) >>> 0;
+    return;
+  }
+  const out = (qp.sqPi - qp.sqCi) >>> 0;
+  const d = (wqeCounter - qp.sqCi) & 0xffff;
+  if (d < out) qp.sqCi = (qp.sqCi + d + 1) >>> 0;
+}
+
+/**
+ * ibv_poll_cq: up to `num_entries` completions into wc[0..n), in CQ order.
+ * Reuses the caller's ibv_wc objects; creates one only where the array is
+ * short. Returns n, or a negative errno.
+ */
+export function model_poll_cq(ibcq: ibv_cq, num_entries: number, wc: ibv_wc[]): number {
+  const cq = ibcq as ModelCq;
+  if (cq.destroyed) return -errno.EINVAL;
+  const ctx = cq.context;
+  const mem = ctx.mem;
+  const u8 = mem.u8;
+  const dv = mem.dv;
+  const logSize = cq.logSize;
+  const mask = cq.mask;
+  const ringOff = cq.ringOff;
+  const qps = ctx.qps;
+  let ci = cq.ci;
+  let n = 0;
+  for (; n < num_entries; n++) {
+    const off = ringOff + (ci & mask) * CQE_SIZE;
+    if ((Atomics.load(u8, off + CQE_OWNER_OFFSET) & 1) !== (((ci >>> logSize) & 1) ^ 1)) break;
+    let w = wc[n];
+    if (w === undefined) {
+      w = newWc();
+      wc[n] = w;
+    }
+    const qpNum = QP_NUM.get(dv, off);
+    const opcode = OPCODE.get(dv, off);
+    const imm = IMM.get(dv, off);
+    w.wr_id = dv.getBigUint64(off + WR_ID, true);
+    w.status = STATUS.get(dv, off);
+    w.opcode = opcode;
+    w.vendor_err = VENDOR_ERR.get(dv, off);
+    w.byte_len = BYTE_LEN.get(dv, off);
+    w.imm_data = imm;
+    w.invalidated_rkey = imm;
+    w.qp_num = qpNum;
+    w.src_qp = SRC_QP.get(dv, off);
+    w.wc_flags = WC_FLAGS.get(dv, off);
+    w.pkey_index = PKEY_INDEX.get(dv, off);
+    w.slid = SLID.get(dv, off);
+    w.sl = SL.get(dv, off);
+    w.dlid_path_bits = DLID_PATH_BITS.get(dv, off);
+    const qp = qps.get(qpNum);
+    if (qp !== undefined) retire(qp, opcode, WQE_COUNTER.get(dv, off), dv);
+    ci = (ci + 1) >>> 0;
+  }
+  if (n > 0) {
+    cq.ci = ci;
+    Atomics.store(mem.i32, cq.ciWord, ci | 0);
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------
+
+export function model_req_notify_cq(ibcq: ibv_cq, solicited_only: number): number {
+  const cq = ibcq as ModelCq;
+  const ctx = cq.context;
+  if (cq.destroyed || ctx.closed) return errno.EINVAL;
+  const sol = !!solicited_only;
+  const i32 = ctx.mem.i32;
+  Atomics.store(i32, cq.ciWord, cq.ci | 0);
+  Atomics.store(i32, cq.ciWord + CQ_ARM_WORD, encodeCqArm(cq.ci, sol));
+  armCq(ctx.bar, cq.cqn, cq.ci, sol);
+  ctx.handle.serviceInline?.();
+  return 0;
+}
+
+/** ibv_get_cq_event: the next CQ with a completion event on `channel` (C blocks in read()). */
+export async function model_get_cq_event(ibch: ibv_comp_channel): Promise<{ cq: ibv_cq; cq_context: unknown }> {
+  const ch = ibch as ModelCompChannel;
+  const ctx = ch.context;
+  for (;;) {
+    if (ch.destroyed || ctx.closed) throw new VerbsError(errno.EBADF, 'ibv_get_cq_event: the channel is closed');
+    model_eq_drain(ctx);
+    const cq = ch.events.shift();
+    if (cq) {
+      cq.compEventsReported++;
+      return { cq, cq_context: cq.cq_context };
+    }
+    await model_eq_wait(ctx, ch.gone);
+  }
+}
+
+export function model_ack_cq_events(ibcq: ibv_cq, nevents: number): void {
+  const cq = ibcq as ModelCq;
+  if (Number.isInteger(nevents) && nevents > 0) cq.compEventsAcked += nevents;
+}

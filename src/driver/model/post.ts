@@ -1,0 +1,293 @@
+/**
+ * The data path: post_send, post_recv and post_srq_recv (device manual,
+ * section 6). One WR at a time:
+ *   1. validate it as rxe / mlx5 userspace do (see below);
+ *   2. write the whole WQE into the ring slot of the producer counter;
+ * then, once per call, for the WRs accepted:
+ *   3. Atomics.store the producer counter into the doorbell record;
+ *   4. ring the queue's BAR doorbell (send queues only: receive doorbells are
+ *      optional wake-ups the device does not need, and mlx5 does not ring them).
+ * A WR that fails validation is not written; the call returns its errno with
+ * bad_wr.wr = that WR, and the WRs before it stay posted.
+ *
+ * Post-time errors (the verb's return value): the QP state (sends need RTS or
+ * later — RTS, SQD, SQE, ERR as in rxe; receives anything but RESET), an
+ * opcode the QP type does not have (UD: SEND / SEND_WITH_IMM; UC: no READ,
+ * atomics or SEND_WITH_INV), num_sge above the QP's max, inline data above
+ * max_inline_data (or not in host memory: EFAULT), an atomic without exactly
+ * one 8-byte SGE or with a misaligned remote address, a UD WR without an AH,
+ * a wr_id / address that is not a bigint: EINVAL; a full queue: ENOMEM.
+ * Key checks are not post-time errors: the device completes such a WQE with
+ * an error status, as hardware does.
+ *
+ * Allocation-free: accessors and offsets are hoisted at module load, the
+ * loops touch only the caller's objects and host memory.
+ */
+import {
+  errno,
+  IBV_QPS_RESET,
+  IBV_QPS_RTS,
+  IBV_SEND_INLINE,
+  IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_LOCAL_INV,
+  IBV_WR_RDMA_READ,
+  IBV_WR_RDMA_WRITE,
+  IBV_WR_RDMA_WRITE_WITH_IMM,
+  IBV_WR_SEND_WITH_IMM,
+  IBV_WR_SEND_WITH_INV,
+} from '../../device/abi/constants.js';
+import { ringSqDoorbell } from '../../device/registers.js';
+import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG, WqeOff } from '../../device/wqe.js';
+import type { BadWr } from '../verbs/ops.js';
+import type { ibv_qp, ibv_recv_wr, ibv_send_wr, ibv_sge, ibv_srq } from '../verbs/types.js';
+import { ModelAh, type ModelQp, type ModelSrq } from './objects.js';
+
+// Send WQE: control segment.
+const CTRL_WR_ID = SEND_CTRL.f.wrId.decl.offset;
+const CTRL_OPCODE = SEND_CTRL.f.opcode;
+const CTRL_FLAGS = SEND_CTRL.f.sendFlags;
+const CTRL_WQE_INDEX = SEND_CTRL.f.wqeIndex;
+const CTRL_IMM = SEND_CTRL.f.immData;
+const CTRL_NUM_DS = SEND_CTRL.f.numDataSegs;
+// Remote address and atomic segments (RC / UC).
+const RADDR_ADDR = WqeOff.RADDR + RADDR_SEG.f.remoteAddr.decl.offset;
+const RADDR_RKEY = RADDR_SEG.f.rkey;
+const ATOMIC_SWAP_ADD = WqeOff.ATOMIC + ATOMIC_SEG.f.swapAdd.decl.offset;
+const ATOMIC_COMPARE = WqeOff.ATOMIC + ATOMIC_SEG.f.compare.decl.offset;
+// UD segment: the destination QP word (24 bits + reserved byte), Q_Key and the AV.
+const UD_QPN_WORD = WqeOff.UD + UD_SEG.f.remoteQpn.decl.offset;
+const UD_QKEY = UD_SEG.f.qkey;
+const UD_AV = WqeOff.UD + UD_SEG.f.avDgid.decl.offset;
+// Data segments and inline data.
+const DS_ADDR = DATA_SEG.f.addr.decl.offset;
+const DS_LENGTH = DATA_SEG.f.length;
+const DS_LKEY = DATA_SEG.f.lkey;
+const DS_SIZE = DATA_SEG.size;
+const INLINE_COUNT = INLINE_HDR.f.byteCount;
+// Receive and SRQ WQEs.
+const RECV_WR_ID = RECV_WQE_HDR.f.wrId.decl.offset;
+const RECV_NUM_DS = RECV_WQE_HDR.f.numDataSegs;
+const SRQ_WR_ID = SRQ_WQE_HDR.f.wrId.decl.offset;
+const SRQ_NUM_DS = SRQ_WQE_HDR.f.numDataSegs;
+const SRQ_NEXT = SRQ_WQE_HDR.f.nextWqeIndex;
+
+const SEND_FLAGS_MASK = 0x1f; // FENCE | SIGNALED | SOLICITED | INLINE | IP_CSUM
+/** Splits a bigint address into two 32-bit halves (inline data sources). */
+const SCRATCH = new DataView(new ArrayBuffer(8));
+
+/** Write `n` data segments from `sgl` at `off`; false if an SGE is malformed. */
+function writeDataSegs(dv: DataView, off: number, sgl: ibv_sge[], n: number): boolean {
+  for (let i = 0; i < n; i++) {
+    const sge = sgl[i]!;
+    const addr = sge.addr;
+    if (typeof addr !== 'bigint') return false;
+    dv.setBigUint64(off + DS_ADDR, addr, true);
+    DS_LENGTH.set(dv, off, sge.length);
+    DS_LKEY.set(dv, off, sge.lkey);
+    off += DS_SIZE;
+  }
+  return true;
+}
+
+/**
+ * Validate and write one send WR into slot `off` of the SQ. Returns 0 or
+ * the errno of the WR.
+ */
+function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): number {
+  const mem = qp.context.mem;
+  const dv = mem.dv;
+  const op = wr.opcode;
+  if ((op & 15) !== op || ((qp.opMask >>> op) & 1) === 0) return errno.EINVAL;
+  const ns = wr.num_sge;
+  if ((ns & 0xff) !== ns || ns > qp.maxSendSge) return errno.EINVAL;
+  const sgl = wr.sg_list;
+  if (ns > 0 && (sgl === null || sgl === undefined || sgl.length < ns)) return errno.EINVAL;
+  if (typeof wr.wr_id !== 'bigint') return errno.EINVAL;
+  const flags = wr.send_flags & SEND_FLAGS_MASK;
+  const isAtomic = op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD;
+  const inline = (flags & IBV_SEND_INLINE) !== 0 && op !== IBV_WR_RDMA_READ && !isAtomic && op !== IBV_WR_LOCAL_INV;
+
+  // Control segment.
+  dv.setBigUint64(off + CTRL_WR_ID, wr.wr_id, true);
+  CTRL_OPCODE.set(dv, off, op);
+  CTRL_FLAGS.set(dv, off, inline ? flags : flags & ~IBV_SEND_INLINE);
+  CTRL_WQE_INDEX.set(dv, off, pi & 0xffff);
+  const imm =
+    op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_RDMA_WRITE_WITH_IMM
+      ? wr.imm_data
+      : op === IBV_WR_SEND_WITH_INV || op === IBV_WR_LOCAL_INV
+        ? wr.invalidate_rkey
+        : 0;
+  CTRL_IMM.set(dv, off, imm === undefined ? 0 : imm);
+
+  // Address segments.
+  if (qp.sqDataOff === WqeOff.UD_DATA) {
+    const ud = wr.wr?.ud;
+    const ah = ud?.ah;
+    if (!(ah instanceof ModelAh) || ah.destroyed) return errno.EINVAL;
+    dv.setUint32(off + UD_QPN_WORD, ud!.remote_qpn & 0xffffff, true);
+    UD_QKEY.set(dv, off + WqeOff.UD, ud!.remote_qkey);
+    mem.u8.set(ah.av, off + UD_AV);
+  } else if (isAtomic) {
+    const at = wr.wr?.atomic;
+    if (at === undefined || typeof at.remote_addr !== 'bigint' || typeof at.compare_add !== 'bigint') return errno.EINVAL;
+    if (ns !== 1 || sgl![0]!.length !== 8) return errno.EINVAL;
+    dv.setBigUint64(off + RADDR_ADDR, at.remote_addr, true);
+    if ((dv.getUint8(off + RADDR_ADDR) & 7) !== 0) return errno.EINVAL;
+    RADDR_RKEY.set(dv, off + WqeOff.RADDR, at.rkey);
+    if (op === IBV_WR_ATOMIC_CMP_AND_SWP) {
+      if (typeof at.swap !== 'bigint') return errno.EINVAL;
+      dv.setBigUint64(off + ATOMIC_SWAP_ADD, at.swap, true);
+      dv.setBigUint64(off + ATOMIC_COMPARE, at.compare_add, true);
+    } else {
+      dv.setBigUint64(off + ATOMIC_SWAP_ADD, at.compare_add, true);
+      dv.setBigUint64(off + ATOMIC_COMPARE, 0n, true);
+    }
+  } else if (op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ) {
+    const rdma = wr.wr?.rdma;
+    if (rdma === undefined || typeof rdma.remote_addr !== 'bigint') return errno.EINVAL;
+    dv.setBigUint64(off + RADDR_ADDR, rdma.remote_addr, true);
+    RADDR_RKEY.set(dv, off + WqeOff.RADDR, rdma.rkey);
+  }
+
+  // Data: gather list, or the bytes themselves.
+  const data = off + qp.sqDataOff;
+  if (!inline) {
+    CTRL_NUM_DS.set(dv, off, ns);
+    return ns === 0 || writeDataSegs(dv, data, sgl!, ns) ? 0 : errno.EINVAL;
+  }
+  CTRL_NUM_DS.set(dv, off, 0);
+  let total = 0;
+  for (let i = 0; i < ns; i++) total += sgl![i]!.length >>> 0;
+  if (total > qp.maxInline) return errno.EINVAL;
+  INLINE_COUNT.set(dv, data, total);
+  const u8 = mem.u8;
+  let dst = data + WqeOff.INLINE_BYTES;
+  for (let i = 0; i < ns; i++) {
+    const sge = sgl![i]!;
+    const len = sge.length >>> 0;
+    if (typeof sge.addr !== 'bigint') return errno.EINVAL;
+    // The address as a number without Number(bigint), which boxes a heap number.
+    SCRATCH.setBigUint64(0, sge.addr, true);
+    const src = SCRATCH.getUint32(4, true) * 4294967296 + SCRATCH.getUint32(0, true) - mem.baseNum;
+    if (!(src >= 0 && src + len <= mem.size)) return errno.EFAULT;
+    u8.copyWithin(dst, src, src + len);
+    dst += len;
+  }
+  return 0;
+}
+
+export function model_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number {
+  const qp = ibqp as ModelQp;
+  if (bad_wr) bad_wr.wr = null;
+  let rc = 0;
+  let cur: ibv_send_wr | null = wr;
+  let pi = qp.sqPi;
+  if (qp.state < IBV_QPS_RTS || qp.destroyed) {
+    rc = errno.EINVAL;
+  } else {
+    const ringOff = qp.sqRingOff;
+    const logStride = qp.sqLogStride;
+    while (cur) {
+      if (((pi - qp.sqCi) >>> 0) >= qp.sqSize) {
+        rc = errno.ENOMEM;
+        break;
+      }
+      rc = writeSendWqe(qp, cur, ringOff + ((pi & qp.sqMask) << logStride), pi);
+      if (rc !== 0) break;
+      pi = (pi + 1) >>> 0;
+      cur = cur.next;
+    }
+  }
+  if (pi !== qp.sqPi) {
+    const ctx = qp.context;
+    qp.sqPi = pi;
+    Atomics.store(ctx.mem.i32, qp.sqPiWord, pi | 0);
+    ringSqDoorbell(ctx.bar, qp.qp_num, pi | 0);
+    ctx.handle.serviceInline?.();
+  }
+  if (rc !== 0 && bad_wr) bad_wr.wr = cur;
+  return rc;
+}
+
+/** Validate and write one receive WR (RQ layout) at `off`. */
+function writeRecvWqe(dv: DataView, wr: ibv_recv_wr, off: number, maxSge: number): number {
+  const ns = wr.num_sge;
+  if ((ns & 0xff) !== ns || ns > maxSge) return errno.EINVAL;
+  const sgl = wr.sg_list;
+  if (ns > 0 && (sgl === null || sgl === undefined || sgl.length < ns)) return errno.EINVAL;
+  if (typeof wr.wr_id !== 'bigint') return errno.EINVAL;
+  dv.setBigUint64(off + RECV_WR_ID, wr.wr_id, true);
+  RECV_NUM_DS.set(dv, off, ns);
+  return ns === 0 || writeDataSegs(dv, off + WqeOff.RECV_DATA, sgl!, ns) ? 0 : errno.EINVAL;
+}
+
+export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number {
+  const qp = ibqp as ModelQp;
+  if (bad_wr) bad_wr.wr = null;
+  let rc = 0;
+  let cur: ibv_recv_wr | null = wr;
+  let pi = qp.rqPi;
+  if (qp.state === IBV_QPS_RESET || qp.destroyed || qp.srq !== null) {
+    rc = errno.EINVAL;
+  } else {
+    const dv = qp.context.mem.dv;
+    while (cur) {
+      if (((pi - qp.rqCi) >>> 0) >= qp.rqSize) {
+        rc = errno.ENOMEM;
+        break;
+      }
+      rc = writeRecvWqe(dv, cur, qp.rqRingOff + ((pi & qp.rqMask) << qp.rqLogStride), qp.maxRecvSge);
+      if (rc !== 0) break;
+      pi = (pi + 1) >>> 0;
+      cur = cur.next;
+    }
+  }
+  if (pi !== qp.rqPi) {
+    qp.rqPi = pi;
+    Atomics.store(qp.context.mem.i32, qp.rqPiWord, pi | 0);
+  }
+  if (rc !== 0 && bad_wr) bad_wr.wr = cur;
+  return rc;
+}
+
+export function model_post_srq_recv(ibsrq: ibv_srq, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number {
+  const srq = ibsrq as ModelSrq;
+  if (bad_wr) bad_wr.wr = null;
+  let rc = 0;
+  let cur: ibv_recv_wr | null = wr;
+  const start = srq.pi;
+  if (srq.destroyed) {
+    rc = errno.EINVAL;
+  } else {
+    const dv = srq.context.mem.dv;
+    while (cur) {
+      // mlx5's order: a malformed WR is EINVAL even when the SRQ is full.
+      const ns = cur.num_sge;
+      const sgl = cur.sg_list;
+      if ((ns & 0xff) !== ns || ns > srq.maxSge || (ns > 0 && (sgl === null || sgl === undefined || sgl.length < ns)) || typeof cur.wr_id !== 'bigint') {
+        rc = errno.EINVAL;
+        break;
+      }
+      if (srq.head === srq.tail) {
+        rc = errno.ENOMEM;
+        break;
+      }
+      const off = srq.ringOff + (srq.head << srq.logStride);
+      // nextWqeIndex (the free list) is left as it is.
+      dv.setBigUint64(off + SRQ_WR_ID, cur.wr_id, true);
+      SRQ_NUM_DS.set(dv, off, ns);
+      if (ns > 0 && !writeDataSegs(dv, off + WqeOff.RECV_DATA, sgl!, ns)) {
+        rc = errno.EINVAL;
+        break;
+      }
+      srq.head = SRQ_NEXT.get(dv, off);
+      srq.pi = (srq.pi + 1) >>> 0;
+      cur = cur.next;
+    }
+  }
+  if (srq.pi !== start) Atomics.store(srq.context.mem.i32, srq.piWord, srq.pi | 0);
+  if (rc !== 0 && bad_wr) bad_wr.wr = cur;
+  return rc;
+}

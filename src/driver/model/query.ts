@@ -1,0 +1,120 @@
+/**
+ * Device, port, GID and P_Key queries: QUERY_DEVICE, QUERY_PORT, QUERY_GID
+ * and QUERY_PKEY, their outputs copied field by field into the libibverbs
+ * structures the caller passes (as ibv_cmd_query_device does).
+ */
+import { errno } from '../../device/abi/constants.js';
+import { Cmd } from '../../device/commands.js';
+import { VerbsError } from '../verbs/errno-error.js';
+import type { ibv_context, ibv_device_attr, ibv_gid, ibv_port_attr } from '../verbs/types.js';
+import { model_cmd } from './cmd.js';
+import type { ModelContext } from './context.js';
+
+function ascii(b: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < b.length && b[i] !== 0; i++) s += String.fromCharCode(b[i]!);
+  return s;
+}
+
+export function model_query_device(ibctx: ibv_context, attr: ibv_device_attr): number {
+  const ctx = ibctx as ModelContext;
+  if (ctx.closed) return errno.EINVAL;
+  const r = model_cmd(ctx, Cmd.QUERY_DEVICE);
+  if (r.errno) return r.errno;
+  const o = r.out;
+  const n = (k: string) => o[k] as number;
+  attr.fw_ver = ascii(o['fwVer'] as Uint8Array);
+  attr.node_guid = o['nodeGuid'] as bigint;
+  attr.sys_image_guid = o['sysImageGuid'] as bigint;
+  attr.max_mr_size = o['maxMrSize'] as bigint;
+  attr.page_size_cap = o['pageSizeCap'] as bigint;
+  attr.vendor_id = n('vendorId');
+  attr.vendor_part_id = n('vendorPartId');
+  attr.hw_ver = n('hwVer');
+  attr.max_qp = n('maxQp');
+  attr.max_qp_wr = n('maxQpWr');
+  attr.device_cap_flags = n('deviceCapFlags');
+  attr.max_sge = n('maxSge');
+  attr.max_sge_rd = n('maxSgeRd');
+  attr.max_cq = n('maxCq');
+  attr.max_cqe = n('maxCqe');
+  attr.max_mr = n('maxMr');
+  attr.max_pd = n('maxPd');
+  attr.max_qp_rd_atom = n('maxQpRdAtom');
+  attr.max_ee_rd_atom = n('maxEeRdAtom');
+  attr.max_res_rd_atom = n('maxResRdAtom');
+  attr.max_qp_init_rd_atom = n('maxQpInitRdAtom');
+  attr.max_ee_init_rd_atom = n('maxEeInitRdAtom');
+  attr.atomic_cap = n('atomicCap');
+  attr.max_ee = n('maxEe');
+  attr.max_rdd = n('maxRdd');
+  attr.max_mw = n('maxMw');
+  attr.max_raw_ipv6_qp = n('maxRawIpv6Qp');
+  attr.max_raw_ethy_qp = n('maxRawEthyQp');
+  attr.max_mcast_grp = n('maxMcastGrp');
+  attr.max_mcast_qp_attach = n('maxMcastQpAttach');
+  attr.max_total_mcast_qp_attach = n('maxTotalMcastQpAttach');
+  attr.max_ah = n('maxAh');
+  attr.max_fmr = n('maxFmr');
+  attr.max_map_per_fmr = n('maxMapPerFmr');
+  attr.max_srq = n('maxSrq');
+  attr.max_srq_wr = n('maxSrqWr');
+  attr.max_srq_sge = n('maxSrqSge');
+  attr.max_pkeys = n('maxPkeys');
+  attr.local_ca_ack_delay = n('localCaAckDelay');
+  attr.phys_port_cnt = n('physPortCnt');
+  return 0;
+}
+
+export function model_query_port(ibctx: ibv_context, port_num: number, attr: ibv_port_attr): number {
+  const ctx = ibctx as ModelContext;
+  if (ctx.closed) return errno.EINVAL;
+  const r = model_cmd(ctx, Cmd.QUERY_PORT, { portNum: port_num });
+  if (r.errno) return r.errno;
+  const o = r.out;
+  const n = (k: string) => o[k] as number;
+  attr.state = n('state');
+  attr.max_mtu = n('maxMtu');
+  attr.active_mtu = n('activeMtu');
+  attr.gid_tbl_len = n('gidTblLen');
+  attr.port_cap_flags = n('portCapFlags');
+  attr.max_msg_sz = n('maxMsgSz');
+  attr.bad_pkey_cntr = n('badPkeyCntr');
+  attr.qkey_viol_cntr = n('qkeyViolCntr');
+  attr.pkey_tbl_len = n('pkeyTblLen');
+  attr.lid = n('lid');
+  attr.sm_lid = n('smLid');
+  attr.lmc = n('lmc');
+  attr.max_vl_num = n('maxVlNum');
+  attr.sm_sl = n('smSl');
+  attr.subnet_timeout = n('subnetTimeout');
+  attr.init_type_reply = n('initTypeReply');
+  attr.active_width = n('activeWidth');
+  attr.active_speed = n('activeSpeed');
+  attr.phys_state = n('physState');
+  attr.link_layer = n('linkLayer');
+  attr.flags = n('flags');
+  attr.port_cap_flags2 = n('portCapFlags2');
+  attr.active_speed_ex = n('activeSpeedEx');
+  return 0;
+}
+
+export function model_query_gid(ibctx: ibv_context, port_num: number, index: number, gid: ibv_gid): number {
+  const ctx = ibctx as ModelContext;
+  if (ctx.closed) return errno.EINVAL;
+  const r = model_cmd(ctx, Cmd.QUERY_GID, { portNum: port_num, index });
+  if (r.errno) return r.errno;
+  const g = r.out['gid'] as Uint8Array;
+  if (gid.raw instanceof Uint8Array && gid.raw.length === 16) gid.raw.set(g);
+  else gid.raw = g;
+  return 0;
+}
+
+/** The P_Key at `index`; throws a VerbsError (C returns it through a pointer). */
+export function model_query_pkey(ibctx: ibv_context, port_num: number, index: number): number {
+  const ctx = ibctx as ModelContext;
+  if (ctx.closed) throw new VerbsError(errno.EINVAL, 'ibv_query_pkey: the context is closed');
+  const r = model_cmd(ctx, Cmd.QUERY_PKEY, { portNum: port_num, index });
+  if (r.errno) throw new VerbsError(r.errno, `ibv_query_pkey: ${r.what}`);
+  return r.out['pkey'] as number;
+}
