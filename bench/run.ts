@@ -1,6 +1,9 @@
 /** `npm run bench`: every benchmark, each beside its in-run baseline. */
+import { benchVerbs, printVerbs } from './verbs.bench.js';
 import { benchWire, printWire } from './wire.bench.js';
 
 const only = process.argv[2];
 console.log(`rnic-model benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 if (!only || only === 'wire') printWire(benchWire());
+if (!only || only === 'verbs') printVerbs(benchVerbs());
+process.exit(0);

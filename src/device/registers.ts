@@ -120,7 +120,7 @@ export const REGISTERS: readonly { name: string; offset: number; access: 'RO' | 
   ...DB_KIND_NAMES.slice(0, DbKind.COUNT_WITH_SLOTS).flatMap((k, i) => [
     { name: `${k}_COUNT`, offset: 0x100 + 16 * i, access: 'RO' as const, doc: `number of ${k} doorbell slots (queue numbers 0..COUNT-1)` },
     { name: `${k}_SLOT_OFFSET`, offset: 0x104 + 16 * i, access: 'RO' as const, doc: `byte offset of the ${k} doorbell slots, one word per queue number` },
-    { name: `${k}_PENDING_OFFSET`, offset: 0x108 + 16 * i, access: 'RO' as const, doc: `byte offset of the ${k} pending bitmap, ceil(COUNT/32) words; bit n%32 of word n/32` },
+    { name: `${k}_PENDING_OFFSET`, offset: 0x108 + 16 * i, access: 'RO' as const, doc: `byte offset of the ${k} pending bitmap: W = ceil(COUNT/32) words (bit n%32 of word n/32), then ceil(W/32) index words (bit w%32 of index word w/32: pending word w may be non-zero)` },
   ]),
 ]);
 
@@ -212,7 +212,8 @@ export class Bar {
       slotOffs.push(off);
       off += n * 4;
       pendOffs.push(off);
-      off += Math.ceil(n / 32) * 4;
+      const words = Math.ceil(n / 32);
+      off += (words + Math.ceil(words / 32)) * 4;
     }
     const bytes = Math.ceil(off / 4096) * 4096;
     const sab = new SharedArrayBuffer(bytes);
@@ -256,7 +257,10 @@ export class Bar {
 export function ringDoorbell(bar: Bar, kind: DbKind, n: number, value: number): void {
   const r = bar.i32;
   Atomics.store(r, bar.slotBase[kind]! + n, value);
-  Atomics.or(r, bar.pendBase[kind]! + (n >>> 5), 1 << (n & 31));
+  const w = n >>> 5;
+  Atomics.or(r, bar.pendBase[kind]! + w, 1 << (n & 31));
+  // The index word tells the device which pending word to look at (no scan of them all).
+  Atomics.or(r, bar.pendBase[kind]! + ((bar.count[kind]! + 31) >>> 5) + (w >>> 5), 1 << (w & 31));
   Atomics.or(r, Reg.DB_SUMMARY, 1 << kind);
   Atomics.add(r, Reg.DB_SEQ, 1);
   if (Atomics.load(r, Reg.DEVICE_SLEEPING) !== 0) Atomics.notify(r, Reg.DB_SEQ);
@@ -354,23 +358,35 @@ export function drainDoorbells(bar: Bar, kind: DbKind, out: Int32Array): number 
   const pend = bar.pendBase[kind]!;
   const slots = bar.slotBase[kind]!;
   const words = (bar.count[kind]! + 31) >>> 5;
+  const index = pend + words;
+  const indexWords = (words + 31) >>> 5;
   const cap = out.length >>> 1;
   let n = 0;
-  for (let w = 0; w < words; w++) {
-    if (Atomics.load(r, pend + w) === 0) continue;
-    let bits = Atomics.exchange(r, pend + w, 0);
-    while (bits !== 0) {
-      if (n === cap) {
-        Atomics.or(r, pend + w, bits);
-        Atomics.or(r, Reg.DB_SUMMARY, 1 << kind);
-        return n;
+  for (let iw = 0; iw < indexWords; iw++) {
+    if (Atomics.load(r, index + iw) === 0) continue;
+    // Index bits are cleared before their pending words are read: a bit set
+    // again meanwhile is at worst a second look at an empty word.
+    let wbits = Atomics.exchange(r, index + iw, 0);
+    while (wbits !== 0) {
+      const wb = 31 - Math.clz32(wbits & -wbits);
+      wbits &= wbits - 1;
+      const w = (iw << 5) | wb;
+      let bits = Atomics.exchange(r, pend + w, 0);
+      while (bits !== 0) {
+        if (n === cap) {
+          // Out of room: give back what is left of this word and of the index word.
+          Atomics.or(r, pend + w, bits);
+          Atomics.or(r, index + iw, wbits | (1 << wb));
+          Atomics.or(r, Reg.DB_SUMMARY, 1 << kind);
+          return n;
+        }
+        const b = 31 - Math.clz32(bits & -bits);
+        bits &= bits - 1;
+        const q = (w << 5) | b;
+        out[2 * n] = q;
+        out[2 * n + 1] = Atomics.load(r, slots + q);
+        n++;
       }
-      const b = 31 - Math.clz32(bits & -bits);
-      bits &= bits - 1;
-      const q = (w << 5) | b;
-      out[2 * n] = q;
-      out[2 * n + 1] = Atomics.load(r, slots + q);
-      n++;
     }
   }
   return n;

@@ -33,6 +33,14 @@ export function pathFor(port: PortAttrs, av: AddressVector): PathInfo | null {
 
 const ZERO_MAC = new Uint8Array(6);
 
+/**
+ * One transmit buffer per thread: a frame is built here, handed to the
+ * port, and the cable copies it before `send` returns (cables never keep
+ * the sender's buffer), so the next frame can reuse it. No allocation, no
+ * zero-fill per packet.
+ */
+const TX_BUFFER = new Uint8Array(16384);
+
 function isZeroMac(m: Uint8Array): boolean {
   for (let i = 0; i < 6; i++) if (m[i] !== 0) return false;
   return true;
@@ -116,7 +124,8 @@ export class PathTemplate {
     p.payload = ZERO_MAC.subarray(0, 0);
     const off = payloadOffset(p);
     const routed = off + payloadLen + ((-payloadLen) & 3) + 4;
-    const frame = new Uint8Array(Math.max(routed, 60));
+    const len = Math.max(routed, 60);
+    const frame = len <= TX_BUFFER.length ? TX_BUFFER.subarray(0, len) : new Uint8Array(len);
     const payload = frame.subarray(off, off + payloadLen);
     p.payload = payload;
     return { frame, payload };

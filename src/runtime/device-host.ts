@@ -39,6 +39,10 @@ class RingEnd implements CableEnd {
   private handler: ((f: Uint8Array) => void) | null = null;
   private s = { framesSent: 0, bytesSent: 0, framesReceived: 0, bytesReceived: 0, framesDropped: 0 };
   constructor(private readonly tx: FrameRing, private readonly rx: FrameRing) {}
+  /** Resolves when the other thread pushes a frame (or at the timeout). */
+  waitForData(ms: number): Promise<unknown> {
+    return this.rx.waitForDataAsync(ms);
+  }
   send(frame: Uint8Array): void {
     if (this.tx.push(frame)) {
       this.s.framesSent++;
@@ -112,6 +116,11 @@ export class DeviceHost {
       // A frame from a socket arrives on the event loop: wake a sleeping loop to send what it caused.
       this.wake();
     });
+  }
+
+  /** Promises that resolve when a frame arrives on a ring cable from another thread. */
+  ringWaits(ms: number): Promise<unknown>[] {
+    return this.rings.map((r) => r.waitForData(ms));
   }
 
   /** Resolves at the next `wake()` (a frame arrived from outside the poll loop). */

@@ -56,7 +56,7 @@ export async function runDeviceLoop(host: DeviceHost, bars: Bar[], stop: Int32Ar
     for (const b of bars) Atomics.store(b.i32, Reg.DEVICE_SLEEPING, 1);
     const seen = bars.map((b) => Atomics.load(b.i32, Reg.DB_SEQ));
     if (host.poll() === 0) {
-      const waits: Promise<unknown>[] = [host.kicked()];
+      const waits: Promise<unknown>[] = [host.kicked(), ...host.ringWaits(ms)];
       for (let i = 0; i < bars.length; i++) {
         const r = waitAsync(bars[i]!.i32, Reg.DB_SEQ, seen[i]!, ms);
         if (!r.async) {
