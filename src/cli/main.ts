@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `rnic` command: one verb per file in this folder. */
 import '../boot.js';
+import { demoCommand } from './commands/demo.js';
 import { devinfoCommand } from './commands/devinfo.js';
 import { perfCommand } from './commands/perf.js';
 import { rcPingpongCommand } from './commands/rc-pingpong.js';
@@ -8,6 +9,7 @@ import { pcapSampleCommand } from './pcap-sample.js';
 import { CliError, type Command } from './command.js';
 
 const COMMANDS: Record<string, Command> = {
+  demo: demoCommand,
   'pcap-sample': pcapSampleCommand,
   'rc-pingpong': rcPingpongCommand,
   rc_pingpong: rcPingpongCommand,

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { HostMemory } from '../device/host-memory.js';
 import type { HwCounters } from '../device/counters.js';
-import type { Bar } from '../device/registers.js';
+import { Reg, type Bar } from '../device/registers.js';
 import { FrameRing } from '../fabric/frame-ring.js';
 import type { ModelConfig } from './config.js';
 import { DeviceHost, type RingCable } from './device-host.js';
@@ -127,8 +127,9 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     },
     async stop() {
       Atomics.store(new Int32Array(stop), 0, 1);
-      for (const d of made) Atomics.notify(d.bar.i32, 0);
+      for (const d of made) Atomics.notify(d.bar.i32, Reg.DB_SEQ);
       await Promise.all(threads.map((t) => new Promise<void>((r) => {
+        t.ref(); // keep the process alive until the engine has flushed its captures and exited
         t.once('exit', () => r());
         t.postMessage({ type: 'stop' });
         setTimeout(() => void t.terminate().then(() => r()), 2000).unref();
