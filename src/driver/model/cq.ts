@@ -193,6 +193,15 @@ function retire(qp: ModelQp, opcode: number, wqeCounter: number, dv: DataView): 
 export function model_poll_cq(ibcq: ibv_cq, num_entries: number, wc: ibv_wc[]): number {
   const cq = ibcq as ModelCq;
   if (cq.destroyed) return -errno.EINVAL;
+  const n = pollOnce(cq, num_entries, wc);
+  const service = cq.context.handle.serviceInline;
+  if (n > 0 || !service) return n;
+  // A device on this thread only advances when we let it: an empty poll is its chance.
+  service();
+  return pollOnce(cq, num_entries, wc);
+}
+
+function pollOnce(cq: ModelCq, num_entries: number, wc: ibv_wc[]): number {
   const ctx = cq.context;
   const mem = ctx.mem;
   const u8 = mem.u8;
