@@ -66,6 +66,11 @@ export interface CableEnd {
    * counted, as on a wire.
    */
   send(frame: Uint8Array): void;
+  /**
+   * Optional: sends a frame the caller gives away (it must not touch it
+   * again), saving the copy. Cables that cannot take ownership leave it out.
+   */
+  sendOwned?(frame: Uint8Array): void;
   /** Sets (or with null clears) the one receive handler. The handler owns the frame it gets. */
   onReceive(handler: FrameHandler | null): void;
   /** Stops the cable end; later sends and arrivals are dropped and counted. Idempotent. */
@@ -191,6 +196,16 @@ class InProcessEnd implements CableEnd {
     this.#s.framesSent++;
     this.#s.bytesSent += frame.length;
     this.#cable.enqueue(this.#side, frame.slice());
+  }
+
+  sendOwned(frame: Uint8Array): void {
+    if (this.#closed) {
+      this.#s.framesDropped++;
+      return;
+    }
+    this.#s.framesSent++;
+    this.#s.bytesSent += frame.length;
+    this.#cable.enqueue(this.#side, frame);
   }
 
   onReceive(handler: FrameHandler | null): void {

@@ -208,6 +208,8 @@ export interface PortClock {
 /** Where transmitted frames go (a fabric CableEnd is one). Must copy the frame. */
 export interface FrameSink {
   send(frame: Uint8Array): void;
+  /** Optional: takes the frame without copying it (the sender gives it away). */
+  sendOwned?(frame: Uint8Array): void;
 }
 
 /** What `receive` did with a frame. */
@@ -408,16 +410,30 @@ export class EthPort {
 
   /** Sends a frame out of the port. With no cable attached it is dropped and counted. */
   transmit(frame: Uint8Array): void {
+    this.transmitOwned(frame);
+  }
+
+  /**
+   * Sends a frame the caller gives away when the cable can take it without a
+   * copy; returns true if it did (the caller must not reuse the frame), false
+   * if the cable copied it (or dropped it) and the caller still owns it.
+   */
+  transmitOwned(frame: Uint8Array): boolean {
     const c = this.counterArray;
     const sink = this.#sink;
     if (!sink) {
       c[PortCtr.TX_DROPPED]!++;
-      return;
+      return false;
     }
     if (this.#capture) this.#capture.write(frame, this.#clock.nowNs());
     c[PortCtr.TX_PACKETS]!++;
     c[PortCtr.TX_BYTES]! += frame.length;
+    if (sink.sendOwned) {
+      sink.sendOwned(frame);
+      return true;
+    }
     sink.send(frame);
+    return false;
   }
 
   // ---- receive -------------------------------------------------------------

@@ -19,6 +19,7 @@ import { completerReceive, completerTimeout } from './completer.js';
 import type { NicCore } from './core.js';
 import type { EthPort } from './eth-port.js';
 import type { NicEnv } from './nic-env.js';
+import { releaseFrame } from './packet-builder.js';
 import { QpCtx } from './qp-ctx.js';
 import { completeSend, requesterHasWork, requesterTransmit } from './requester.js';
 import { responderReceive } from './responder.js';
@@ -83,7 +84,7 @@ export class Nic implements NicCore {
 
   transmit(portNum: number, frame: Uint8Array): void {
     this.ctr(portNum)[Ctr.SENT_PKTS]!++;
-    this.port(portNum).transmit(frame);
+    if (!this.port(portNum).transmitOwned(frame)) releaseFrame(frame);
   }
 
   port(portNum: number): EthPort {

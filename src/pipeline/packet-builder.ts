@@ -34,12 +34,26 @@ export function pathFor(port: PortAttrs, av: AddressVector): PathInfo | null {
 const ZERO_MAC = new Uint8Array(6);
 
 /**
- * One transmit buffer per thread: a frame is built here, handed to the
- * port, and the cable copies it before `send` returns (cables never keep
- * the sender's buffer), so the next frame can reuse it. No allocation, no
- * zero-fill per packet.
+ * Frame buffers, recycled per thread. A frame is built in one, given to the
+ * port; a cable that takes ownership (the in-process wire) hands it to the
+ * receiving NIC, which releases it once the packet is processed; otherwise
+ * it is released as soon as the cable has copied it. No allocation and no
+ * zero-fill per packet in steady state.
  */
-const TX_BUFFER = new Uint8Array(16384);
+const POOL_FRAME_BYTES = 9216;
+const pool: ArrayBuffer[] = [];
+
+export function acquireFrame(len: number): Uint8Array {
+  if (len > POOL_FRAME_BYTES) return new Uint8Array(len);
+  const b = pool.pop() ?? new ArrayBuffer(POOL_FRAME_BYTES);
+  return new Uint8Array(b, 0, len);
+}
+
+/** Gives a frame's buffer back; frames not from the pool are left to the GC. */
+export function releaseFrame(frame: Uint8Array): void {
+  const b = frame.buffer;
+  if (b.byteLength === POOL_FRAME_BYTES && !(b instanceof SharedArrayBuffer) && pool.length < 4096) pool.push(b as ArrayBuffer);
+}
 
 function isZeroMac(m: Uint8Array): boolean {
   for (let i = 0; i < 6; i++) if (m[i] !== 0) return false;
@@ -124,8 +138,7 @@ export class PathTemplate {
     p.payload = ZERO_MAC.subarray(0, 0);
     const off = payloadOffset(p);
     const routed = off + payloadLen + ((-payloadLen) & 3) + 4;
-    const len = Math.max(routed, 60);
-    const frame = len <= TX_BUFFER.length ? TX_BUFFER.subarray(0, len) : new Uint8Array(len);
+    const frame = acquireFrame(Math.max(routed, 60));
     const payload = frame.subarray(off, off + payloadLen);
     p.payload = payload;
     return { frame, payload };

@@ -15,6 +15,7 @@ import { FrameRing } from '../fabric/frame-ring.js';
 import { UdpCable } from '../fabric/udp-cable.js';
 import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
+import { releaseFrame } from '../pipeline/packet-builder.js';
 import { IBTA_QUIRKS, type NicClock, type Quirks } from '../pipeline/nic-env.js';
 import { LINKTYPE_ETHERNET, PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
@@ -113,6 +114,8 @@ export class DeviceHost {
     ref.dev.ports[ref.portNum - 1]!.attach(end);
     end.onReceive((f) => {
       ref.dev.nic.receive(ref.portNum, f);
+      // The NIC keeps nothing of a frame once it is processed: recycle the buffer.
+      releaseFrame(f);
       // A frame from a socket arrives on the event loop: wake a sleeping loop to send what it caused.
       this.wake();
     });
