@@ -136,7 +136,7 @@ export class Nic implements NicCore {
       q.refresh(t, off);
       t.qpClearFlags(off, QpFlag.RESET_PENDING);
     }
-    if (flags & QpFlag.FLUSH_PENDING || (t.qpState(off) === IBV_QPS_ERR && q.sqError === false)) {
+    if (flags & QpFlag.FLUSH_PENDING) {
       t.qpClearFlags(off, QpFlag.FLUSH_PENDING);
       this.flush(q, off);
     }
@@ -157,7 +157,11 @@ export class Nic implements NicCore {
     q.txIndex = 0;
     q.rdAtomicOut = 0;
     q.ackDeadline = Infinity;
+    // The NAK that reports the error still goes out (IBTA 9.9.3: NAK, then error); nothing else does.
+    const naks = q.responses.filter((r) => r.kind === 'nak');
     q.responses.length = 0;
+    q.responses.push(...naks);
+    if (naks.length > 0) this.schedule(q);
     for (let addr = sqPeek(mem, t, off); addr >= 0; addr = sqPeek(mem, t, off)) {
       const counter = sqAdvance(t, off);
       const w = readSendWqe(mem, addr, q.qpType, counter, 255, 1 << 16) ?? new SendWqe();
@@ -218,7 +222,10 @@ export class Nic implements NicCore {
       for (let n = drainDoorbells(bar, DbKind.SQ, pairs); n > 0; n = n === pairs.length >> 1 ? drainDoorbells(bar, DbKind.SQ, pairs) : 0) {
         for (let i = 0; i < n; i++) {
           const s = this.qp(pairs[2 * i]!);
-          if (s) this.schedule(s.q);
+          if (!s) continue;
+          // Posted to a QP in ERR: completes at once with WR_FLUSH_ERR.
+          if (t.qpState(s.off) === IBV_QPS_ERR) this.flush(s.q, s.off);
+          else this.schedule(s.q);
         }
         work += n;
       }

@@ -38,6 +38,18 @@ function queueNak(q: QpCtx, psn: number, syndrome: number): void {
   q.responses.push({ kind: 'nak', psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
 }
 
+/**
+ * RNR NAK for `psn`: the requester will resend from it after the timer. The
+ * packets of the message already in flight behind it are dropped silently
+ * (the RNR NAK is this gap's one NAK), not answered with NAK-sequence.
+ */
+function rnrNak(nic: NicCore, q: QpCtx, psn: number): void {
+  queueNak(q, psn, Syndrome.RNR_NAK_BASE | (q.minRnrTimer & 0x1f));
+  q.nakSent = true;
+  nic.ctr(q.portNum)[Ctr.SEND_RNR_ERR]!++;
+  nic.schedule(q);
+}
+
 /** Takes the next receive WQE (own RQ or SRQ), or null if none is posted. */
 function takeRecv(nic: NicCore, q: QpCtx, qp: number): RecvWqe | null {
   const { mem, tables: t } = nic.env;
@@ -190,11 +202,7 @@ function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position
       const w = takeRecv(nic, q, qp);
       if (!w) {
         ctr[Ctr.OUT_OF_BUFFER]!++;
-        if (rc) {
-          queueNak(q, psn, Syndrome.RNR_NAK_BASE | (q.minRnrTimer & 0x1f));
-          ctr[Ctr.SEND_RNR_ERR]!++;
-          nic.schedule(q);
-        }
+        if (rc) rnrNak(nic, q, psn);
         return false;
       }
       q.recv = w;
@@ -282,11 +290,8 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
       const w = takeRecv(nic, q, qp);
       if (!w) {
         ctr[Ctr.OUT_OF_BUFFER]!++;
-        if (rc) {
-          queueNak(q, psn, Syndrome.RNR_NAK_BASE | (q.minRnrTimer & 0x1f));
-          ctr[Ctr.SEND_RNR_ERR]!++;
-          nic.schedule(q);
-        } else dropUcMessage(q);
+        if (rc) rnrNak(nic, q, psn);
+        else dropUcMessage(q);
         return false;
       }
       q.recv = w;

@@ -23,6 +23,7 @@
  * Allocation-free: accessors and offsets are hoisted at module load, the
  * loops touch only the caller's objects and host memory.
  */
+import { ringRqDoorbell } from '../../device/registers.js';
 import {
   errno,
   IBV_QPS_RESET,
@@ -247,6 +248,9 @@ export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ib
   if (pi !== qp.rqPi) {
     qp.rqPi = pi;
     Atomics.store(qp.context.mem.i32, qp.rqPiWord, pi | 0);
+    // The wake-up is how a QP the device moved to ERR learns to flush these.
+    ringRqDoorbell(qp.context.bar, qp.qp_num, pi | 0);
+    qp.context.handle.serviceInline?.();
   }
   if (rc !== 0 && bad_wr) bad_wr.wr = cur;
   return rc;
