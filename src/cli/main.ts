@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `rnic` command: one verb per file in this folder. */
 import '../boot.js';
+import { countersCommand } from './commands/counters.js';
 import { demoCommand } from './commands/demo.js';
 import { devinfoCommand } from './commands/devinfo.js';
 import { perfCommand } from './commands/perf.js';
@@ -10,6 +11,7 @@ import { CliError, type Command } from './command.js';
 
 const COMMANDS: Record<string, Command> = {
   demo: demoCommand,
+  counters: countersCommand,
   'pcap-sample': pcapSampleCommand,
   'rc-pingpong': rcPingpongCommand,
   rc_pingpong: rcPingpongCommand,
@@ -49,5 +51,11 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
 }
+
+// Output piped into `head` and the like: a closed pipe ends the command quietly.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
 
 process.exitCode = await main(process.argv.slice(2));
