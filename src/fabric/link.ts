@@ -1,0 +1,565 @@
+/**
+ * `SimLink`: a point-to-point, full-duplex Ethernet link for the
+ * discrete-event simulator. Each direction ("lane") is a transmit queue, a
+ * transmitter that serializes one frame at a time at the link rate, and a
+ * wire that delivers each frame a propagation delay after its last bit
+ * left (ns-3 `PointToPointChannel`, gem5 `EtherLink`).
+ *
+ * Timing, per frame, exact to the picosecond:
+ *
+ *   serialization = (max(len, 60) + 4 FCS + 8 preamble/SFD + 12 IFG) × 8 / linkRate
+ *   start         = max(end of the previous frame, time the frame was sent)
+ *   arrival       = start + serialization + propagationDelay
+ *
+ * `len` is the frame as ports hand it to a cable (no FCS); frames shorter
+ * than 60 bytes are padded on the wire, as a MAC does. The link keeps its
+ * own time in integer picoseconds, so back-to-back frames do not drift
+ * (a 1500-byte frame at 100 Gb/s is 121.920 ns, not 122); the scheduler's
+ * clock is integer ns, so an event fires at the first whole nanosecond at
+ * or after the exact time (ceil). A receiver therefore sees a frame at most
+ * 999 ps late, never early, and never cumulatively late.
+ *
+ * Events: per lane two long-lived events, `txDone` (the transmitter may
+ * take the next queued frame) and `deliver` (the earliest frame on the wire
+ * has arrived), both at `WIRE_PRIORITY`. Nothing allocates a closure per
+ * frame. The link reaches the scheduler only through `EventScheduler`
+ * (the runtime's `Scheduler` satisfies it), so src/fabric does not import
+ * the runtime.
+ *
+ * Cable rules (src/fabric/cable.ts): `send` copies the frame before it
+ * returns; the receive handler owns the frame it is given. There is no
+ * back-pressure: a frame the link cannot take (down, closed, queue full)
+ * is dropped and counted.
+ */
+import { count, type ParamValues, resolveParams } from '../device/params.js';
+import { type CableEnd, type CableStats, FabricError, type FrameHandler, newStats } from './cable.js';
+import { ceilDiv, psPerBit, TIMING_PARAMS } from './timing-params.js';
+
+// ---- the scheduler a link is handed (STYLE §1) ------------------------------
+
+/** What a component needs to know about one of its events. */
+export interface EventHandle {
+  readonly scheduled: boolean;
+}
+
+/**
+ * The part of a discrete-event scheduler a fabric component uses.
+ * `Scheduler` in src/runtime/sim/scheduler.ts implements it; a realtime
+ * runner can implement it over its own timer wheel.
+ */
+export interface EventScheduler<E extends EventHandle = EventHandle> {
+  /** Current time, integer ns. */
+  now(): number;
+  /** A new long-lived event; lower priority runs first at equal times. */
+  event(name: string, priority: number, callback: () => void): E;
+  /** Queues an unscheduled event at `atNs` >= now. */
+  schedule(ev: E, atNs: number): void;
+  /** Moves a queued event, or queues an unscheduled one, to `atNs` >= now. */
+  reschedule(ev: E, atNs: number): void;
+  /** Takes a queued event out. */
+  deschedule(ev: E): void;
+}
+
+/**
+ * Priority of the link's events: the `Priority.wire` band of
+ * src/runtime/sim/scheduler.ts (a test checks they agree). Frames arriving
+ * at an instant are handed over before ordinary device work at that
+ * instant runs, so a device polled at t sees what arrived at t.
+ */
+export const WIRE_PRIORITY = -10;
+
+// ---- parameters (STYLE §6) --------------------------------------------------
+
+export const SIM_LINK_PARAMS = {
+  linkRate: TIMING_PARAMS.linkRate,
+  propagationDelay: TIMING_PARAMS.propagationDelay,
+  queueLimit: count(4096, 'frames that may wait per direction behind the one being serialized; more are tail-dropped', 1, 1 << 24),
+} as const;
+
+export type SimLinkParams = ParamValues<typeof SIM_LINK_PARAMS>;
+
+/** Validates a link configuration (DEV_ERR_BAD_CONFIG naming the path on error) into frozen values. */
+export function resolveSimLinkParams(raw: Readonly<Record<string, unknown>> = {}, path = 'link'): SimLinkParams {
+  return resolveParams(SIM_LINK_PARAMS, raw, path);
+}
+
+/** Preamble (7) + start-of-frame delimiter (1) + minimum inter-frame gap (12). */
+export const ETH_PREAMBLE_IFG_BYTES = 20;
+export const ETH_FCS_BYTES = 4;
+/** Minimum frame without FCS; shorter frames are padded on the wire. */
+export const ETH_MIN_FRAME_BYTES = 60;
+
+/** Bytes a frame of `len` (no FCS) occupies on the wire, padding, FCS, preamble and IFG included. */
+export function wireBytes(len: number): number {
+  return (len < ETH_MIN_FRAME_BYTES ? ETH_MIN_FRAME_BYTES : len) + ETH_FCS_BYTES + ETH_PREAMBLE_IFG_BYTES;
+}
+
+// ---- fault hook -------------------------------------------------------------
+
+/**
+ * What a fault hook decides for one frame, when the frame leaves the
+ * transmit queue:
+ *
+ * - `pass`: send it unchanged (or as the hook modified it in place).
+ * - `drop`: it is serialized (the line is busy for its duration, as for a
+ *   frame lost on the wire) and never arrives.
+ * - `replace`: serialize and deliver `frame` instead (corruption,
+ *   truncation, a rewritten header). The link takes ownership of `frame`.
+ * - `delay`: it arrives `ns` (a non-negative integer) later than it would;
+ *   the line is not held longer, so later frames may overtake it
+ *   (reordering). Frames arriving at the same picosecond keep send order.
+ * - `duplicate`: it is serialized twice back to back and both copies
+ *   arrive, the second one serialization time after the first.
+ *
+ * `Verdict.pass` and `Verdict.drop` are shared constants: a hook that only
+ * passes and drops allocates nothing.
+ */
+export type Verdict =
+  | { readonly kind: 'pass' }
+  | { readonly kind: 'drop' }
+  | { readonly kind: 'replace'; readonly frame: Uint8Array }
+  | { readonly kind: 'delay'; readonly ns: number }
+  | { readonly kind: 'duplicate' };
+
+export const Verdict = Object.freeze({
+  pass: Object.freeze({ kind: 'pass' }) as Verdict,
+  drop: Object.freeze({ kind: 'drop' }) as Verdict,
+  duplicate: Object.freeze({ kind: 'duplicate' }) as Verdict,
+  replace: (frame: Uint8Array): Verdict => ({ kind: 'replace', frame }),
+  delay: (ns: number): Verdict => ({ kind: 'delay', ns }),
+});
+
+/**
+ * A fault injector's view of one direction. Called once per frame as it
+ * starts serialization, with the link's own copy of the frame (it may read
+ * or modify it in place, but must not keep it: it goes to the receiver)
+ * and the current virtual time in ns. Frames made by `duplicate` are not
+ * shown to the hook again. A hook that throws aborts the run (the error
+ * propagates out of `send` or the scheduler).
+ */
+export type FaultHook = (frame: Uint8Array, nowNs: number) => Verdict;
+
+/** A direction: frames sent on end a travel `aToB`. */
+export type LinkDir = 'aToB' | 'bToA';
+
+// ---- counters (STYLE §7) ----------------------------------------------------
+
+/** Counters of one direction. */
+export interface SimLinkStats {
+  readonly framesTransmitted: number;
+  readonly bytesTransmitted: number;
+  readonly busyPs: number;
+  readonly framesDelivered: number;
+  readonly bytesDelivered: number;
+  readonly queueHighWater: number;
+  readonly queueBytesHighWater: number;
+  readonly droppedQueueFull: number;
+  readonly droppedLinkDown: number;
+  readonly faultDropped: number;
+  readonly faultReplaced: number;
+  readonly faultDelayed: number;
+  readonly faultDuplicated: number;
+}
+
+export interface LinkStatDecl {
+  readonly name: keyof SimLinkStats;
+  readonly unit: 'frames' | 'bytes' | 'ps';
+  readonly doc: string;
+}
+
+/** Descriptions of `SimLinkStats`. Utilisation is a formula: `SimLink.utilisation`. */
+export const SIM_LINK_STATS: readonly LinkStatDecl[] = Object.freeze([
+  { name: 'framesTransmitted', unit: 'frames', doc: 'frames serialized onto the wire (fault drops and duplicates included)' },
+  { name: 'bytesTransmitted', unit: 'bytes', doc: 'bytes of framesTransmitted, as sent (no padding, FCS, preamble or IFG)' },
+  { name: 'busyPs', unit: 'ps', doc: 'time the transmitter spent serializing (whole frames, counted when each starts)' },
+  { name: 'framesDelivered', unit: 'frames', doc: 'frames that arrived at the far end and were handed to its cable end' },
+  { name: 'bytesDelivered', unit: 'bytes', doc: 'bytes of framesDelivered' },
+  { name: 'queueHighWater', unit: 'frames', doc: 'most frames ever waiting in the transmit queue (not counting the one on the wire)' },
+  { name: 'queueBytesHighWater', unit: 'bytes', doc: 'most bytes ever waiting in the transmit queue' },
+  { name: 'droppedQueueFull', unit: 'frames', doc: 'frames refused at send because queueLimit frames were waiting' },
+  { name: 'droppedLinkDown', unit: 'frames', doc: 'frames refused while down, plus frames queued or on the wire when the link went down' },
+  { name: 'faultDropped', unit: 'frames', doc: 'frames the fault hook dropped' },
+  { name: 'faultReplaced', unit: 'frames', doc: 'frames the fault hook replaced' },
+  { name: 'faultDelayed', unit: 'frames', doc: 'frames the fault hook delayed' },
+  { name: 'faultDuplicated', unit: 'frames', doc: 'frames the fault hook duplicated (each counts once)' },
+]);
+
+type MutableLinkStats = { -readonly [K in keyof SimLinkStats]: number };
+
+function newLinkStats(): MutableLinkStats {
+  return {
+    framesTransmitted: 0,
+    bytesTransmitted: 0,
+    busyPs: 0,
+    framesDelivered: 0,
+    bytesDelivered: 0,
+    queueHighWater: 0,
+    queueBytesHighWater: 0,
+    droppedQueueFull: 0,
+    droppedLinkDown: 0,
+    faultDropped: 0,
+    faultReplaced: 0,
+    faultDelayed: 0,
+    faultDuplicated: 0,
+  };
+}
+
+// ---- the link ---------------------------------------------------------------
+
+export class SimLink {
+  readonly name: string;
+  readonly params: SimLinkParams;
+  /** The two ends; frames sent on `a` arrive at `b` and vice versa. */
+  readonly a: CableEnd;
+  readonly b: CableEnd;
+  readonly #lanes: Readonly<Record<LinkDir, Lane>>;
+  #up = true;
+  #closed = false;
+  #onStateChange: ((up: boolean) => void) | null = null;
+
+  constructor(sched: EventScheduler, params: SimLinkParams = resolveSimLinkParams(), name = 'link') {
+    this.name = name;
+    this.params = params;
+    const a = new SimEnd(this);
+    const b = new SimEnd(this);
+    const [num, den] = psPerBit(params.linkRate);
+    const aToB = new Lane(this, sched, `${name}.aToB`, a, b, num, den);
+    const bToA = new Lane(this, sched, `${name}.bToA`, b, a, num, den);
+    a.lane = aToB;
+    b.lane = bToA;
+    this.#lanes = { aToB, bToA };
+    this.a = a;
+    this.b = b;
+  }
+
+  /** False while the link is down (setUp(false)) or after close(). */
+  get up(): boolean {
+    return this.#up && !this.#closed;
+  }
+
+  /** True once either end was closed. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Takes the link down or brings it back. Going down drops every frame
+   * queued or on the wire, both ways (counted in droppedLinkDown); while
+   * down, sends are dropped and counted. Coming up starts empty.
+   */
+  setUp(up: boolean): void {
+    if (this.#closed || up === this.#up) return;
+    this.#up = up;
+    if (!up) {
+      this.#lanes.aToB.flush('down');
+      this.#lanes.bToA.flush('down');
+    }
+    this.#onStateChange?.(up);
+  }
+
+  /** Sets (or with null clears) the one listener told of setUp changes (a port's carrier). */
+  onStateChange(handler: ((up: boolean) => void) | null): void {
+    this.#onStateChange = handler;
+  }
+
+  /** Sets (or with null clears) the fault hook of one direction. */
+  setFaultHook(dir: LinkDir, hook: FaultHook | null): void {
+    this.#lane(dir).hook = hook;
+  }
+
+  /** A snapshot of one direction's counters. */
+  stats(dir: LinkDir): SimLinkStats {
+    return { ...this.#lane(dir).s };
+  }
+
+  /** Frames waiting in one direction's transmit queue now. */
+  queued(dir: LinkDir): number {
+    return this.#lane(dir).queued;
+  }
+
+  /** Frames being serialized or propagating in one direction now. */
+  inFlight(dir: LinkDir): number {
+    return this.#lane(dir).inFlight;
+  }
+
+  /** busyPs / elapsed time: the fraction of [0, now] the transmitter was busy (at most 1). */
+  utilisation(dir: LinkDir): number {
+    const lane = this.#lane(dir);
+    const elapsedPs = lane.sched.now() * 1000;
+    return elapsedPs === 0 ? 0 : Math.min(1, lane.s.busyPs / elapsedPs);
+  }
+
+  #lane(dir: LinkDir): Lane {
+    const lane = dir === 'aToB' ? this.#lanes.aToB : dir === 'bToA' ? this.#lanes.bToA : undefined;
+    if (!lane) throw new FabricError('FABRIC_BAD_CONFIG', `${this.name}: no direction ${JSON.stringify(dir)} (aToB or bToA)`);
+    return lane;
+  }
+
+  /** @internal Closing either end cuts the cable: frames queued or in flight are dropped at their receiver. */
+  cut(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#lanes.aToB.flush('closed');
+    this.#lanes.bToA.flush('closed');
+  }
+}
+
+/** One direction of a link. */
+class Lane {
+  readonly link: SimLink;
+  readonly sched: EventScheduler;
+  readonly from: SimEnd;
+  readonly to: SimEnd;
+  readonly s = newLinkStats();
+  hook: FaultHook | null = null;
+  readonly #num: number;
+  readonly #den: number;
+  readonly #propPs: number;
+  readonly #queueLimit: number;
+  readonly #txDone: EventHandle;
+  readonly #deliver: EventHandle;
+  /** Transmit queue: frames and the ns at which each was sent, from #qHead. */
+  #q: (Uint8Array | undefined)[] = [];
+  #qAt: number[] = [];
+  #qHead = 0;
+  #qBytes = 0;
+  /** When the transmitter is free: end of the last frame's serialization, ps. */
+  #busyUntilPs = 0;
+  /** On the wire, in arrival order (stable), from #flHead. */
+  #fl: (Uint8Array | undefined)[] = [];
+  #flAt: number[] = [];
+  #flHead = 0;
+
+  constructor(link: SimLink, sched: EventScheduler, name: string, from: SimEnd, to: SimEnd, num: number, den: number) {
+    this.link = link;
+    this.sched = sched;
+    this.from = from;
+    this.to = to;
+    this.#num = num;
+    this.#den = den;
+    this.#propPs = link.params.propagationDelay * 1000;
+    this.#queueLimit = link.params.queueLimit;
+    this.#txDone = sched.event(`${name}.txDone`, WIRE_PRIORITY, () => this.#onTxDone());
+    this.#deliver = sched.event(`${name}.deliver`, WIRE_PRIORITY, () => this.#onDeliver());
+  }
+
+  get queued(): number {
+    return this.#q.length - this.#qHead;
+  }
+
+  get inFlight(): number {
+    return this.#fl.length - this.#flHead;
+  }
+
+  /** A frame from `from`; the end has checked it is not closed. */
+  send(frame: Uint8Array): void {
+    const from = this.from.s;
+    if (!this.link.up) {
+      this.s.droppedLinkDown++;
+      from.framesDropped++;
+      return;
+    }
+    const queued = this.#q.length - this.#qHead;
+    const nowNs = this.sched.now();
+    if (queued === 0 && nowNs * 1000 >= this.#busyUntilPs) {
+      from.framesSent++;
+      from.bytesSent += frame.length;
+      this.#startTx(frame.slice(), nowNs * 1000);
+      return;
+    }
+    if (queued >= this.#queueLimit) {
+      this.s.droppedQueueFull++;
+      from.framesDropped++;
+      return;
+    }
+    from.framesSent++;
+    from.bytesSent += frame.length;
+    this.#q.push(frame.slice());
+    this.#qAt.push(nowNs);
+    this.#qBytes += frame.length;
+    if (queued + 1 > this.s.queueHighWater) this.s.queueHighWater = queued + 1;
+    if (this.#qBytes > this.s.queueBytesHighWater) this.s.queueBytesHighWater = this.#qBytes;
+    if (!this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+  }
+
+  /** The transmitter is free: start the next queued frame. */
+  #onTxDone(): void {
+    if (this.#qHead === this.#q.length) return;
+    const frame = this.#q[this.#qHead]!;
+    const sentNs = this.#qAt[this.#qHead]!;
+    this.#q[this.#qHead] = undefined;
+    this.#qHead++;
+    this.#qBytes -= frame.length;
+    if (this.#qHead === this.#q.length) {
+      this.#q = [];
+      this.#qAt = [];
+      this.#qHead = 0;
+    } else if (this.#qHead >= 1024 && this.#qHead * 2 >= this.#q.length) {
+      this.#q = this.#q.slice(this.#qHead);
+      this.#qAt = this.#qAt.slice(this.#qHead);
+      this.#qHead = 0;
+    }
+    const sentPs = sentNs * 1000;
+    this.#startTx(frame, this.#busyUntilPs > sentPs ? this.#busyUntilPs : sentPs);
+    if (this.#qHead < this.#q.length) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+  }
+
+  /** Serializes `frame` (the link's own copy) from `startPs`. */
+  #startTx(frame: Uint8Array, startPs: number): void {
+    let wire = frame;
+    let deliver = true;
+    let extraPs = 0;
+    let copies = 1;
+    if (this.hook !== null) {
+      const v = this.hook(frame, this.sched.now());
+      switch (v.kind) {
+        case 'pass':
+          break;
+        case 'drop':
+          deliver = false;
+          this.s.faultDropped++;
+          break;
+        case 'replace':
+          if (!(v.frame instanceof Uint8Array)) throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a replace verdict needs a Uint8Array frame`);
+          wire = v.frame;
+          this.s.faultReplaced++;
+          break;
+        case 'delay':
+          if (!Number.isSafeInteger(v.ns) || v.ns < 0) throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a delay verdict needs a non-negative integer ns, got ${v.ns}`);
+          extraPs = v.ns * 1000;
+          this.s.faultDelayed++;
+          break;
+        case 'duplicate':
+          copies = 2;
+          this.s.faultDuplicated++;
+          break;
+        default:
+          throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: unknown fault verdict ${JSON.stringify((v as { kind: unknown }).kind)}`);
+      }
+    }
+    // A hook that took the link down (or cut it) has dropped this frame too.
+    if (!this.link.up) {
+      if (this.link.closed) this.to.s.framesDropped++;
+      else this.s.droppedLinkDown++;
+      return;
+    }
+    const serPs = ceilDiv(wireBytes(wire.length) * 8, this.#num, this.#den);
+    let end = startPs;
+    for (let i = 0; i < copies; i++) {
+      end += serPs;
+      this.s.framesTransmitted++;
+      this.s.bytesTransmitted += wire.length;
+      this.s.busyPs += serPs;
+      if (deliver) this.#putOnWire(i === 0 ? wire : wire.slice(), end + this.#propPs + extraPs);
+    }
+    this.#busyUntilPs = end;
+  }
+
+  /** Inserts a frame in arrival order (after any arriving at the same ps). */
+  #putOnWire(frame: Uint8Array, arrivePs: number): void {
+    const fl = this.#fl;
+    const at = this.#flAt;
+    let i = fl.length;
+    while (i > this.#flHead && at[i - 1]! > arrivePs) i--;
+    if (i === fl.length) {
+      fl.push(frame);
+      at.push(arrivePs);
+    } else {
+      fl.splice(i, 0, frame);
+      at.splice(i, 0, arrivePs);
+    }
+    if (i === this.#flHead) this.sched.reschedule(this.#deliver, ceilNs(arrivePs));
+  }
+
+  /** Hands over every frame that has arrived by now. */
+  #onDeliver(): void {
+    const limitPs = this.sched.now() * 1000;
+    while (this.#flHead < this.#fl.length && this.#flAt[this.#flHead]! <= limitPs) {
+      const frame = this.#fl[this.#flHead]!;
+      this.#fl[this.#flHead] = undefined;
+      this.#flHead++;
+      this.s.framesDelivered++;
+      this.s.bytesDelivered += frame.length;
+      this.to.deliver(frame);
+    }
+    if (this.#flHead === this.#fl.length) {
+      this.#fl = [];
+      this.#flAt = [];
+      this.#flHead = 0;
+    } else {
+      if (this.#flHead >= 1024 && this.#flHead * 2 >= this.#fl.length) {
+        this.#fl = this.#fl.slice(this.#flHead);
+        this.#flAt = this.#flAt.slice(this.#flHead);
+        this.#flHead = 0;
+      }
+      this.sched.reschedule(this.#deliver, ceilNs(this.#flAt[this.#flHead]!));
+    }
+  }
+
+  /** Drops everything queued and on the wire: link down, or cable cut. */
+  flush(why: 'down' | 'closed'): void {
+    const n = this.queued + this.inFlight;
+    if (why === 'down') this.s.droppedLinkDown += n;
+    else this.to.s.framesDropped += n;
+    this.#q = [];
+    this.#qAt = [];
+    this.#qHead = 0;
+    this.#qBytes = 0;
+    this.#fl = [];
+    this.#flAt = [];
+    this.#flHead = 0;
+    const nowPs = this.sched.now() * 1000;
+    if (this.#busyUntilPs > nowPs) this.#busyUntilPs = nowPs;
+    if (this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
+    if (this.#deliver.scheduled) this.sched.deschedule(this.#deliver);
+  }
+}
+
+function ceilNs(ps: number): number {
+  return Math.ceil(ps / 1000);
+}
+
+class SimEnd implements CableEnd {
+  readonly #link: SimLink;
+  /** @internal */
+  readonly s = newStats();
+  /** @internal The direction this end transmits on. */
+  lane!: Lane;
+  #handler: FrameHandler | null = null;
+
+  constructor(link: SimLink) {
+    this.#link = link;
+  }
+
+  send(frame: Uint8Array): void {
+    if (this.#link.closed) {
+      this.s.framesDropped++;
+      return;
+    }
+    this.lane.send(frame);
+  }
+
+  onReceive(handler: FrameHandler | null): void {
+    this.#handler = handler;
+  }
+
+  close(): void {
+    this.#link.cut();
+  }
+
+  get stats(): CableStats {
+    return { ...this.s };
+  }
+
+  /** @internal */
+  deliver(frame: Uint8Array): void {
+    const h = this.#handler;
+    if (this.#link.closed || !h) {
+      this.s.framesDropped++;
+      return;
+    }
+    this.s.framesReceived++;
+    this.s.bytesReceived += frame.length;
+    h(frame);
+  }
+}
