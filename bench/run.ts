@@ -1,9 +1,14 @@
 /** `npm run bench`: every benchmark, each beside its in-run baseline. */
+import { benchLink, benchScheduler, printLink, printScheduler } from './sim.bench.js';
 import { benchVerbs, printVerbs } from './verbs.bench.js';
 import { benchWire, printWire } from './wire.bench.js';
 
 const only = process.argv[2];
 console.log(`rnic-model benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 if (!only || only === 'wire') printWire(benchWire());
+if (!only || only === 'sim') {
+  printScheduler([benchScheduler(10), benchScheduler(1000), benchScheduler(100_000)]);
+  printLink(benchLink());
+}
 if (!only || only === 'verbs') printVerbs(benchVerbs());
 process.exit(0);
