@@ -260,7 +260,7 @@ describe('post_send writes the WQE the device reads', () => {
     expect(Array.from(h.fake.tb.mem.u8.subarray(off + 0x54, off + 0x56))).toEqual([42, 43]);
   });
 
-  it('post_recv writes receive WQEs and the record, without ringing', () => {
+  it('post_recv writes receive WQEs and the record, then rings the RQ doorbell (a QP in ERR flushes them)', () => {
     const wr1: ibv_recv_wr = { ...newRecvWr(), wr_id: 5n, sg_list: [sge(0, 1000), sge(2000, 24)], num_sge: 2 };
     const wr2: ibv_recv_wr = { ...newRecvWr(), wr_id: 6n, sg_list: [sge(3000, 10)], num_sge: 1 };
     wr1.next = wr2;
@@ -270,7 +270,7 @@ describe('post_send writes the WQE the device reads', () => {
     expect(decodeStruct(DATA_SEG, dv(), recvSlot(rc, 0) + 0x20)).toEqual({ addr: mr.addr + 2000n, length: 24, lkey: mr.lkey });
     expect(decodeStruct(RECV_WQE_HDR, dv(), recvSlot(rc, 1))).toEqual({ wrId: 6n, numDataSegs: 1 });
     expect(dbrec(rc)).toEqual({ rqPi: 2, sqPi: 0 });
-    expect(barSlot(DbKind.RQ, rc.qp_num)).toBe(0);
+    expect(barSlot(DbKind.RQ, rc.qp_num)).toBe(2);
   });
 });
 
