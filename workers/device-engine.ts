@@ -23,6 +23,10 @@ const host = new DeviceHost(data.devices, monotonicClock(), data.quirks);
 const stop = new Int32Array(data.stop);
 
 parentPort!.on('message', (m: { type: string; port?: string; path?: string | null }) => {
+  if (m.type === 'stop') {
+    Atomics.store(stop, 0, 1);
+    return;
+  }
   if (m.type === 'capture' && m.port) {
     try {
       host.setCapture(m.port, m.path ?? null);
@@ -42,4 +46,6 @@ try {
 } finally {
   host.close();
   parentPort!.postMessage({ type: 'stopped' });
+  // Nothing may keep this thread alive once the loop has ended (the message listener would).
+  parentPort!.close();
 }

@@ -329,8 +329,9 @@ export class Nic implements NicCore {
     return sqPeek(this.env.mem, this.env.tables, off) >= 0;
   }
 
+  /** Blocked only until the port resolves the peer's MAC (ARP / ND): try again next pass. */
   private waitingForNeighbour(q: QpCtx): boolean {
-    return q.path === null || q.qpType === IBV_QPT_UD;
+    return q.qpType === IBV_QPT_UD || q.path === null || !q.path.resolved;
   }
 
   // ---- receive -------------------------------------------------------------

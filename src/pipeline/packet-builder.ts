@@ -101,6 +101,11 @@ export class PathTemplate {
     this.macResolved = !isZeroMac(av.dmac);
   }
 
+  /** The destination MAC is known (given in the AV or resolved). */
+  get resolved(): boolean {
+    return this.macResolved;
+  }
+
   /** The destination MAC, resolving through the port when the AV left it zero; false while unknown. */
   resolveMac(port: EthPort): boolean {
     if (this.macResolved) return true;
