@@ -166,7 +166,12 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   if (isRead) psn = psnAdd(w.firstPsn, Math.floor(w.readDone / q.mtu));
   const lastPkt = isRead || isAtomic || ud || i === w.npsn - 1;
   q.sinceAckReq++;
-  const ackReq = q.qpType === IBV_QPT_RC && (lastPkt || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
+  // AckReq is the requester's to choose (IBTA 9.7.4.1.1): ask on the last
+  // packet of a message someone waits for (signaled, or the last one queued),
+  // and every MAX_PKT_PER_ACK packets; a stream of unsignaled messages is
+  // acknowledged cumulatively. rxe asks on every message's last packet.
+  const wanted = lastPkt && (w.signaled || q.sqSigAll || q.txIndex === q.window.length - 1 || isRead || isAtomic);
+  const ackReq = q.qpType === IBV_QPT_RC && (wanted || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
   if (ackReq) q.sinceAckReq = 0;
   const se = lastPkt && w.solicited && (w.opcode === IBV_WR_SEND || w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_SEND_WITH_INV || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) ? 1 : 0;
   const destQp = ud ? w.remoteQpn : q.destQpn;
