@@ -41,6 +41,8 @@ const ZERO_MAC = new Uint8Array(6);
  * zero-fill per packet in steady state.
  */
 const POOL_FRAME_BYTES = 9216;
+/** Templates own their header views; only the payload lives in the frame, already in place. */
+const DISJOINT = { viewsDisjoint: true } as const;
 const pool: ArrayBuffer[] = [];
 
 export function acquireFrame(len: number): Uint8Array {
@@ -181,6 +183,6 @@ export class PathTemplate {
   /** Encodes into the frame from `begin` (the payload is already in place). */
   finish(frame: Uint8Array, ipId: number): Uint8Array {
     if (this.pkt.ipv4) this.pkt.ipv4.id = ipId & 0xffff;
-    return encodePacket(this.pkt, frame);
+    return encodePacket(this.pkt, frame, 0, DISJOINT);
   }
 }

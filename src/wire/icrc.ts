@@ -11,6 +11,27 @@
 import { crc32 } from 'node:zlib';
 
 const ONES8 = new Uint8Array(8).fill(0xff);
+
+// Table-driven CRC-32 for short spans: below a few hundred bytes the call
+// into zlib (argument checks, a view per call) costs more than the loop.
+const CRC_TABLE = (() => {
+  const t = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c;
+  }
+  return t;
+})();
+const SHORT_SPAN = 192;
+
+/** zlib.crc32(buf[start, end), seed) with the same result, without a view or a native call for short spans. */
+function crcSpan(buf: Uint8Array, start: number, end: number, seed: number): number {
+  if (end - start >= SHORT_SPAN) return crc32(buf.subarray(start, end), seed);
+  let c = ~seed;
+  for (let i = start; i < end; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
+  return ~c >>> 0;
+}
 /** CRC-32 state after the eight 0xFF bytes that stand for the LRH. */
 const SEED_AFTER_LRH_STANDIN = crc32(ONES8);
 
@@ -74,7 +95,7 @@ function unmaskGrhLike(buf: Uint8Array, o: number): void {
 export function icrcRoceV2(buf: Uint8Array, ipOff: number, bthOff: number, icrcOff: number): number {
   maskRoceV2(buf, ipOff, bthOff);
   try {
-    return crc32(buf.subarray(ipOff, icrcOff), SEED_AFTER_LRH_STANDIN) >>> 0;
+    return crcSpan(buf, ipOff, icrcOff, SEED_AFTER_LRH_STANDIN);
   } finally {
     unmaskRoceV2(buf, ipOff, bthOff);
   }
@@ -87,7 +108,7 @@ export function icrcRoceV1(buf: Uint8Array, grhOff: number, icrcOff: number): nu
   saved[10] = buf[bth4]!;
   buf[bth4] = 0xff;
   try {
-    return crc32(buf.subarray(grhOff, icrcOff), SEED_AFTER_LRH_STANDIN) >>> 0;
+    return crcSpan(buf, grhOff, icrcOff, SEED_AFTER_LRH_STANDIN);
   } finally {
     unmaskGrhLike(buf, grhOff);
     buf[bth4] = saved[10]!;
@@ -103,7 +124,7 @@ export function icrcIb(buf: Uint8Array, lrhOff: number, bthOff: number, icrcOff:
   saved[10] = buf[bthOff + 4]!;
   buf[bthOff + 4] = 0xff;
   try {
-    return crc32(buf.subarray(lrhOff, icrcOff)) >>> 0;
+    return crcSpan(buf, lrhOff, icrcOff, 0);
   } finally {
     buf[lrhOff] = saved[11]!;
     if (hasGrh) unmaskGrhLike(buf, lrhOff + 8);

@@ -117,6 +117,12 @@ function requireHeader<T>(h: T | null, name: string, info: OpcodeInfo): T {
 export interface EncodeOptions {
   /** RoCE v2 over IPv6: compute the UDP checksum (default true); false sends p.udp.checksum as is. */
   ipv6UdpChecksum?: boolean;
+  /**
+   * The caller vouches that no view in `p` overlaps `out` other than a
+   * payload already at its final place (a packet builder's templates): skips
+   * the aliasing check.
+   */
+  viewsDisjoint?: boolean;
 }
 
 export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: EncodeOptions = {}): Uint8Array {
@@ -131,7 +137,7 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
   const total = p.framing === 'ib' ? routed + HdrLen.VCRC : Math.max(routed, ETH_MIN_FRAME);
   const buf = !out ? new Uint8Array(total) : offset === 0 && out.length === total ? out : out.subarray(offset, offset + total);
   if (buf.length < total) throw new WireError('WIRE_TRUNCATED', `output buffer too small: need ${total} bytes`);
-  if (out) p = detachFrom(p, buf, routed - tlen + info.headerLength);
+  if (out && !opts.viewsDisjoint) p = detachFrom(p, buf, routed - tlen + info.headerLength);
   let o = 0;
   let ipOff = -1;
   if (p.framing !== 'ib') o = writeEthernet(buf, 0, requireHeader(p.eth, 'Ethernet', info));
