@@ -121,7 +121,8 @@ export class Nic implements NicCore {
     }
     let q = this.qps.get(qpn);
     if (!q) this.qps.set(qpn, (q = new QpCtx(qpn)));
-    q.refresh(t, off);
+    // UD has no path MTU attribute: its messages are bounded by the port's MTU (rxe get_mtu).
+    if (q.refresh(t, off) && q.qpType === IBV_QPT_UD) q.mtu = this.env.caps.ports[q.portNum - 1]?.activeMtu ?? q.mtu;
     this.handleFlags(q, off);
     return { q, off };
   }

@@ -2,7 +2,7 @@
  * End-to-end runs of the example programs on whatever devices
  * ibv_get_device_list() shows, with their checks. Used by e2e.test.ts (real
  * or model devices, skipped when there are none) and by
- * soft-verbs.test.ts (the software stand-in).
+ * model-scenarios.test.ts.
  */
 import { expect } from 'vitest';
 import { BufferIo } from '../../examples/common/io.js';
