@@ -210,18 +210,24 @@ function checkLengthFields(p: Packet, tlen: number): void {
  */
 function detachFrom(p: Packet, buf: Uint8Array, payloadAt: number): Packet {
   const b = buf.buffer;
-  const inBuf = (v: Uint8Array | null | undefined) => !!v && v.buffer === b;
-  const payloadMoves = inBuf(p.payload) && p.payload.byteOffset !== buf.byteOffset + payloadAt;
-  const viewsInBuf = inBuf(p.eth?.src) || inBuf(p.eth?.dst) || inBuf(p.ipv4?.src) || inBuf(p.ipv4?.dst) || inBuf(p.ipv4?.options)
-    || inBuf(p.ipv6?.src) || inBuf(p.ipv6?.dst) || inBuf(p.grh?.sgid) || inBuf(p.grh?.dgid);
+  const payloadMoves = p.payload.buffer === b && p.payload.byteOffset !== buf.byteOffset + payloadAt;
+  // Header views are small: compare their buffers directly (no closure per call).
+  const e = p.eth;
+  const v4 = p.ipv4;
+  const v6 = p.ipv6;
+  const g = p.grh;
+  const viewsInBuf = (e !== null && (e.src.buffer === b || e.dst.buffer === b))
+    || (v4 !== null && (v4.src.buffer === b || v4.dst.buffer === b || (v4.options !== null && v4.options.buffer === b)))
+    || (v6 !== null && (v6.src.buffer === b || v6.dst.buffer === b))
+    || (g !== null && (g.sgid.buffer === b || g.dgid.buffer === b));
   if (!payloadMoves && !viewsInBuf) return p;
   const copy = (v: Uint8Array) => (v.buffer === b ? v.slice() : v);
   return {
     ...p,
-    eth: p.eth && { ...p.eth, src: copy(p.eth.src), dst: copy(p.eth.dst) },
-    ipv4: p.ipv4 && { ...p.ipv4, src: copy(p.ipv4.src), dst: copy(p.ipv4.dst), options: p.ipv4.options && copy(p.ipv4.options) },
-    ipv6: p.ipv6 && { ...p.ipv6, src: copy(p.ipv6.src), dst: copy(p.ipv6.dst) },
-    grh: p.grh && { ...p.grh, sgid: copy(p.grh.sgid), dgid: copy(p.grh.dgid) },
+    eth: e && { ...e, src: copy(e.src), dst: copy(e.dst) },
+    ipv4: v4 && { ...v4, src: copy(v4.src), dst: copy(v4.dst), options: v4.options && copy(v4.options) },
+    ipv6: v6 && { ...v6, src: copy(v6.src), dst: copy(v6.dst) },
+    grh: g && { ...g, sgid: copy(g.sgid), dgid: copy(g.dgid) },
     payload: payloadMoves ? p.payload.slice() : p.payload,
   };
 }
