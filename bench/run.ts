@@ -1,4 +1,5 @@
 /** `npm run bench`: every benchmark, each beside its in-run baseline. */
+import { benchSimModel, printSimModel } from './sim-model.bench.js';
 import { benchLink, benchScheduler, printLink, printScheduler } from './sim.bench.js';
 import { benchVerbs, printVerbs } from './verbs.bench.js';
 import { benchWire, printWire } from './wire.bench.js';
@@ -11,4 +12,5 @@ if (!only || only === 'sim') {
   printLink(benchLink());
 }
 if (!only || only === 'verbs') printVerbs(benchVerbs());
+if (!only || only === 'sim') printSimModel([await benchSimModel()]);
 process.exit(0);

@@ -8,6 +8,7 @@ import { addModelDevice, removeModelDevice } from './driver/model/provider.js';
 import { onDeviceListing } from './driver/providers.js';
 import { loadConfig, type ModelConfig } from './runtime/config.js';
 import { startModel, type RunningModel, type StartOptions } from './runtime/model.js';
+import type { SimModel, SimModelConfig } from './runtime/sim/sim-model.js';
 
 let running: RunningModel | null = null;
 let disabled = false;
@@ -42,6 +43,21 @@ export async function stopModel(): Promise<void> {
 export async function restartModel(config: ModelConfig, opts?: StartOptions): Promise<RunningModel> {
   await stopModel();
   return ensureModel(config, opts)!;
+}
+
+/**
+ * Replaces the running model with a simulated one (src/runtime/sim): the
+ * same devices, driven by a discrete-event scheduler on a virtual clock,
+ * seeded. The verbs API is unchanged; waiting is an await (docs/simulator.md).
+ * Loaded on first use: a program on the realtime model does not load it.
+ */
+export async function startSimModel(config: SimModelConfig): Promise<SimModel> {
+  await stopModel();
+  const { startSim } = await import('./runtime/sim/sim-model.js');
+  const sim = startSim(config);
+  running = sim;
+  for (const d of sim.devices) addModelDevice(d);
+  return sim;
 }
 
 /** No automatic start (an application that only wants the rdma-core provider, say). */

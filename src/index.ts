@@ -4,5 +4,5 @@
  * works; the model's devices appear on the first device listing.
  */
 export * from './driver/verbs/index.js';
-export { ensureModel, currentModel, stopModel, restartModel, disableAutoStart } from './boot.js';
+export { ensureModel, currentModel, stopModel, restartModel, startSimModel, disableAutoStart } from './boot.js';
 export { parseConfig, loadConfig, DEFAULT_CONFIG, type ModelConfig } from './runtime/config.js';

@@ -6,6 +6,7 @@ import { demoCommand } from './commands/demo.js';
 import { devinfoCommand } from './commands/devinfo.js';
 import { perfCommand } from './commands/perf.js';
 import { rcPingpongCommand } from './commands/rc-pingpong.js';
+import { simCommand } from './commands/sim.js';
 import { pcapSampleCommand } from './pcap-sample.js';
 import { CliError, type Command } from './command.js';
 
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, Command> = {
   rc_pingpong: rcPingpongCommand,
   perf: perfCommand,
   devinfo: devinfoCommand,
+  sim: simCommand,
 };
 
 function usage(): string {

@@ -108,23 +108,37 @@ export function wireBytes(len: number): number {
  * - `delay`: it arrives `ns` (a non-negative integer) later than it would;
  *   the line is not held longer, so later frames may overtake it
  *   (reordering). Frames arriving at the same picosecond keep send order.
- * - `duplicate`: it is serialized twice back to back and both copies
- *   arrive, the second one serialization time after the first.
+ * - `duplicate`: it is serialized `1 + count` times back to back (`count`
+ *   defaults to 1) and every copy arrives, each one serialization time
+ *   after the previous.
+ * - `hold`: it is not sent now (the hook kept a copy, to hand back later
+ *   in a `release`); the line is not used.
  *
- * `Verdict.pass` and `Verdict.drop` are shared constants: a hook that only
- * passes and drops allocates nothing.
+ * Any verdict may carry `release`: frames the hook held earlier that are
+ * due now. The link owns them; they are serialized right after this
+ * frame's own outcome (at once when it was dropped, held or delayed), in
+ * order, and delivered normally; the hook does not see them again. This is
+ * the shape of `FaultVerdict` (src/fabric/faults/injector.ts), so an
+ * injector's `hook(direction)` is a `FaultHook` as it is. Extra fields a
+ * verdict carries (the injector's `rule`, `reason`) are ignored.
+ *
+ * `Verdict.pass`, `Verdict.drop`, `Verdict.duplicate` and `Verdict.hold`
+ * are shared constants: a hook that only passes and drops allocates nothing.
  */
-export type Verdict =
+export type Verdict = (
   | { readonly kind: 'pass' }
   | { readonly kind: 'drop' }
   | { readonly kind: 'replace'; readonly frame: Uint8Array }
   | { readonly kind: 'delay'; readonly ns: number }
-  | { readonly kind: 'duplicate' };
+  | { readonly kind: 'duplicate'; readonly count?: number }
+  | { readonly kind: 'hold' }
+) & { readonly release?: readonly Uint8Array[] };
 
 export const Verdict = Object.freeze({
   pass: Object.freeze({ kind: 'pass' }) as Verdict,
   drop: Object.freeze({ kind: 'drop' }) as Verdict,
   duplicate: Object.freeze({ kind: 'duplicate' }) as Verdict,
+  hold: Object.freeze({ kind: 'hold' }) as Verdict,
   replace: (frame: Uint8Array): Verdict => ({ kind: 'replace', frame }),
   delay: (ns: number): Verdict => ({ kind: 'delay', ns }),
 });
@@ -159,6 +173,8 @@ export interface SimLinkStats {
   readonly faultReplaced: number;
   readonly faultDelayed: number;
   readonly faultDuplicated: number;
+  readonly faultHeld: number;
+  readonly faultReleased: number;
 }
 
 export interface LinkStatDecl {
@@ -182,6 +198,8 @@ export const SIM_LINK_STATS: readonly LinkStatDecl[] = Object.freeze([
   { name: 'faultReplaced', unit: 'frames', doc: 'frames the fault hook replaced' },
   { name: 'faultDelayed', unit: 'frames', doc: 'frames the fault hook delayed' },
   { name: 'faultDuplicated', unit: 'frames', doc: 'frames the fault hook duplicated (each counts once)' },
+  { name: 'faultHeld', unit: 'frames', doc: 'frames the fault hook held back (not sent when dequeued)' },
+  { name: 'faultReleased', unit: 'frames', doc: 'held frames the fault hook handed back, serialized after the frame they rode on' },
 ]);
 
 type MutableLinkStats = { -readonly [K in keyof SimLinkStats]: number };
@@ -201,6 +219,8 @@ function newLinkStats(): MutableLinkStats {
     faultReplaced: 0,
     faultDelayed: 0,
     faultDuplicated: 0,
+    faultHeld: 0,
+    faultReleased: 0,
   };
 }
 
@@ -410,6 +430,7 @@ class Lane {
     let deliver = true;
     let extraPs = 0;
     let copies = 1;
+    let release: readonly Uint8Array[] | undefined;
     if (this.hook !== null) {
       const v = this.hook(frame, this.sched.now());
       switch (v.kind) {
@@ -429,28 +450,52 @@ class Lane {
           extraPs = v.ns * 1000;
           this.s.faultDelayed++;
           break;
-        case 'duplicate':
-          copies = 2;
+        case 'duplicate': {
+          const n = v.count ?? 1;
+          if (!Number.isSafeInteger(n) || n < 1) throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a duplicate verdict needs a count >= 1, got ${n}`);
+          copies = 1 + n;
           this.s.faultDuplicated++;
+          break;
+        }
+        case 'hold':
+          copies = 0;
+          this.s.faultHeld++;
           break;
         default:
           throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: unknown fault verdict ${JSON.stringify((v as { kind: unknown }).kind)}`);
       }
+      release = v.release;
     }
     // A hook that took the link down (or cut it) has dropped this frame too.
     if (!this.link.up) {
-      if (this.link.closed) this.to.s.framesDropped++;
-      else this.s.droppedLinkDown++;
+      const lost = copies > 0 ? 1 : 0;
+      const n = lost + (release?.length ?? 0);
+      if (this.link.closed) this.to.s.framesDropped += n;
+      else this.s.droppedLinkDown += n;
       return;
     }
-    const serPs = ceilDiv(wireBytes(wire.length) * 8, this.#num, this.#den);
     let end = startPs;
-    for (let i = 0; i < copies; i++) {
-      end += serPs;
-      this.s.framesTransmitted++;
-      this.s.bytesTransmitted += wire.length;
-      this.s.busyPs += serPs;
-      if (deliver) this.#putOnWire(i === 0 ? wire : wire.slice(), end + this.#propPs + extraPs);
+    if (copies > 0) {
+      const serPs = ceilDiv(wireBytes(wire.length) * 8, this.#num, this.#den);
+      for (let i = 0; i < copies; i++) {
+        end += serPs;
+        this.s.framesTransmitted++;
+        this.s.bytesTransmitted += wire.length;
+        this.s.busyPs += serPs;
+        if (deliver) this.#putOnWire(i === 0 ? wire : wire.slice(), end + this.#propPs + extraPs);
+      }
+    }
+    if (release !== undefined) {
+      for (const r of release) {
+        if (!(r instanceof Uint8Array)) throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a released frame must be a Uint8Array`);
+        const serPs = ceilDiv(wireBytes(r.length) * 8, this.#num, this.#den);
+        end += serPs;
+        this.s.framesTransmitted++;
+        this.s.bytesTransmitted += r.length;
+        this.s.busyPs += serPs;
+        this.s.faultReleased++;
+        this.#putOnWire(r, end + this.#propPs);
+      }
     }
     this.#busyUntilPs = end;
   }

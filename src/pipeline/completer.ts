@@ -23,14 +23,19 @@ function lastPsn(w: SendWqe): number {
   return psnAdd(w.firstPsn, w.npsn - 1);
 }
 
-/** Retires SEND/WRITE WQEs fully covered by a cumulative ACK of `psn`. Stops at a READ/ATOMIC. */
+/**
+ * Retires SEND/WRITE WQEs fully covered by a cumulative ACK of `psn`. Stops
+ * at a READ/ATOMIC. A WQE being retransmitted (rewound to PENDING by a
+ * NAK or a timeout) is retired too when the ACK covers it: the responder has
+ * all of it (an ACK only covers PSNs that were sent).
+ */
 function ackThrough(nic: NicCore, q: QpCtx, psn: number): void {
   while (q.window.length > 0) {
     const w = q.window[0]!;
-    if (w.status !== WqeStatus.SENT || isReadOrAtomic(w.opcode)) return;
+    if (isReadOrAtomic(w.opcode)) return;
     if (psnCompare(psn, lastPsn(w)) < 0) return;
     q.window.shift();
-    q.txIndex--;
+    if (q.txIndex > 0) q.txIndex--;
     completeSend(nic, q, w, IBV_WC_SUCCESS);
   }
 }
@@ -38,13 +43,28 @@ function ackThrough(nic: NicCore, q: QpCtx, psn: number): void {
 function progress(q: QpCtx, psn: number, now: number): void {
   if (psnCompare(psn, q.ackedPsn) > 0) q.ackedPsn = psn;
   q.retryLeft = q.retryCnt;
+  q.retryStarted = false;
   q.ackDeadline = hasUnacked(q) ? now + localAckTimeoutNs(q.timeout) : Infinity;
 }
 
-/** Go back N after a loss signal: rewind to the oldest unacknowledged PSN. */
+/** Where a READ resumes (the first response PSN not received) or an ATOMIC restarts. */
+function resumePsn(q: QpCtx, w: SendWqe): number {
+  return w.opcode === IBV_WR_RDMA_READ ? psnAdd(w.firstPsn, Math.floor(w.readDone / q.mtu)) : w.firstPsn;
+}
+
+/**
+ * Go back N after a loss signal: rewind to the oldest unacknowledged PSN.
+ * A READ or ATOMIC at the head has not delivered its response even if
+ * later PSNs were acknowledged (a NAK-sequence acknowledges only SEND and
+ * WRITE): it is asked again, from where its responses stopped.
+ */
 function retransmitFromOldest(q: QpCtx): void {
   const head = q.window[0];
   if (!head) return;
+  if (isReadOrAtomic(head.opcode)) {
+    rewindTo(q, resumePsn(q, head));
+    return;
+  }
   const from = psnCompare(psnAdd(q.ackedPsn, 1), head.firstPsn) > 0 ? psnAdd(q.ackedPsn, 1) : head.firstPsn;
   rewindTo(q, from);
 }
@@ -78,8 +98,13 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         ackThrough(nic, q, psn);
         const head = q.window[0];
         if (head && head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, head.firstPsn) >= 0) {
+          // One retry per loss: ACKs still in flight from before a retry start no new one (rxe started_retry).
+          if (q.retryStarted) return;
           ctr[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
-          if (takeRetry(nic, q)) retransmitFromOldest(q);
+          if (takeRetry(nic, q)) {
+            retransmitFromOldest(q);
+            q.retryStarted = true;
+          }
           nic.schedule(q);
           return;
         }
@@ -109,10 +134,14 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
           // Everything before the NAKed PSN arrived; resend from it.
           ackThrough(nic, q, psnAdd(psn, -1));
           ctr[Ctr.RCVD_SEQ_ERR]!++;
-          ctr[Ctr.PACKET_SEQ_ERR]!++;
           if (psnCompare(psnAdd(psn, -1), q.ackedPsn) > 0) q.ackedPsn = psnAdd(psn, -1);
           if (!takeRetry(nic, q)) return;
-          rewindTo(q, psn);
+          // mlx5 packet_seq_err: a NAK-sequence with the retry limit not exceeded.
+          ctr[Ctr.PACKET_SEQ_ERR]!++;
+          // A READ or ATOMIC before the NAKed PSN was executed but its response is lost: ask again from it.
+          const first = q.window[0];
+          rewindTo(q, first && isReadOrAtomic(first.opcode) && psnCompare(first.firstPsn, psn) < 0 ? resumePsn(q, first) : psn);
+          q.retryStarted = true;
           nic.schedule(q);
           return;
         }
@@ -160,9 +189,14 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   const d = psnCompare(psn, expected);
   if (d < 0) return; // duplicate response
   if (d > 0) {
-    // A response is missing: an implied NAK; ask again from what we have.
+    // A response is missing: an implied NAK; ask again from what we have. Only once per
+    // loss: the rest of what was in flight before the retry is dropped (rxe started_retry).
+    if (q.retryStarted) return;
     ctr[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
-    if (takeRetry(nic, q)) rewindTo(q, expected);
+    if (takeRetry(nic, q)) {
+      rewindTo(q, expected);
+      q.retryStarted = true;
+    }
     nic.schedule(q);
     return;
   }
@@ -197,9 +231,11 @@ function retire(nic: NicCore, q: QpCtx, w: SendWqe, psn: number, now: number): v
 export function completerTimeout(nic: NicCore, q: QpCtx, now: number): void {
   q.ackDeadline = Infinity;
   if (!hasUnacked(q)) return;
-  nic.ctr(q.portNum)[Ctr.LOCAL_ACK_TIMEOUT_ERR]!++;
+  // mlx5 local_ack_timeout_err: the timer expired and the retry limit is not exceeded (else retry_exceeded_err).
   if (!takeRetry(nic, q)) return;
+  nic.ctr(q.portNum)[Ctr.LOCAL_ACK_TIMEOUT_ERR]!++;
   retransmitFromOldest(q);
+  q.retryStarted = true;
   q.ackDeadline = now + localAckTimeoutNs(q.timeout);
   nic.schedule(q);
 }

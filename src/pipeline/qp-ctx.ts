@@ -89,6 +89,12 @@ export class QpCtx {
   sinceAckReq = 0;
   /** The QP hit a fatal error: flush when the window drains. */
   sqError = false;
+  /**
+   * A retry (go-back-N) has started and no progress was seen since: further
+   * implied NAKs (responses still in flight from before the retry) start no
+   * new one (rxe `comp.started_retry`).
+   */
+  retryStarted = false;
 
   // ---- responder ----
   /** Expected PSN. */
@@ -168,6 +174,7 @@ export class QpCtx {
     this.rnrUntil = 0;
     this.sinceAckReq = 0;
     this.sqError = false;
+    this.retryStarted = false;
     this.nakSent = false;
     this.recv = null;
     this.recvOffset = 0;

@@ -1,0 +1,565 @@
+/**
+ * One model device inside the simulator: the same firmware, Ethernet ports
+ * and pipeline (`Nic`) as the realtime runtime, driven by named events on
+ * the virtual clock instead of a polling loop, with the timing model of
+ * docs/simulator.md around them:
+ *
+ *   doorbell  the driver's BAR write is taken out of the BAR when the driver
+ *             hands over (serviceInline) and written back doorbellLatency
+ *             later, when the device event that polls the pipeline runs;
+ *   DMA       each frame the pipeline builds waits, in a transmit FIFO per
+ *             port, for the DMA reads it needed (WQE fetch, payload gather;
+ *             pcieLatency + bytes / dmaBandwidth, reads sharing the
+ *             bandwidth first come first served) and txStages × stageProcessing;
+ *   MAC       the FIFO hands a frame to the link when the line has at most
+ *             one frame waiting, so the link's own exact serialization
+ *             timing applies and the device never floods it;
+ *   receive   a frame off the link reaches the pipeline rxStages ×
+ *             stageProcessing after it arrived;
+ *   CQE/EQE   the pipeline's completion and event writes are posted DMA
+ *             writes: they land pcieLatency / 2 + cqeBytes / dmaBandwidth later;
+ *   timers    the local ACK and RNR timers are an event at `nextDeadline()`.
+ *
+ * Nothing here spins: every piece of device work is an event, scheduled
+ * when something gives it work.
+ */
+import { resolveCapabilities } from '../../device/capabilities.js';
+import { ContextTables } from '../../device/contexts.js';
+import { HwCounters } from '../../device/counters.js';
+import { CqeFields } from '../../device/cqe.js';
+import { Firmware } from '../../device/firmware.js';
+import { HostMemory } from '../../device/host-memory.js';
+import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, takeSummary } from '../../device/registers.js';
+import type { CableEnd } from '../../fabric/cable.js';
+import type { LinkDir, SimLink } from '../../fabric/link.js';
+import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
+import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
+import { Nic } from '../../pipeline/nic.js';
+import type { NicEnv, Quirks } from '../../pipeline/nic-env.js';
+import { releaseFrame } from '../../pipeline/packet-builder.js';
+import { OPCODES, Position, type PcapWriter } from '../../wire/index.js';
+import type { DeviceResources } from '../device-resources.js';
+import { bthDestQp, bthOffset, payloadLength } from './frame-info.js';
+import { Priority, type Scheduler, SimEvent } from './scheduler.js';
+import type { SimRuntimeParams } from './sim-params.js';
+
+/** A frame passing a port, for observers (captures, the scenario timeline). */
+export interface FrameEvent {
+  /** 'tx': the frame starts serialization on the link; 'rx': it arrived from the link. */
+  readonly dir: 'tx' | 'rx';
+  readonly device: string;
+  /** Index of the device in the model's list. */
+  readonly deviceIndex: number;
+  readonly portNum: number;
+  /** The frame; valid only during the call (copy what you keep). */
+  readonly frame: Uint8Array;
+  /** Virtual time, ns. */
+  readonly ns: number;
+}
+
+export type FrameObserver = (e: FrameEvent) => void;
+
+/** What a device needs from the model around it. */
+export interface SimDeviceContext {
+  readonly sched: Scheduler;
+  readonly timing: TimingParams;
+  readonly params: SimRuntimeParams;
+  /** A CQE or EQE landed in host memory, or an interrupt fired: wake whoever waits. */
+  changed(): void;
+  /** The frame observer, or null (checked per frame; nothing is built without one). */
+  observer(): FrameObserver | null;
+}
+
+/** Doorbell kinds that have slots (CMD has none: commands are served at once). */
+const SLOT_KINDS = [DbKind.SQ, DbKind.RQ, DbKind.SRQ, DbKind.CQ, DbKind.EQ] as const;
+const CMD_BIT = 1 << DbKind.CMD;
+/** Longest wait before a device retries a transmit the pipeline could not make (neighbour resolution). */
+const MAX_BACKOFF_NS = 1_000_000;
+const FIRST_BACKOFF_NS = 1_000;
+
+/**
+ * The pipeline with its CQE and asynchronous-event writes deferred by the
+ * posted-write latency. Everything else is `Nic` as the realtime runtime
+ * runs it.
+ */
+class SimNic extends Nic {
+  constructor(
+    env: NicEnv,
+    private readonly host: SimDevice,
+  ) {
+    super(env);
+  }
+
+  override complete(cqn: number, f: CqeFields): void {
+    this.host.deferCqe(cqn, f);
+  }
+
+  override asyncEvent(cqn: number, type: number, resource: number): void {
+    this.host.deferEvent(cqn, type, resource);
+  }
+
+  /** @internal The write itself, when the deferred CQE is due. */
+  writeCqe(cqn: number, f: CqeFields): void {
+    super.complete(cqn, f);
+  }
+
+  /** @internal */
+  writeEvent(cqn: number, type: number, resource: number): void {
+    super.asyncEvent(cqn, type, resource);
+  }
+}
+
+/** A posted write waiting to land: a CQE (`f` set) or an asynchronous event. */
+interface PendingWrite {
+  cqn: number;
+  f: CqeFields | null;
+  type: number;
+  resource: number;
+}
+
+/**
+ * One port of a simulated device: the `FrameSink` its EthPort transmits
+ * into (the transmit FIFO), and the receive side of its link.
+ */
+export class SimPort implements FrameSink {
+  readonly dev: SimDevice;
+  readonly portNum: number;
+  readonly eth: EthPort;
+  /** The link end this port transmits into, and the link's direction from here. */
+  end: CableEnd | null = null;
+  link: SimLink | null = null;
+  dir: LinkDir = 'aToB';
+  capture: PcapWriter | null = null;
+  /** Frames dropped because the port has no cable. */
+  dropped = 0;
+  readonly #txEv: SimEvent;
+  #fifo: (Uint8Array | undefined)[] = [];
+  #ready: number[] = [];
+  #head = 0;
+  #lastReady = 0;
+  /** True while #onTx hands frames to the link (the link's hook must not re-kick us then). */
+  #inTx = false;
+
+  constructor(dev: SimDevice, portNum: number, eth: EthPort) {
+    this.dev = dev;
+    this.portNum = portNum;
+    this.eth = eth;
+    this.#txEv = new SimEvent(`${dev.name}.port${portNum}.tx`, Priority.default, () => this.#onTx());
+  }
+
+  get queued(): number {
+    return this.#fifo.length - this.#head;
+  }
+
+  send(frame: Uint8Array): void {
+    this.sendOwned(frame.slice());
+  }
+
+  /** A frame from the pipeline (or the port's ARP/ND): into the FIFO with its ready time. */
+  sendOwned(frame: Uint8Array): void {
+    const sched = this.dev.sched;
+    let ready = this.dev.txReadyNs(frame);
+    if (ready < this.#lastReady) ready = this.#lastReady;
+    this.#lastReady = ready;
+    this.#fifo.push(frame);
+    this.#ready.push(ready);
+    this.dev.fifoFrames++;
+    this.dev.framesBuilt++;
+    if (!this.#txEv.scheduled) sched.schedule(this.#txEv, Math.max(sched.now(), this.#ready[this.#head]!));
+  }
+
+  #onTx(): void {
+    const sched = this.dev.sched;
+    const now = sched.now();
+    let freed = 0;
+    this.#inTx = true;
+    while (this.#head < this.#fifo.length) {
+      const at = this.#ready[this.#head]!;
+      if (at > now) {
+        sched.schedule(this.#txEv, at);
+        break;
+      }
+      // The line has a frame waiting already: the link's hook calls us back when that one starts.
+      if (this.link !== null && this.link.queued(this.dir) > 0) break;
+      const frame = this.#fifo[this.#head]!;
+      this.#fifo[this.#head] = undefined;
+      this.#head++;
+      if (this.end) this.end.send(frame);
+      else this.dropped++;
+      releaseFrame(frame);
+      freed++;
+    }
+    this.#inTx = false;
+    if (this.#head === this.#fifo.length) {
+      this.#fifo = [];
+      this.#ready = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#fifo.length) {
+      this.#fifo = this.#fifo.slice(this.#head);
+      this.#ready = this.#ready.slice(this.#head);
+      this.#head = 0;
+    }
+    if (freed > 0) this.dev.txFreed(freed);
+  }
+
+  /** Called by the link's hook: a frame of ours starts serialization now. */
+  onSerialize(frame: Uint8Array, ns: number): void {
+    if (this.capture !== null) this.capture.write(frame, BigInt(ns));
+    const obs = this.dev.ctx.observer();
+    if (obs !== null) obs({ dir: 'tx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
+    if (!this.#inTx && this.#head < this.#fifo.length && !this.#txEv.scheduled) {
+      const sched = this.dev.sched;
+      sched.schedule(this.#txEv, Math.max(sched.now(), this.#ready[this.#head]!));
+    }
+  }
+
+  /** A frame off the link (the link's copy, ours now). */
+  onReceive(frame: Uint8Array): void {
+    const ns = this.dev.sched.now();
+    if (this.capture !== null) this.capture.write(frame, BigInt(ns));
+    const obs = this.dev.ctx.observer();
+    if (obs !== null) obs({ dir: 'rx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
+    this.dev.rxPush(this.portNum, frame);
+  }
+}
+
+export class SimDevice {
+  readonly name: string;
+  readonly index: number;
+  readonly ctx: SimDeviceContext;
+  readonly sched: Scheduler;
+  readonly nic: Nic;
+  readonly bar: Bar;
+  readonly ports: SimPort[];
+  /** Frames in all ports' transmit FIFOs. */
+  fifoFrames = 0;
+  /** Frames the pipeline (and the ports' ARP/ND) handed to the transmit path. */
+  framesBuilt = 0;
+  /** Doorbells taken from the driver and written back later. */
+  doorbells = 0;
+
+  readonly #pollEv: SimEvent;
+  readonly #timerEv: SimEvent;
+  readonly #doorbellEv: SimEvent;
+  readonly #rxEv: SimEvent;
+  readonly #writeEv: SimEvent;
+  readonly #pairs = new Int32Array(1024);
+  /** Doorbells in flight to the device: kind, queue, slot value, due time. */
+  #db: number[] = [];
+  #dbHead = 0;
+  /** Frames received, waiting out the receive stages. */
+  #rx: (Uint8Array | undefined)[] = [];
+  #rxPort: number[] = [];
+  #rxDue: number[] = [];
+  #rxHead = 0;
+  /** Posted writes (CQEs, events) in flight to host memory. */
+  #writes: PendingWrite[] = [];
+  #writeDue: number[] = [];
+  #writeHead = 0;
+  readonly #spareCqes: CqeFields[] = [];
+  /** DMA read channel: when it has returned its last byte, ps. */
+  #readFreePs = 0;
+  /** Per destination QP: when the WQE of the message being sent arrived, ps. */
+  readonly #wqeAt = new Map<number, number>();
+  #backoffNs = FIRST_BACKOFF_NS;
+  readonly #dmaNum: number;
+  readonly #dmaDen: number;
+  readonly #stagePs: number;
+  readonly #txStagePs: number;
+  readonly #rxStageNs: number;
+  readonly #pcieReadPs: number;
+  readonly #writeLatencyNs: number;
+
+  constructor(r: DeviceResources, index: number, ctx: SimDeviceContext, quirks: Quirks) {
+    this.name = r.name;
+    this.index = index;
+    this.ctx = ctx;
+    const sched = (this.sched = ctx.sched);
+    const { timing, params } = ctx;
+    const caps = resolveCapabilities(r.capsConfig);
+    const mem = HostMemory.attach(r.mem);
+    const bar = (this.bar = Bar.attach(r.bar));
+    const tables = ContextTables.attach(r.tables);
+    const counters = HwCounters.attach(r.counters);
+    const fw = new Firmware({ caps, mem, bar, tables, counters });
+    const portClock = { nowNs: () => BigInt(sched.now()) };
+    const eth = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
+    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, quirks }, this);
+    this.ports = eth.map((e, i) => {
+      const p = new SimPort(this, i + 1, e);
+      e.attach(p);
+      return p;
+    });
+    [this.#dmaNum, this.#dmaDen] = psPerBit(timing.dmaBandwidth);
+    this.#stagePs = timing.stageProcessing * 1000;
+    this.#txStagePs = params.txStages * this.#stagePs;
+    this.#rxStageNs = params.rxStages * timing.stageProcessing;
+    this.#pcieReadPs = timing.pcieLatency * 1000;
+    this.#writeLatencyNs = Math.ceil((timing.pcieLatency * 500 + ceilDiv(params.cqeBytes * 8, this.#dmaNum, this.#dmaDen)) / 1000);
+    const n = r.name;
+    this.#pollEv = new SimEvent(`${n}.poll`, Priority.default, () => this.#runPoll());
+    this.#timerEv = new SimEvent(`${n}.timer`, Priority.default, () => this.#runPoll());
+    this.#doorbellEv = new SimEvent(`${n}.doorbell`, Priority.default, () => this.#onDoorbells());
+    this.#rxEv = new SimEvent(`${n}.rx`, Priority.default, () => this.#onRx());
+    this.#writeEv = new SimEvent(`${n}.hostWrite`, Priority.default, () => this.#onWrites());
+    setDeviceStatus(bar, DevStatus.READY);
+  }
+
+  // ---- the driver side: doorbells and commands --------------------------------
+
+  /**
+   * Takes what the driver rang since the last look: doorbells go into the
+   * delay line (written back doorbellLatency later), a firmware command runs
+   * now (the mailbox is answered before the driver reads it; control takes
+   * no virtual time). Returns true if the driver had rung anything.
+   */
+  takeDoorbells(): boolean {
+    const bar = this.bar;
+    const kinds = takeSummary(bar);
+    if (kinds === 0) return false;
+    const due = this.sched.now() + this.ctx.timing.doorbellLatency;
+    const pairs = this.#pairs;
+    for (const kind of SLOT_KINDS) {
+      if ((kinds & (1 << kind)) === 0) continue;
+      for (;;) {
+        const n = drainDoorbells(bar, kind, pairs);
+        for (let i = 0; i < n; i++) this.#db.push(kind, pairs[2 * i]!, pairs[2 * i + 1]!, due);
+        this.doorbells += n;
+        if (n < pairs.length >> 1) break;
+      }
+    }
+    // drainDoorbells may have put the summary bit back (out of room): that kind is taken next time.
+    if (this.#dbHead < this.#db.length && !this.#doorbellEv.scheduled) this.sched.schedule(this.#doorbellEv, this.#db[this.#dbHead + 3]!);
+    if (kinds & CMD_BIT) {
+      // Only the command is pending in the BAR now: poll(0) serves it and acts on RESET/ERR, sends nothing.
+      this.#pollNow(0);
+    }
+    return true;
+  }
+
+  #onDoorbells(): void {
+    const now = this.sched.now();
+    const db = this.#db;
+    while (this.#dbHead < db.length && db[this.#dbHead + 3]! <= now) {
+      ringDoorbell(this.bar, db[this.#dbHead]! as DbKind, db[this.#dbHead + 1]!, db[this.#dbHead + 2]!);
+      this.#dbHead += 4;
+    }
+    if (this.#dbHead === db.length) {
+      this.#db = [];
+      this.#dbHead = 0;
+    } else {
+      if (this.#dbHead >= 4096 && this.#dbHead * 2 >= db.length) {
+        this.#db = db.slice(this.#dbHead);
+        this.#dbHead = 0;
+      }
+      this.sched.schedule(this.#doorbellEv, this.#db[this.#dbHead + 3]!);
+    }
+    this.#runPoll();
+  }
+
+  // ---- the poll: doorbells, timers, transmit ---------------------------------
+
+  #irqSum(): number {
+    const b = this.bar;
+    let s = 0;
+    for (let v = 0; v < b.numIrq; v++) s += Atomics.load(b.i32, b.irqBase + v);
+    return s;
+  }
+
+  #pollNow(budget: number): number {
+    const irq = this.#irqSum();
+    const before = this.framesBuilt;
+    this.nic.poll(budget);
+    if (this.#irqSum() !== irq) this.ctx.changed();
+    const sent = this.framesBuilt - before;
+    this.#plan(sent);
+    return sent;
+  }
+
+  #runPoll(): void {
+    const room = this.ctx.params.txQueueFrames - this.fifoFrames;
+    this.#pollNow(room > 0 ? room : 0);
+  }
+
+  /** After a poll: when to poll next (more to send, a blocked QP, a transport timer). */
+  #plan(sent: number): void {
+    const sched = this.sched;
+    const now = sched.now();
+    if (this.nic.busy()) {
+      if (this.fifoFrames >= this.ctx.params.txQueueFrames) {
+        // Full: txFreed() polls again when the MAC has taken some.
+      } else if (sent > 0) {
+        this.#backoffNs = FIRST_BACKOFF_NS;
+        this.schedulePoll(now);
+      } else {
+        // Work that could not go out (a neighbour being resolved): try again later, backing off.
+        this.schedulePoll(now + this.#backoffNs);
+        this.#backoffNs = Math.min(MAX_BACKOFF_NS, this.#backoffNs * 2);
+      }
+    }
+    const d = this.nic.nextDeadline();
+    const ev = this.#timerEv;
+    if (d === Infinity) {
+      if (ev.scheduled) sched.deschedule(ev);
+    } else {
+      const t = Math.max(now, Math.ceil(d));
+      if (ev.when !== t) sched.reschedule(ev, t);
+    }
+  }
+
+  /** Polls at `t` unless a poll is already due by then. */
+  schedulePoll(t: number): void {
+    const ev = this.#pollEv;
+    if (!ev.scheduled || ev.when > t) this.sched.reschedule(ev, t);
+  }
+
+  /** The MAC took `n` frames from a FIFO. */
+  txFreed(n: number): void {
+    this.fifoFrames -= n;
+    if (this.nic.busy() && this.fifoFrames <= this.ctx.params.txQueueFrames >> 1) this.schedulePoll(this.sched.now());
+  }
+
+  // ---- the DMA model of the transmit path ------------------------------------
+
+  /** A DMA read of `bytes` issued at `issuePs`: when its last byte is back, ps. */
+  #dmaRead(issuePs: number, bytes: number): number {
+    const start = issuePs + this.#pcieReadPs;
+    const done = (start > this.#readFreePs ? start : this.#readFreePs) + ceilDiv(bytes * 8, this.#dmaNum, this.#dmaDen);
+    this.#readFreePs = done;
+    return done;
+  }
+
+  /**
+   * When a frame the pipeline just built can leave for the MAC (ns): after
+   * the DMA reads it needs and the transmit stages. Requests: the WQE fetch
+   * on the first packet of a message, then the payload gather; READ
+   * responses: the gather; atomic ACKs: the 8-byte read of the target;
+   * ACKs, NAKs and non-RoCE frames: no DMA. Payload reads share the
+   * read bandwidth first come, first served; WQE fetches have their own
+   * queue (devices prefetch WQEs) and take pcieLatency + 64 B of transfer.
+   * (Inline data is gathered like any other: the frame does not say it
+   * was inline.)
+   */
+  txReadyNs(frame: Uint8Array): number {
+    const nowPs = this.sched.now() * 1000;
+    let readyPs = nowPs;
+    const bth = bthOffset(frame);
+    if (bth >= 0) {
+      const info = OPCODES[frame[bth]!];
+      if (info !== undefined) {
+        if (info.isRequest) {
+          const qp = bthDestQp(frame, bth);
+          let issuePs: number;
+          if (info.position === Position.FIRST || info.position === Position.ONLY || info.position === Position.SINGLE) {
+            // WQE fetches have their own read queue (a device prefetches WQEs): they do not wait behind payload.
+            issuePs = nowPs + this.#pcieReadPs + ceilDiv(this.ctx.params.wqeBytes * 8, this.#dmaNum, this.#dmaDen);
+            this.#wqeAt.set(qp, issuePs);
+          } else {
+            const w = this.#wqeAt.get(qp) ?? 0;
+            issuePs = w > nowPs ? w : nowPs;
+          }
+          const len = info.payload ? payloadLength(frame, bth) : 0;
+          readyPs = len > 0 ? this.#dmaRead(issuePs, len) : issuePs;
+        } else if (info.kind === 'read-response') {
+          const len = payloadLength(frame, bth);
+          if (len > 0) readyPs = this.#dmaRead(nowPs, len);
+        } else if (info.kind === 'atomic-ack') {
+          readyPs = this.#dmaRead(nowPs, 8);
+        }
+      }
+    }
+    return Math.ceil((readyPs + this.#txStagePs) / 1000);
+  }
+
+  // ---- receive ---------------------------------------------------------------
+
+  rxPush(portNum: number, frame: Uint8Array): void {
+    const due = this.sched.now() + this.#rxStageNs;
+    this.#rx.push(frame);
+    this.#rxPort.push(portNum);
+    this.#rxDue.push(due);
+    if (!this.#rxEv.scheduled) this.sched.schedule(this.#rxEv, this.#rxDue[this.#rxHead]!);
+  }
+
+  #onRx(): void {
+    const now = this.sched.now();
+    while (this.#rxHead < this.#rx.length && this.#rxDue[this.#rxHead]! <= now) {
+      const f = this.#rx[this.#rxHead]!;
+      const port = this.#rxPort[this.#rxHead]!;
+      this.#rx[this.#rxHead] = undefined;
+      this.#rxHead++;
+      this.nic.receive(port, f);
+    }
+    if (this.#rxHead === this.#rx.length) {
+      this.#rx = [];
+      this.#rxPort = [];
+      this.#rxDue = [];
+      this.#rxHead = 0;
+    } else {
+      if (this.#rxHead >= 1024 && this.#rxHead * 2 >= this.#rx.length) {
+        this.#rx = this.#rx.slice(this.#rxHead);
+        this.#rxPort = this.#rxPort.slice(this.#rxHead);
+        this.#rxDue = this.#rxDue.slice(this.#rxHead);
+        this.#rxHead = 0;
+      }
+      this.sched.schedule(this.#rxEv, this.#rxDue[this.#rxHead]!);
+    }
+    this.#backoffNs = FIRST_BACKOFF_NS;
+    // What the frames caused (responses, retransmissions, a stopped timer): poll now.
+    this.schedulePoll(now);
+  }
+
+  // ---- posted writes: CQEs and events ---------------------------------------
+
+  deferCqe(cqn: number, f: CqeFields): void {
+    const c = this.#spareCqes.pop() ?? new CqeFields();
+    Object.assign(c, f);
+    this.#deferWrite({ cqn, f: c, type: 0, resource: 0 });
+  }
+
+  deferEvent(cqn: number, type: number, resource: number): void {
+    this.#deferWrite({ cqn, f: null, type, resource });
+  }
+
+  #deferWrite(w: PendingWrite): void {
+    this.#writes.push(w);
+    this.#writeDue.push(this.sched.now() + this.#writeLatencyNs);
+    if (!this.#writeEv.scheduled) this.sched.schedule(this.#writeEv, this.#writeDue[this.#writeHead]!);
+  }
+
+  #onWrites(): void {
+    const now = this.sched.now();
+    const nic = this.nic as SimNic;
+    const irq = this.#irqSum();
+    let n = 0;
+    while (this.#writeHead < this.#writes.length && this.#writeDue[this.#writeHead]! <= now) {
+      const w = this.#writes[this.#writeHead]!;
+      this.#writeHead++;
+      if (w.f !== null) {
+        nic.writeCqe(w.cqn, w.f);
+        this.#spareCqes.push(w.f);
+      } else {
+        nic.writeEvent(w.cqn, w.type, w.resource);
+      }
+      n++;
+    }
+    if (this.#writeHead === this.#writes.length) {
+      this.#writes = [];
+      this.#writeDue = [];
+      this.#writeHead = 0;
+    } else {
+      if (this.#writeHead >= 1024 && this.#writeHead * 2 >= this.#writes.length) {
+        this.#writes = this.#writes.slice(this.#writeHead);
+        this.#writeDue = this.#writeDue.slice(this.#writeHead);
+        this.#writeHead = 0;
+      }
+      this.sched.schedule(this.#writeEv, this.#writeDue[this.#writeHead]!);
+    }
+    if (n > 0 || this.#irqSum() !== irq) this.ctx.changed();
+  }
+
+  /** Stops the device (the driver sees it not READY). */
+  close(): void {
+    setDeviceStatus(this.bar, 0);
+  }
+}

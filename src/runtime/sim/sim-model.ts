@@ -1,0 +1,432 @@
+/**
+ * The sim runtime: the model's devices, their pipelines and the links
+ * between them, run in the application's thread by one discrete-event
+ * scheduler on a virtual nanosecond clock, with one seeded random source.
+ * Same configuration and seed: the same events in the same order, the same
+ * frames at the same virtual times, byte-identical captures, identical
+ * counters.
+ *
+ * The application drives it through the verbs API exactly as it drives the
+ * realtime model. The driver calls `serviceInline()` after every doorbell
+ * and command and on every empty ibv_poll_cq; here that is the whole
+ * contract between the program and the clock:
+ *
+ *  - after a doorbell or command it schedules device work and returns
+ *    (commands are answered at once; they take no virtual time);
+ *  - on an empty poll (nothing rung since the last call) it runs events up
+ *    to the next change (a CQE or EQE landing, an interrupt) or one
+ *    `pollStep` of virtual time, always at least the next event, so a
+ *    busy-poll loop moves the clock;
+ *  - `waitIrq` (ibv_get_cq_event, ibv_get_async_event) runs events until the
+ *    vector's count changes, yielding to the event loop at each change so
+ *    other async code (the other end of a ping-pong in the same process)
+ *    reacts at the virtual time it happened;
+ *  - `sleep(ns)` / `until(cond)` wait for simulated time, the same way.
+ *
+ * See docs/simulator.md ("The sim runtime").
+ */
+import type { HostMemory } from '../../device/host-memory.js';
+import type { HwCounters } from '../../device/counters.js';
+import { irqCount, type Bar } from '../../device/registers.js';
+import { FaultInjector, type FaultRule, type FaultStats, PASS, type ResolvedFaultRule } from '../../fabric/faults.js';
+import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats } from '../../fabric/link.js';
+import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
+import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
+import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
+import { ConfigError, type ModelConfig } from '../config.js';
+import { createDevice, type DeviceOnHost } from '../device-resources.js';
+import type { DeviceHandle, RunningModel } from '../model.js';
+import { Random, type Seed } from './random.js';
+import { Priority, Scheduler, SimError, SimEvent } from './scheduler.js';
+import { type FrameObserver, SimDevice, type SimDeviceContext, type SimPort } from './sim-device.js';
+import { resolveSimRuntimeParams, type SimRuntimeParams } from './sim-params.js';
+
+/** One cable's link settings and faults (`links[i]` goes with `cables[i]`). */
+export interface SimLinkOptions {
+  /** Name for events, fault streams and reports (default `l<i>`). */
+  readonly name?: string;
+  /** Overrides of the timing model for this link: `linkRate`, `propagationDelay`; and `queueLimit`. */
+  readonly linkRate?: unknown;
+  readonly propagationDelay?: unknown;
+  readonly queueLimit?: unknown;
+  /** Fault rules on this link (docs/faults.md); `a->b` is from the cable's `a` port. */
+  readonly faults?: readonly (FaultRule | ResolvedFaultRule)[];
+}
+
+export interface SimOptions {
+  /** The one seed of the run (number, bigint or string). Default 0. */
+  readonly seed?: Seed;
+  /** Timing model overrides (TIMING_PARAMS, src/fabric/timing-params.ts). */
+  readonly timing?: Readonly<Record<string, unknown>>;
+  /** Sim runtime settings (SIM_RUNTIME_PARAMS, ./sim-params.ts). */
+  readonly sim?: Readonly<Record<string, unknown>>;
+  /** Per cable, by index: link settings and faults. */
+  readonly links?: readonly (SimLinkOptions | undefined)[];
+  /** Fault rules for the one cable of a configuration with exactly one. */
+  readonly faults?: readonly (FaultRule | ResolvedFaultRule)[];
+}
+
+/** A model configuration plus what the simulator adds (`workers` is ignored: everything runs in this thread). */
+export type SimModelConfig = ModelConfig & SimOptions;
+
+/** A link of the running simulation. */
+export interface SimLinkInfo {
+  readonly name: string;
+  /** 'rnic0:1', 'rnic1:1'. */
+  readonly a: string;
+  readonly b: string;
+  readonly link: SimLink;
+  readonly faults: FaultInjector | null;
+}
+
+/** What `stats()` reports. */
+export interface SimStats {
+  readonly nowNs: number;
+  readonly eventsRun: number;
+  readonly pending: number;
+  readonly links: Record<string, { aToB: SimLinkStats; bToA: SimLinkStats; faults: FaultStats | null }>;
+  readonly devices: Record<string, { framesBuilt: number; doorbells: number; droppedNoCable: number }>;
+}
+
+const CHUNK_EVENTS = 50_000;
+
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+export class SimModel implements RunningModel {
+  readonly config: ModelConfig;
+  readonly devices: readonly DeviceHandle[];
+  readonly scheduler: Scheduler;
+  readonly random: Random;
+  readonly seed: Seed;
+  readonly timing: TimingParams;
+  readonly params: SimRuntimeParams;
+  readonly links: readonly SimLinkInfo[];
+  readonly #devs: SimDevice[];
+  readonly #made: DeviceOnHost[];
+  readonly #captures: PcapWriter[] = [];
+  #observers: FrameObserver[] = [];
+  #observer: FrameObserver | null = null;
+  #changes = 0;
+  #stopped = false;
+  #driving = false;
+  #kicks: (() => void)[] = [];
+  #horizon = Infinity;
+
+  constructor(config: SimModelConfig) {
+    this.config = config;
+    this.seed = config.seed ?? 0;
+    this.scheduler = new Scheduler();
+    this.random = new Random(this.seed);
+    this.timing = resolveTimingParams(config.timing ?? {}, 'timing');
+    this.params = resolveSimRuntimeParams(config.sim ?? {}, 'sim');
+    const quirks: Quirks = { ...IBTA_QUIRKS, ...config.quirks };
+    const ctx: SimDeviceContext = {
+      sched: this.scheduler,
+      timing: this.timing,
+      params: this.params,
+      changed: () => {
+        this.#changes++;
+      },
+      observer: () => this.#observer,
+    };
+    this.#made = config.devices.map(createDevice);
+    this.#devs = this.#made.map((d, i) => new SimDevice(d.resources, i, ctx, quirks));
+    this.links = this.#layCables(config);
+    for (const [i, d] of config.devices.entries()) {
+      for (const [j, p] of d.ports.entries()) if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, PcapWriter.open(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
+    }
+    const service = (): void => this.serviceInline();
+    this.devices = this.#made.map((d, i): DeviceHandle => ({
+      name: d.resources.name,
+      nodeGuid: d.nodeGuid,
+      mem: d.mem as HostMemory,
+      bar: d.bar as Bar,
+      counters: d.counters as HwCounters,
+      serviceInline: service,
+      waitIrq: (v, seen) => this.#waitIrq(this.#devs[i]!.bar, v, seen),
+    }));
+  }
+
+  #layCables(config: SimModelConfig): SimLinkInfo[] {
+    const out: SimLinkInfo[] = [];
+    if (config.faults && config.faults.length > 0 && config.cables.length !== 1) {
+      throw new ConfigError(`faults: a top-level fault list needs exactly one cable (there are ${config.cables.length}); give each link its own in links[i].faults`);
+    }
+    for (const [i, c] of config.cables.entries()) {
+      if (c.kind !== 'wire') throw new ConfigError(`cables[${i}]: the simulator runs only in-process wires, not ${c.kind} cables`);
+      const o = config.links?.[i] ?? {};
+      const name = o.name ?? `l${i}`;
+      const raw: Record<string, unknown> = { linkRate: this.timing.linkRate, propagationDelay: this.timing.propagationDelay };
+      if (o.linkRate !== undefined) raw.linkRate = o.linkRate;
+      if (o.propagationDelay !== undefined) raw.propagationDelay = o.propagationDelay;
+      if (o.queueLimit !== undefined) raw.queueLimit = o.queueLimit;
+      const link = new SimLink(this.scheduler, resolveSimLinkParams(raw, `links[${i}]`), name);
+      const rules = o.faults ?? (config.cables.length === 1 ? config.faults : undefined) ?? [];
+      const faults = rules.length > 0 ? new FaultInjector(rules, { random: this.random.fork(`${name}.faults`) }) : null;
+      const pa = this.#port(c.a, `cables[${i}].a`);
+      const pb = this.#port(c.b, `cables[${i}].b`);
+      this.#plug(pa, link, 'aToB', link.a, faults, 'a->b');
+      this.#plug(pb, link, 'bToA', link.b, faults, 'b->a');
+      out.push({ name, a: c.a, b: c.b, link, faults });
+    }
+    return out;
+  }
+
+  #port(ref: string, path: string): SimPort {
+    const [dev, num] = ref.split(':') as [string, string];
+    const d = this.#devs.find((x) => x.name === dev);
+    const p = d?.ports[Number(num) - 1];
+    if (!p) throw new ConfigError(`${path}: no port ${ref}`);
+    return p;
+  }
+
+  #plug(p: SimPort, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a'): void {
+    p.link = link;
+    p.dir = dir;
+    p.end = end;
+    end.onReceive((f) => p.onReceive(f));
+    // The hook sees each frame as it starts serialization: the port's transmit tap, then the faults.
+    const hook: FaultHook = faults
+      ? (f, ns) => {
+          p.onSerialize(f, ns);
+          return faults.apply(f, ns, fdir);
+        }
+      : (f, ns) => {
+          p.onSerialize(f, ns);
+          return PASS;
+        };
+    link.setFaultHook(dir, hook);
+  }
+
+  // ---- time --------------------------------------------------------------
+
+  /** Virtual time, ns. */
+  now(): number {
+    return this.scheduler.now();
+  }
+
+  get eventsRun(): number {
+    return this.scheduler.eventsRun;
+  }
+
+  /** Counts CQEs and events landing and interrupts firing: what a waiting program may be waiting for. */
+  get changes(): number {
+    return this.#changes;
+  }
+
+  /**
+   * The end of simulated time: an empty poll, `until` and `waitIrq` run no
+   * event after it (a scenario's duration). `advance` is not limited.
+   */
+  get horizon(): number {
+    return this.#horizon;
+  }
+
+  set horizon(ns: number) {
+    this.#horizon = ns;
+  }
+
+  /** Runs every event in the next `ns` of virtual time (synchronously) and leaves the clock there. */
+  advance(ns: number): void {
+    this.#guard();
+    this.#driving = true;
+    try {
+      this.scheduler.runUntil(this.now() + ns);
+    } finally {
+      this.#driving = false;
+    }
+  }
+
+  /**
+   * What an empty ibv_poll_cq does: run the next event, then more until
+   * something changes (a CQE, an event, an interrupt) or `pollStep` of
+   * virtual time has passed since that first event. Returns events run.
+   */
+  step(): number {
+    if (this.#driving) return 0;
+    const sched = this.scheduler;
+    const first = sched.nextTime();
+    if (first > this.#horizon) return 0;
+    const limit = Math.min(first + this.params.pollStep, this.#horizon);
+    const seen = this.#changes;
+    let n = 0;
+    this.#driving = true;
+    try {
+      while (n < CHUNK_EVENTS && sched.nextTime() <= limit) {
+        sched.step();
+        n++;
+        if (this.#changes !== seen) break;
+      }
+    } finally {
+      this.#driving = false;
+    }
+    return n;
+  }
+
+  /**
+   * Runs events until `cond()` holds (checked after every event) or the
+   * clock reaches `deadlineNs`, yielding to the event loop after every
+   * change so that other async code runs at the virtual time it was woken.
+   * Resolves with `cond()`. With nothing scheduled it waits for the
+   * program to give the devices work (a doorbell).
+   */
+  async until(cond: () => boolean, deadlineNs = Infinity): Promise<boolean> {
+    let wake: SimEvent | null = null;
+    if (deadlineNs !== Infinity) {
+      wake = new SimEvent('sim.wake', Priority.stats, () => {});
+      this.scheduler.schedule(wake, Math.max(this.now(), Math.ceil(deadlineNs)));
+    }
+    try {
+      for (;;) {
+        if (cond()) return true;
+        if (this.now() >= deadlineNs || this.#stopped) return false;
+        const ran = this.#runChunk(cond, deadlineNs);
+        if (cond()) return true;
+        if (ran === 0 && this.scheduler.nextTime() > this.#horizon) return false; // nothing more before the end of time
+        if (ran === 0 && this.scheduler.pending === 0) await this.#nextKick();
+        else await turn();
+      }
+    } finally {
+      if (wake !== null && wake.scheduled) this.scheduler.deschedule(wake);
+    }
+  }
+
+  /** Lets `ns` of virtual time pass (what a program's sleep would be), yielding at every change. */
+  async sleep(ns: number): Promise<void> {
+    const target = this.now() + ns;
+    await this.until(() => this.now() >= target, target);
+  }
+
+  /** Runs events until a change, `cond()`, the deadline, or CHUNK_EVENTS. Returns events run. */
+  #runChunk(cond: (() => boolean) | null, deadlineNs: number): number {
+    if (this.#driving) return 0;
+    const sched = this.scheduler;
+    const seen = this.#changes;
+    const limit = Math.min(deadlineNs, this.#horizon);
+    let n = 0;
+    this.#driving = true;
+    try {
+      while (n < CHUNK_EVENTS && sched.nextTime() <= limit) {
+        sched.step();
+        n++;
+        if (this.#changes !== seen || (cond !== null && cond())) break;
+      }
+    } finally {
+      this.#driving = false;
+    }
+    return n;
+  }
+
+  async #waitIrq(bar: Bar, vector: number, seen: number): Promise<number> {
+    for (;;) {
+      const c = irqCount(bar, vector);
+      if (c !== seen) return c;
+      if (this.#stopped) return new Promise<number>(() => {});
+      const ran = this.#runChunk(() => irqCount(bar, vector) !== seen, Infinity);
+      // Nothing left to run (or nothing before the horizon): only the program can give the devices work.
+      if (ran === 0 && this.scheduler.nextTime() > this.#horizon) await this.#nextKick();
+      else if (ran === 0 && this.scheduler.pending === 0) await this.#nextKick();
+      else await turn();
+    }
+  }
+
+  #nextKick(): Promise<void> {
+    return new Promise<void>((r) => this.#kicks.push(r));
+  }
+
+  #guard(): void {
+    if (this.#driving) throw new SimError('SIM_ERR_REENTRANT', 'the simulator is already running events (advance() called from inside an event or a frame observer)');
+  }
+
+  // ---- the driver's hook ---------------------------------------------------
+
+  /** See the file comment. The same function is every device handle's `serviceInline`. */
+  serviceInline(): void {
+    let rung = false;
+    for (const d of this.#devs) if (d.takeDoorbells()) rung = true;
+    if (rung) {
+      const k = this.#kicks;
+      if (k.length > 0) {
+        this.#kicks = [];
+        for (const r of k) r();
+      }
+      return;
+    }
+    this.step();
+  }
+
+  // ---- observation -----------------------------------------------------------
+
+  /** Adds a frame observer (every frame starting serialization, 'tx', and arriving, 'rx'); returns a remover. */
+  observe(fn: FrameObserver): () => void {
+    this.#observers.push(fn);
+    this.#updateObserver();
+    return () => {
+      this.#observers = this.#observers.filter((f) => f !== fn);
+      this.#updateObserver();
+    };
+  }
+
+  #updateObserver(): void {
+    const list = this.#observers;
+    this.#observer = list.length === 0 ? null : list.length === 1 ? list[0]! : (e) => {
+      for (const f of list) f(e);
+    };
+  }
+
+  #capture(p: SimPort, w: PcapWriter | null): void {
+    p.capture = w;
+    if (w) this.#captures.push(w);
+  }
+
+  /**
+   * Captures a port ('rnic0:1'), both ways, into `writer` (null stops):
+   * transmitted frames stamped when they start serialization, received
+   * ones when they arrive, in virtual ns. The caller closes the writer.
+   */
+  capturePort(port: string, writer: PcapWriter | null): void {
+    this.#port(port, 'capturePort').capture = writer;
+  }
+
+  async setCapture(port: string, path: string | null): Promise<void> {
+    const p = this.#port(port, 'setCapture');
+    this.#capture(p, path ? PcapWriter.open(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
+  }
+
+  stats(): SimStats {
+    const links: SimStats['links'] = {};
+    for (const l of this.links) links[l.name] = { aToB: l.link.stats('aToB'), bToA: l.link.stats('bToA'), faults: l.faults?.stats() ?? null };
+    const devices: SimStats['devices'] = {};
+    for (const d of this.#devs) devices[d.name] = { framesBuilt: d.framesBuilt, doorbells: d.doorbells, droppedNoCable: d.ports.reduce((s, p) => s + p.dropped, 0) };
+    return { nowNs: this.now(), eventsRun: this.eventsRun, pending: this.scheduler.pending, links, devices };
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const c of this.#captures) {
+      try {
+        c.close();
+      } catch {
+        // already closed
+      }
+    }
+    for (const d of this.#devs) d.close();
+    const k = this.#kicks;
+    this.#kicks = [];
+    for (const r of k) r();
+  }
+}
+
+/**
+ * Starts a simulated model. Synchronous, like `startModel`: the devices
+ * exist and are READY at virtual time 0; nothing runs until the program
+ * gives them work.
+ */
+export function startSim(config: SimModelConfig): SimModel {
+  return new SimModel(config);
+}

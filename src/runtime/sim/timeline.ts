@@ -1,0 +1,202 @@
+/**
+ * The timeline of a scenario run: for every work request, when it was
+ * posted, when its first packet went on the wire, every retransmission
+ * (time and PSN), and its completion with status; per queue pair, the NAKs
+ * its requester received. Fed by the simulator's frame observer (the
+ * transmit tap sees a frame when it starts serialization, the receive tap
+ * when it arrives) and by the runner (posts, completions). It knows frames
+ * only by their BTH: the requester's destination QP and the PSN.
+ */
+import { AethType, aethType, OPCODES } from '../../wire/index.js';
+import { bthDestQp, bthOffset, bthPsn } from './frame-info.js';
+import type { FrameEvent } from './sim-device.js';
+
+/** One work request. Times are virtual ns; null: it did not happen (yet). */
+export interface WrRecord {
+  readonly index: number;
+  readonly op: string;
+  readonly size: number;
+  readonly signaled: boolean;
+  /** PSNs the WR uses, first and last (24-bit). */
+  readonly psnFirst: number;
+  readonly psnLast: number;
+  readonly postedNs: number;
+  firstPacketNs: number | null;
+  lastPacketNs: number | null;
+  readonly retransmissions: { ns: number; psn: number }[];
+  completedNs: number | null;
+  /** 'IBV_WC_SUCCESS', 'IBV_WC_RETRY_EXC_ERR', ... */
+  status: string | null;
+  /** 'signaled': its own CQE; 'implied': covered by a later signaled CQE (unsignaled WRs). */
+  completion: 'signaled' | 'implied' | null;
+}
+
+/** Something the requester's port received that is not a plain ACK. */
+export interface QpEvent {
+  readonly ns: number;
+  readonly kind: 'nak-psn-seq' | 'rnr-nak' | 'nak-invalid-request' | 'nak-remote-access' | 'nak-remote-op' | 'nak-other';
+  readonly psn: number;
+  readonly syndrome: number;
+}
+
+export interface QpTimeline {
+  readonly qp: string;
+  readonly from: string;
+  readonly device: string;
+  readonly qpn: number;
+  readonly op: string;
+  readonly wrs: WrRecord[];
+  readonly events: QpEvent[];
+  /** ACKs received (positive acknowledgements; coalesced ones count once). */
+  acks: number;
+  retransmittedPackets: number;
+}
+
+export const WC_STATUS_NAMES: readonly string[] = [
+  'IBV_WC_SUCCESS', 'IBV_WC_LOC_LEN_ERR', 'IBV_WC_LOC_QP_OP_ERR', 'IBV_WC_LOC_EEC_OP_ERR', 'IBV_WC_LOC_PROT_ERR',
+  'IBV_WC_WR_FLUSH_ERR', 'IBV_WC_MW_BIND_ERR', 'IBV_WC_BAD_RESP_ERR', 'IBV_WC_LOC_ACCESS_ERR', 'IBV_WC_REM_INV_REQ_ERR',
+  'IBV_WC_REM_ACCESS_ERR', 'IBV_WC_REM_OP_ERR', 'IBV_WC_RETRY_EXC_ERR', 'IBV_WC_RNR_RETRY_EXC_ERR',
+  'IBV_WC_LOC_RDD_VIOL_ERR', 'IBV_WC_REM_INV_RD_REQ_ERR', 'IBV_WC_REM_ABORT_ERR', 'IBV_WC_INV_EECN_ERR',
+  'IBV_WC_INV_EEC_STATE_ERR', 'IBV_WC_FATAL_ERR', 'IBV_WC_RESP_TIMEOUT_ERR', 'IBV_WC_GENERAL_ERR', 'IBV_WC_TM_ERR',
+  'IBV_WC_TM_RNDV_INCOMPLETE',
+];
+
+export function wcStatusName(status: number): string {
+  return WC_STATUS_NAMES[status] ?? `IBV_WC_STATUS_${status}`;
+}
+
+/** A WrRecord with one stable shape (records are made per WR and updated per packet). */
+class Wr implements WrRecord {
+  firstPacketNs: number | null = null;
+  lastPacketNs: number | null = null;
+  readonly retransmissions: { ns: number; psn: number }[] = [];
+  completedNs: number | null = null;
+  status: string | null = null;
+  completion: 'signaled' | 'implied' | null = null;
+  constructor(
+    readonly index: number,
+    readonly op: string,
+    readonly size: number,
+    readonly signaled: boolean,
+    readonly psnFirst: number,
+    readonly psnLast: number,
+    readonly postedNs: number,
+  ) {}
+}
+
+const PSN_MASK = 0xffffff;
+const QPN_SPACE = 0x1000000;
+const psnCmp = (a: number, b: number): number => ((a - b) << 8) >> 8;
+
+interface Track {
+  readonly t: QpTimeline;
+  /** Highest PSN sent so far, -1 before the first. */
+  psnMax: number;
+  /** Oldest WR that may still send (everything before it has completed). */
+  oldest: number;
+}
+
+/** Records the timeline of the QPs it is told about. */
+export class TimelineRecorder {
+  readonly qps: QpTimeline[] = [];
+  /** Requester tracks by device index × 2^24 + remote QPN (what its request packets carry), and by local QPN. */
+  readonly #byRemote = new Map<number, Track>();
+  readonly #byLocal = new Map<number, Track>();
+  readonly #byTimeline = new Map<QpTimeline, Track>();
+
+  /** A requester: `deviceIndex` sends with local QPN `qpn` to remote QPN `remoteQpn`. */
+  addQp(t: Omit<QpTimeline, 'wrs' | 'events' | 'acks' | 'retransmittedPackets'>, deviceIndex: number, remoteQpn: number): QpTimeline {
+    const tl: QpTimeline = { ...t, wrs: [], events: [], acks: 0, retransmittedPackets: 0 };
+    const track: Track = { t: tl, psnMax: -1, oldest: 0 };
+    this.#byRemote.set(deviceIndex * QPN_SPACE + remoteQpn, track);
+    this.#byLocal.set(deviceIndex * QPN_SPACE + t.qpn, track);
+    this.#byTimeline.set(tl, track);
+    this.qps.push(tl);
+    return tl;
+  }
+
+  /** The frame observer to give the simulator. */
+  readonly observe = (e: FrameEvent): void => {
+    const f = e.frame;
+    const bth = bthOffset(f);
+    if (bth < 0) return;
+    const info = OPCODES[f[bth]!];
+    if (!info) return;
+    if (e.dir === 'tx' && info.isRequest) {
+      const tr = this.#byRemote.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));
+      if (tr) this.#request(tr, bthPsn(f, bth), e.ns);
+    } else if (e.dir === 'rx' && info.kind === 'ack') {
+      const tr = this.#byLocal.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));
+      if (tr) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
+    }
+  };
+
+  #request(tr: Track, psn: number, ns: number): void {
+    const wrs = tr.t.wrs;
+    let w: WrRecord | undefined;
+    for (let i = tr.oldest; i < wrs.length; i++) {
+      const x = wrs[i]!;
+      if (psnCmp(psn, x.psnFirst) >= 0 && psnCmp(psn, x.psnLast) <= 0) {
+        w = x;
+        break;
+      }
+    }
+    if (!w) return;
+    const fresh = tr.psnMax < 0 || psnCmp(psn, tr.psnMax) > 0;
+    if (fresh) {
+      // A READ's request stands for all its response PSNs.
+      tr.psnMax = w.op === 'read' ? w.psnLast : psn;
+      if (w.firstPacketNs === null) w.firstPacketNs = ns;
+    } else {
+      w.retransmissions.push({ ns, psn });
+      tr.t.retransmittedPackets++;
+    }
+    w.lastPacketNs = ns;
+  }
+
+  #ack(tr: Track, syndrome: number, psn: number, ns: number): void {
+    switch (aethType(syndrome)) {
+      case AethType.ACK:
+        tr.t.acks++;
+        return;
+      case AethType.RNR_NAK:
+        tr.t.events.push({ ns, kind: 'rnr-nak', psn, syndrome });
+        return;
+      case AethType.NAK: {
+        const code = syndrome & 0x1f;
+        const kind = code === 0 ? 'nak-psn-seq' : code === 1 ? 'nak-invalid-request' : code === 2 ? 'nak-remote-access' : code === 3 ? 'nak-remote-op' : 'nak-other';
+        tr.t.events.push({ ns, kind, psn, syndrome });
+        return;
+      }
+      default:
+    }
+  }
+
+  /** A WR was posted (in order). */
+  posted(t: QpTimeline, index: number, op: string, size: number, signaled: boolean, psnFirst: number, psnLast: number, postedNs: number): WrRecord {
+    const w = new Wr(index, op, size, signaled, psnFirst, psnLast, postedNs);
+    t.wrs.push(w);
+    return w;
+  }
+
+  /** WR `index` completed (its own CQE or implied); moves the search start past retired WRs. */
+  completed(t: QpTimeline, index: number, ns: number, status: string, how: 'signaled' | 'implied'): void {
+    const w = t.wrs[index];
+    if (!w) return;
+    w.completedNs = ns;
+    w.status = status;
+    w.completion = how;
+    const tr = this.#byTimeline.get(t);
+    if (tr) while (tr.oldest < t.wrs.length && t.wrs[tr.oldest]!.completedNs !== null) tr.oldest++;
+  }
+}
+
+/** PSNs a message of `size` bytes uses at `mtu` (READ: its responses; atomics and UD: one). */
+export function psnCount(op: string, size: number, mtu: number, ud: boolean): number {
+  if (ud || op === 'fetch_add' || op === 'cmp_swap') return 1;
+  return Math.max(1, Math.ceil(size / mtu));
+}
+
+export function psnAddMasked(psn: number, n: number): number {
+  return (psn + n) & PSN_MASK;
+}

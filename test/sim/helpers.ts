@@ -1,0 +1,54 @@
+/**
+ * Helpers for the simulator's tests: scenarios from the scenarios/ folder
+ * (patched per test), their captures decoded into rows, counters by name.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseScenario, type Scenario } from '../../src/runtime/sim/scenario.js';
+import { runScenario, type RunScenarioOptions, type ScenarioResult } from '../../src/runtime/sim/scenario-runner.js';
+import { decodePacket, iteratePcap, opcodeName } from '../../src/wire/index.js';
+
+export const SCENARIOS = fileURLToPath(new URL('../../scenarios/', import.meta.url));
+
+/** The JSON of scenarios/<name>.json, as an object to patch. */
+export function scenarioJson(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(`${SCENARIOS}${name}.json`, 'utf8')) as Record<string, unknown>;
+}
+
+export function scenario(json: Record<string, unknown>, source = 'test-scenario'): Scenario {
+  return parseScenario(json, source);
+}
+
+export async function run(json: Record<string, unknown>, opts?: RunScenarioOptions): Promise<ScenarioResult> {
+  return runScenario(scenario(json), opts);
+}
+
+/** One frame of a capture, decoded. */
+export interface Row {
+  ns: number;
+  op: string;
+  psn: number;
+  destQp: number;
+  /** AETH syndrome, or -1. */
+  syndrome: number;
+  len: number;
+}
+
+export function rows(pcap: Uint8Array): Row[] {
+  const out: Row[] = [];
+  for (const r of iteratePcap(pcap)) {
+    const d = decodePacket(r.data);
+    if (!d.ok) {
+      out.push({ ns: Number(r.timestampNs), op: d.error.code, psn: -1, destQp: -1, syndrome: -1, len: r.data.length });
+      continue;
+    }
+    const p = d.packet;
+    out.push({ ns: Number(r.timestampNs), op: opcodeName(p.bth.opcode), psn: p.bth.psn, destQp: p.bth.destQp, syndrome: p.aeth ? p.aeth.syndrome : -1, len: r.data.length });
+  }
+  return out;
+}
+
+/** Counter `name` of `dev` port 1. */
+export function ctr(r: ScenarioResult, dev: string, name: string): number {
+  return r.counters[dev]!['1']![name]!;
+}
