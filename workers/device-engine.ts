@@ -14,6 +14,7 @@ interface EngineData {
   cables: CableConfig[];
   rings: RingCable[];
   quirks: Record<string, boolean>;
+  seed?: number;
   stop: SharedArrayBuffer;
   tuning?: Partial<LoopTuning>;
 }
@@ -38,7 +39,7 @@ parentPort!.on('message', (m: { type: string; port?: string; path?: string | nul
 });
 
 try {
-  await host.cable(data.cables, data.rings);
+  await host.cable(data.cables, data.rings, data.seed);
   parentPort!.postMessage({ type: 'ready' });
   await runDeviceLoop(host, host.devices.map((d) => Bar.attach(d.bar.sab)), stop, { ...DEFAULT_TUNING, ...data.tuning });
 } catch (e) {

@@ -6,6 +6,7 @@
  * the built-in default: two devices, rnic0 and rnic1, cabled together.
  */
 import { readFileSync } from 'node:fs';
+import { resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
 import { RnicError } from '../wire/errors.js';
 
 export interface PortConfig {
@@ -28,17 +29,27 @@ export interface DeviceConfig {
   caps: Record<string, unknown>;
 }
 
+/**
+ * Fault rules (docs/faults.md) on a cable, applied where frames are sent: on
+ * a wire 'a->b' is from `a` to `b`; on a UDP cable 'a->b' is what this port
+ * sends (the other process faults its own sends). Wires between devices on
+ * different worker threads carry no faults.
+ */
+export type CableFaults = readonly ResolvedFaultRule[];
+
 export type CableConfig =
-  | { kind: 'wire'; a: string; b: string }
-  | { kind: 'udp'; port: string; local: string; remote: string };
+  | { kind: 'wire'; a: string; b: string; faults?: CableFaults }
+  | { kind: 'udp'; port: string; local: string; remote: string; faults?: CableFaults };
 
 export interface ModelConfig {
   /** Worker threads that run the devices (0: run them in the application's thread). */
   workers: number;
   devices: DeviceConfig[];
   cables: CableConfig[];
-  /** Named device behaviours (docs/device-behaviours.md). */
+  /** Named device behaviours (docs/pipeline.md). */
   quirks: Record<string, boolean>;
+  /** Seed of everything random (realtime: the fault dice; the simulator takes strings and bigints too); default 1. */
+  seed?: number | string | bigint;
 }
 
 export class ConfigError extends RnicError<'CONFIG_INVALID'> {
@@ -106,7 +117,7 @@ function size(v: unknown, path: string, def: number): number {
 /** Validates raw JSON into a ModelConfig; every fault names its path. */
 export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
   const o = obj(raw, source);
-  onlyKeys(o, ['workers', 'devices', 'cables', 'quirks'], source);
+  onlyKeys(o, ['workers', 'devices', 'cables', 'quirks', 'seed'], source);
   const workers = o.workers === undefined ? 1 : o.workers;
   if (typeof workers !== 'number' || !Number.isInteger(workers) || workers < 0 || workers > 64) fail(`${source}.workers`, `expected an integer 0..64, got ${JSON.stringify(workers)}`);
   if (!Array.isArray(o.devices) || o.devices.length === 0) fail(`${source}.devices`, 'expected a non-empty list of devices');
@@ -151,19 +162,27 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       if (used.has(ref)) fail(p, `port ${ref} already has a cable`);
       used.add(ref);
     };
+    const faults = (): { faults?: CableFaults } => {
+      if (co.faults === undefined) return {};
+      try {
+        return { faults: resolveFaultRules(co.faults) };
+      } catch (e) {
+        return fail(`${path}.faults`, (e as Error).message);
+      }
+    };
     if (co.kind === 'wire') {
-      onlyKeys(co, ['kind', 'a', 'b'], path);
+      onlyKeys(co, ['kind', 'a', 'b', 'faults'], path);
       const a = str(co.a, `${path}.a`);
       const b = str(co.b, `${path}.b`);
       use(a, `${path}.a`);
       use(b, `${path}.b`);
-      return { kind: 'wire', a, b };
+      return { kind: 'wire', a, b, ...faults() };
     }
     if (co.kind === 'udp') {
-      onlyKeys(co, ['kind', 'port', 'local', 'remote'], path);
+      onlyKeys(co, ['kind', 'port', 'local', 'remote', 'faults'], path);
       const port = str(co.port, `${path}.port`);
       use(port, `${path}.port`);
-      return { kind: 'udp', port, local: str(co.local, `${path}.local`), remote: str(co.remote, `${path}.remote`) };
+      return { kind: 'udp', port, local: str(co.local, `${path}.local`), remote: str(co.remote, `${path}.remote`), ...faults() };
     }
     fail(`${path}.kind`, `expected 'wire' or 'udp', got ${JSON.stringify(co.kind)}`);
   });
@@ -175,7 +194,12 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       quirks[k] = v;
     }
   }
-  return { workers, devices, cables, quirks };
+  let seed: number | undefined;
+  if (o.seed !== undefined) {
+    if (typeof o.seed !== 'number' || !Number.isSafeInteger(o.seed) || o.seed < 0) fail(`${source}.seed`, `expected a non-negative integer, got ${JSON.stringify(o.seed)}`);
+    seed = o.seed;
+  }
+  return { workers, devices, cables, quirks, ...(seed === undefined ? {} : { seed }) };
 }
 
 /** The configuration in force: RNIC_CONFIG's file, or the default. */

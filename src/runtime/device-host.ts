@@ -11,6 +11,8 @@ import { Firmware } from '../device/firmware.js';
 import { HostMemory } from '../device/host-memory.js';
 import { Bar, DevStatus, setDeviceStatus } from '../device/registers.js';
 import { InProcessCable, type CableEnd } from '../fabric/cable.js';
+import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
+import { Random } from './sim/random.js';
 import { FrameRing } from '../fabric/frame-ring.js';
 import { UdpCable } from '../fabric/udp-cable.js';
 import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
@@ -79,6 +81,7 @@ export class DeviceHost {
   private readonly udp: UdpCable[] = [];
   private readonly captures: PcapWriter[] = [];
   private kick: (() => void) | null = null;
+  private readonly injectors = new Map<CableConfig, FaultInjector>();
 
   constructor(resources: DeviceResources[], readonly clock: NicClock, quirks: Partial<Quirks> = {}) {
     const portClock = { nowNs: () => BigInt(Math.floor(clock.now())) };
@@ -139,22 +142,37 @@ export class DeviceHost {
     k?.();
   }
 
+  /**
+   * With fault rules, a cable end becomes a FaultyCableEnd: seeded dice,
+   * but delays and windows in wall time (docs/faults.md).
+   */
+  private faulty(end: CableEnd, injector: FaultInjector | null, direction: 'a->b' | 'b->a'): CableEnd {
+    if (!injector) return end;
+    return new FaultyCableEnd(end, injector, { direction, nowNs: () => this.clock.now(), setTimer: (ms, fn) => setTimeout(fn, ms) });
+  }
+
   /** Lays the cables whose ends are here: wires between local ports, ring ends, UDP cables. */
-  async cable(cables: CableConfig[], rings: RingCable[] = []): Promise<void> {
+  async cable(cables: CableConfig[], rings: RingCable[] = [], seed: number | string | bigint = 1): Promise<void> {
+    // One independent, seeded stream per cable (the simulator's forkable source).
+    const random = new Random(typeof seed === 'number' || typeof seed === 'bigint' || typeof seed === 'string' ? seed : 1);
+    cables.forEach((c, i) => {
+      if (c.faults && c.faults.length > 0) this.injectors.set(c, new FaultInjector(c.faults, { random: random.fork(`cable/${i}`) }));
+    });
     for (const c of cables) {
+      const inj = this.injectors.get(c) ?? null;
       if (c.kind === 'wire') {
         const a = this.portRef(c.a);
         const b = this.portRef(c.b);
         if (!a || !b) continue; // the other end lives on another thread: a ring cable
         const w = new InProcessCable();
-        this.plug(a, w.a);
-        this.plug(b, w.b);
+        this.plug(a, this.faulty(w.a, inj, 'a->b'));
+        this.plug(b, this.faulty(w.b, inj, 'b->a'));
         this.wires.push(w);
       } else {
         const p = this.portRef(c.port);
         if (!p) continue;
         const u = await UdpCable.open({ local: c.local, remote: c.remote });
-        this.plug(p, u);
+        this.plug(p, this.faulty(u, inj, 'a->b'));
         this.udp.push(u);
       }
     }

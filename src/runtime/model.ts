@@ -88,7 +88,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   for (let w = 0; w < workers; w++) {
     const devices = made.filter((_, i) => assign[i] === w).map((d) => d.resources);
     const t = new Worker(url, {
-      workerData: { devices, cables: config.cables, rings: rings[w], quirks: config.quirks, stop, tuning: opts.tuning },
+      workerData: { devices, cables: config.cables, rings: rings[w], quirks: config.quirks, seed: config.seed, stop, tuning: opts.tuning },
     });
     t.on('message', (m: { type: string; message?: string }) => {
       if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
@@ -141,7 +141,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
 /** All devices in the application's thread: they run when the driver rings or polls. */
 function startInline(config: ModelConfig, made: DeviceOnHost[]): RunningModel {
   const host = new DeviceHost(made.map((d) => d.resources), monotonicClock(), config.quirks);
-  const ready = host.cable(config.cables);
+  const ready = host.cable(config.cables, [], config.seed);
   let cabled = false;
   void ready.then(() => (cabled = true));
   const service = () => {
