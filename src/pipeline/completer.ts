@@ -47,6 +47,15 @@ function progress(q: QpCtx, psn: number, now: number): void {
   q.ackDeadline = hasUnacked(q) ? now + localAckTimeoutNs(q.timeout) : Infinity;
 }
 
+/**
+ * A retransmission restarts the transport timer (IBTA 9.7.6.1.3): left at its
+ * old deadline it fires before the resent packets can be acknowledged and
+ * spends a second retry on the same loss.
+ */
+function restartTimer(q: QpCtx, now: number): void {
+  q.ackDeadline = now + localAckTimeoutNs(q.timeout);
+}
+
 /** Where a READ resumes (the first response PSN not received) or an ATOMIC restarts. */
 function resumePsn(q: QpCtx, w: SendWqe): number {
   return w.opcode === IBV_WR_RDMA_READ ? psnAdd(w.firstPsn, Math.floor(w.readDone / q.mtu)) : w.firstPsn;
@@ -104,6 +113,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
           if (takeRetry(nic, q)) {
             retransmitFromOldest(q);
             q.retryStarted = true;
+            restartTimer(q, now);
           }
           nic.schedule(q);
           return;
@@ -142,6 +152,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
           const first = q.window[0];
           rewindTo(q, first && isReadOrAtomic(first.opcode) && psnCompare(first.firstPsn, psn) < 0 ? resumePsn(q, first) : psn);
           q.retryStarted = true;
+          restartTimer(q, now);
           nic.schedule(q);
           return;
         }
@@ -196,6 +207,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
     if (takeRetry(nic, q)) {
       rewindTo(q, expected);
       q.retryStarted = true;
+      restartTimer(q, now);
     }
     nic.schedule(q);
     return;
