@@ -384,6 +384,22 @@ export function executeAtomic(sab: SharedArrayBuffer | ArrayBufferLike, off: num
   return old;
 }
 
+/**
+ * A duplicate READ or ATOMIC means the requester went back to that PSN: the
+ * responses still queued for it and later PSNs are for what it will ask
+ * again, in order. Answer the duplicate instead of them (rxe moves its current resource the same
+ * way); otherwise stale responses pile up behind each retry and the
+ * requester's timer expires before the one it waits for is sent.
+ */
+function abandonResponses(q: QpCtx, psn: number): void {
+  let w = 0;
+  for (const r of q.responses) {
+    // Keep ACKs/NAKs and the answers to earlier requests (the requester resends in PSN order).
+    if (r.kind === 'ack' || r.kind === 'nak' || psnCompare(r.psn, psn) < 0) q.responses[w++] = r;
+  }
+  q.responses.length = w;
+}
+
 /** PSN behind ePSN: answer again without executing again (C9-105, §9.7.5.1.2). */
 function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
   const ctr = nic.ctr(q.portNum);
@@ -397,11 +413,13 @@ function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
     if (!r || reth.rkey !== r.rkey || va < r.va || va + reth.dmaLength > r.va + r.length) return;
     const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
     if (hostOff < 0) return;
+    abandonResponses(q, psn);
     q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: reth.dmaLength, total: reth.dmaLength, sent: 0, orig: 0n });
     return;
   }
   if (info.kind === 'atomic') {
     const r = q.resources.find((x) => x.kind === 'atomic' && x.firstPsn === psn);
+    if (r) abandonResponses(q, psn);
     if (r) q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: r.orig });
     return;
   }

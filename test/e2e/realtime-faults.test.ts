@@ -40,11 +40,10 @@ describe('realtime faults from the configuration', () => {
       .toThrow(/cables\[0\]\.faults/);
   });
 
-  // Known bug (open): with READs mixed in, about one run in two ends with a
-  // READ near the end failing IBV_WC_RETRY_EXC_ERR in this runtime; the
-  // simulator's random-loss READ tests do not reproduce it (test/sim). Set
-  // RNIC_TEST_REALTIME_READ_FAULTS=1 to run the READ half.
-  const withReads = process.env.RNIC_TEST_REALTIME_READ_FAULTS === '1';
+  // READs behind WRITEs on one QP: this once ended in RETRY_EXC_ERR about one
+  // run in two (stale re-executed READ responses queued ahead of the one the
+  // requester waited for); RNIC_TEST_REALTIME_READ_FAULTS=0 runs WRITEs only.
+  const withReads = process.env.RNIC_TEST_REALTIME_READ_FAULTS !== '0';
 
   it(`WRITEs${withReads ? ' and READs' : ''} through 2% loss and 1% corruption all complete, in order, with the right bytes`, async () => {
     const p = H.makePair(f, IBV_QPT_RC, { timeout: 8, retryCnt: 7, rnrRetry: 7, maxSendWr: 128 }); // 1 ms ACK timeout
