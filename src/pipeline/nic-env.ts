@@ -36,8 +36,17 @@ export interface NicEnv {
  * unless a quirk says otherwise, so it can mimic a given device.
  */
 export interface Quirks {
-  /** Linux rxe: retry_cnt 7 means retry forever. */
+  /** Linux rxe: retry_cnt 7 means retry forever (IBTA: 7 retries). */
   readonly rxeRetryCnt7Infinite: boolean;
+  /**
+   * Linux rxe: an RC SEND longer than the receive buffer completes the
+   * responder's receive with REM_INV_REQ_ERR (IBTA: LOC_LEN_ERR). The
+   * requester gets REM_INV_REQ_ERR (NAK invalid request) either way.
+   */
+  readonly rxeRecvOverflowRemInvReq: boolean;
 }
 
-export const IBTA_QUIRKS: Quirks = Object.freeze({ rxeRetryCnt7Infinite: false });
+export const IBTA_QUIRKS: Quirks = Object.freeze({ rxeRetryCnt7Infinite: false, rxeRecvOverflowRemInvReq: false });
+
+/** Names of the device behaviours a configuration may switch on. */
+export const QUIRK_NAMES: readonly (keyof Quirks)[] = Object.freeze(Object.keys(IBTA_QUIRKS) as (keyof Quirks)[]);

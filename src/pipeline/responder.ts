@@ -7,7 +7,7 @@ import {
   IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
   IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPS_INIT,
   IBV_QPT_RC, IBV_QPT_UD, IBV_WC_GRH, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM,
-  IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WITH_INV,
+  IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WITH_INV, IBV_WC_REM_INV_REQ_ERR,
 } from '../device/abi/constants.js';
 import { MrCheck } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
@@ -215,7 +215,8 @@ function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position
   if (q.recvOffset + len > w.length) {
     ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
     if (rc) {
-      fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+      const status = nic.env.quirks.rxeRecvOverflowRemInvReq ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_LEN_ERR;
+      fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, status, IBV_EVENT_QP_REQ_ERR);
     } else {
       dropUcMessage(q);
     }

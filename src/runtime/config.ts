@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
+import { QUIRK_NAMES } from '../pipeline/nic-env.js';
 import { RnicError } from '../wire/errors.js';
 
 export interface PortConfig {
@@ -69,7 +70,7 @@ export const DEFAULT_CONFIG: ModelConfig = Object.freeze({
   quirks: {},
 }) as ModelConfig;
 
-const KNOWN_QUIRKS = new Set(['rxeRetryCnt7Infinite']);
+const KNOWN_QUIRKS = new Set<string>(QUIRK_NAMES);
 
 function fail(path: string, msg: string): never {
   throw new ConfigError(`${path}: ${msg}`);
