@@ -42,7 +42,7 @@ export const demoCommand: Command = {
       strict: true,
     });
     const pcap = values.pcap ?? 'rnic-demo.pcap';
-    const iters = positive(values.iters, 'iters', 1000);
+    const iters = positive(values.iters, 'iters', 300);
     const size = positive(values.size, 'size', 65536);
     const workers = values.workers === undefined ? DEFAULT_CONFIG.workers : Number(values.workers);
     if (!Number.isInteger(workers) || workers < 0 || workers > 64) throw new CliError(`--workers must be 0..64, got ${values.workers}`);
