@@ -219,28 +219,10 @@ export class Nic implements NicCore {
     const kinds = takeSummary(bar);
     if (kinds === 0) return work;
     const pairs = this.pairs;
-    if (kinds & (1 << DbKind.SQ)) {
-      for (let n = drainDoorbells(bar, DbKind.SQ, pairs); n > 0; n = n === pairs.length >> 1 ? drainDoorbells(bar, DbKind.SQ, pairs) : 0) {
-        for (let i = 0; i < n; i++) {
-          const s = this.qp(pairs[2 * i]!);
-          if (!s) continue;
-          // Posted to a QP in ERR: completes at once with WR_FLUSH_ERR.
-          if (t.qpState(s.off) === IBV_QPS_ERR) this.flush(s.q, s.off);
-          else this.schedule(s.q);
-        }
-        work += n;
-      }
-    }
-    if (kinds & (1 << DbKind.RQ)) {
-      // Receives posted: a QP in ERR flushes them; otherwise the responder finds them when needed.
-      for (let n = drainDoorbells(bar, DbKind.RQ, pairs); n > 0; n = n === pairs.length >> 1 ? drainDoorbells(bar, DbKind.RQ, pairs) : 0) {
-        for (let i = 0; i < n; i++) {
-          const s = this.qp(pairs[2 * i]!);
-          if (s && t.qpState(s.off) === IBV_QPS_ERR) this.flush(s.q, s.off);
-        }
-        work += n;
-      }
-    }
+    // Sends posted: schedule the QP. Receives posted: the responder finds them
+    // when a message comes. Either posted to a QP in ERR: flushed at once.
+    if (kinds & (1 << DbKind.SQ)) work += this.qpDoorbells(DbKind.SQ, true);
+    if (kinds & (1 << DbKind.RQ)) work += this.qpDoorbells(DbKind.RQ, false);
     if (kinds & (1 << DbKind.SRQ)) work += drainDoorbells(bar, DbKind.SRQ, pairs);
     if (kinds & (1 << DbKind.CQ)) {
       const n = drainDoorbells(bar, DbKind.CQ, pairs);
@@ -259,6 +241,23 @@ export class Nic implements NicCore {
       work += n;
     }
     return work;
+  }
+
+  /**
+   * Drains SQ or RQ doorbells. A full drain buffer leaves the rest pending
+   * with the summary bit set again, for the next pass.
+   */
+  private qpDoorbells(kind: DbKind.SQ | DbKind.RQ, isSend: boolean): number {
+    const t = this.env.tables;
+    const pairs = this.pairs;
+    const n = drainDoorbells(this.env.bar, kind, pairs);
+    for (let i = 0; i < n; i++) {
+      const s = this.qp(pairs[2 * i]!);
+      if (!s) continue;
+      if (t.qpState(s.off) === IBV_QPS_ERR) this.flush(s.q, s.off);
+      else if (isSend) this.schedule(s.q);
+    }
+    return n;
   }
 
   /** After MODIFY_QP / DESTROY_QP: act on QPs the firmware flagged. */

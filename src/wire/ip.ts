@@ -216,3 +216,25 @@ export function isIpv4MappedGid(g: Uint8Array): boolean {
   for (let i = 0; i < 10; i++) if (g[i] !== 0) return false;
   return g[10] === 0xff && g[11] === 0xff;
 }
+
+/**
+ * An upper-layer checksum over IPv6 (RFC 8200 §8.1): the pseudo-header
+ * (addresses of the IPv6 header at `ipOff`, length, next header) plus
+ * buf[off, off+len), with the 16-bit checksum field at off+`csumAt` taken as
+ * zero. Returns the one's complement, not yet mapped for UDP's 0 → 0xFFFF.
+ */
+export function ipv6PseudoChecksum(buf: Uint8Array, ipOff: number, off: number, len: number, nextHeader: number, csumAt: number): number {
+  let sum = (len >>> 16) + (len & 0xffff) + nextHeader;
+  for (let i = ipOff + 8; i < ipOff + 40; i += 2) sum += (buf[i]! << 8) | buf[i + 1]!;
+  const end = off + (len & ~1);
+  const skip = off + csumAt;
+  for (let i = off; i < end; i += 2) {
+    if (i === skip) continue;
+    sum += (buf[i]! << 8) | buf[i + 1]!;
+    // Fold now and then so the sum stays a small integer.
+    if (sum > 0x3fffffff) sum = (sum & 0xffff) + (sum >>> 16);
+  }
+  if (len & 1) sum += buf[off + len - 1]! << 8;
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return ~sum & 0xffff;
+}

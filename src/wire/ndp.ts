@@ -13,7 +13,7 @@
  */
 import { EtherType, type EthernetHeader, ethHeaderLength, readEthernet, type VlanTag, writeEthernet } from './ethernet.js';
 import { WireError } from './errors.js';
-import { IPV6_HEADER_LENGTH, type Ipv6Header, readIpv6, writeIpv6 } from './ip.js';
+import { IPV6_HEADER_LENGTH, type Ipv6Header, ipv6PseudoChecksum, readIpv6, writeIpv6 } from './ip.js';
 
 export const IP_PROTO_ICMPV6 = 58;
 /** RFC 4861: every ND message is sent, and must arrive, with hop limit 255. */
@@ -105,16 +105,7 @@ export function ipv6MulticastMac(ip: Uint8Array): Uint8Array {
  * as zero, so this is the value to write, and to compare on receive.
  */
 export function icmpv6Checksum(buf: Uint8Array, ipOff: number, icmpOff: number, len: number): number {
-  let sum = (len >>> 16) + (len & 0xffff) + IP_PROTO_ICMPV6;
-  for (let i = ipOff + 8; i < ipOff + 40; i += 2) sum += (buf[i]! << 8) | buf[i + 1]!;
-  const end = icmpOff + (len & ~1);
-  for (let i = icmpOff; i < end; i += 2) {
-    if (i === icmpOff + 2) continue;
-    sum += (buf[i]! << 8) | buf[i + 1]!;
-  }
-  if (len & 1) sum += buf[icmpOff + len - 1]! << 8;
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  return ~sum & 0xffff;
+  return ipv6PseudoChecksum(buf, ipOff, icmpOff, len, IP_PROTO_ICMPV6, 2);
 }
 
 export interface NdAddressing {

@@ -1,4 +1,5 @@
 /** UDP (RFC 768) and the RoCE v2 port conventions. */
+import { IP_PROTO_UDP, ipv6PseudoChecksum } from './ip.js';
 
 export const UDP_HEADER_LENGTH = 8;
 /** IANA port for RoCE v2 (Linux ROCE_V2_UDP_DPORT, Wireshark DEFAULT_RROCE_UDP_PORT). */
@@ -69,17 +70,6 @@ export function rxeInitialUdpSport(qpn: number): number {
  * header whose checksum field is taken as zero.
  */
 export function udpChecksumIpv6(buf: Uint8Array, ipOff: number, udpOff: number, udpLen: number): number {
-  let sum = udpLen + 17;
-  for (let i = ipOff + 8; i < ipOff + 40; i += 2) sum += (buf[i]! << 8) | buf[i + 1]!;
-  const end = udpOff + (udpLen & ~1);
-  for (let i = udpOff; i < end; i += 2) {
-    if (i === udpOff + 6) continue;
-    sum += (buf[i]! << 8) | buf[i + 1]!;
-    // Fold now and then so the sum stays a small integer.
-    if (sum > 0x3fffffff) sum = (sum & 0xffff) + (sum >>> 16);
-  }
-  if (udpLen & 1) sum += buf[udpOff + udpLen - 1]! << 8;
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  const c = ~sum & 0xffff;
+  const c = ipv6PseudoChecksum(buf, ipOff, udpOff, udpLen, IP_PROTO_UDP, 6);
   return c === 0 ? 0xffff : c;
 }

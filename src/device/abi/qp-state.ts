@@ -114,6 +114,15 @@ const RTS_REQ_RC =
 const TO_RTS_OPT_UD = IBV_QP_CUR_STATE | IBV_QP_QKEY;
 const TO_RTS_OPT_UC = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
 const TO_RTS_OPT_RC = TO_RTS_OPT_UC | IBV_QP_MIN_RNR_TIMER;
+/** The optional masks per QP type into RTS (SQD->RTS), and with RAW_PACKET's rate limit (RTR->RTS, RTS->RTS). */
+const TO_RTS_OPTIONAL: Partial<Record<number, number>> = {
+  [IBV_QPT_UD]: TO_RTS_OPT_UD,
+  [IBV_QPT_UC]: TO_RTS_OPT_UC,
+  [IBV_QPT_RC]: TO_RTS_OPT_RC,
+  [IBV_QPT_XRC_SEND]: TO_RTS_OPT_UC,
+  [IBV_QPT_XRC_RECV]: TO_RTS_OPT_RC,
+};
+const TO_RTS_OPTIONAL_RAW: Partial<Record<number, number>> = { ...TO_RTS_OPTIONAL, [IBV_QPT_RAW_PACKET]: IBV_QP_RATE_LIMIT };
 
 const NONE = Object.freeze({}) as Readonly<Partial<Record<number, number>>>;
 
@@ -194,14 +203,7 @@ export const QP_TRANSITIONS: readonly QpTransition[] = Object.freeze([
       [IBV_QPT_XRC_SEND]: RTS_REQ_RC,
       [IBV_QPT_XRC_RECV]: IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
     },
-    {
-      [IBV_QPT_UD]: TO_RTS_OPT_UD,
-      [IBV_QPT_UC]: TO_RTS_OPT_UC,
-      [IBV_QPT_RC]: TO_RTS_OPT_RC,
-      [IBV_QPT_XRC_SEND]: TO_RTS_OPT_UC,
-      [IBV_QPT_XRC_RECV]: TO_RTS_OPT_RC,
-      [IBV_QPT_RAW_PACKET]: IBV_QP_RATE_LIMIT,
-    },
+    TO_RTS_OPTIONAL_RAW,
   ),
 
   // --- from RTS ---
@@ -211,14 +213,7 @@ export const QP_TRANSITIONS: readonly QpTransition[] = Object.freeze([
     IBV_QPS_RTS,
     IBV_QPS_RTS,
     {},
-    {
-      [IBV_QPT_UD]: TO_RTS_OPT_UD,
-      [IBV_QPT_UC]: TO_RTS_OPT_UC,
-      [IBV_QPT_RC]: TO_RTS_OPT_RC,
-      [IBV_QPT_XRC_SEND]: TO_RTS_OPT_UC,
-      [IBV_QPT_XRC_RECV]: TO_RTS_OPT_RC,
-      [IBV_QPT_RAW_PACKET]: IBV_QP_RATE_LIMIT,
-    },
+    TO_RTS_OPTIONAL_RAW,
   ),
   t(
     IBV_QPS_RTS,
@@ -240,13 +235,7 @@ export const QP_TRANSITIONS: readonly QpTransition[] = Object.freeze([
     IBV_QPS_SQD,
     IBV_QPS_RTS,
     {},
-    {
-      [IBV_QPT_UD]: TO_RTS_OPT_UD,
-      [IBV_QPT_UC]: TO_RTS_OPT_UC,
-      [IBV_QPT_RC]: TO_RTS_OPT_RC,
-      [IBV_QPT_XRC_SEND]: TO_RTS_OPT_UC,
-      [IBV_QPT_XRC_RECV]: TO_RTS_OPT_RC,
-    },
+    TO_RTS_OPTIONAL,
   ),
   t(
     IBV_QPS_SQD,
