@@ -8,7 +8,7 @@ import { perfCommand } from './commands/perf.js';
 import { rcPingpongCommand } from './commands/rc-pingpong.js';
 import { simCommand } from './commands/sim.js';
 import { pcapSampleCommand } from './pcap-sample.js';
-import { CliError, type Command } from './command.js';
+import { CliError, errorLine, type Command } from './command.js';
 
 const COMMANDS: Record<string, Command> = {
   demo: demoCommand,
@@ -48,8 +48,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`rnic ${name}: ${(e as Error).message}\n${cmd.usage}\n`);
       return 2;
     }
-    const err = e as { code?: string; message?: string };
-    process.stderr.write(`rnic ${name}: ${err.code ? `${err.code}: ` : ''}${err.message ?? String(e)}\n`);
+    process.stderr.write(`rnic ${name}: ${errorLine(e)}\n`);
     return 1;
   }
 }

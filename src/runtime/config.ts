@@ -110,9 +110,31 @@ function size(v: unknown, path: string, def: number): number {
   if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
   if (typeof v === 'string') {
     const m = /^(\d+)\s*(KiB|MiB|GiB)?$/.exec(v.trim());
-    if (m) return Number(m[1]) * ({ KiB: 1024, MiB: 1 << 20, GiB: 1 << 30 }[m[2] as 'KiB'] ?? 1);
+    if (m) {
+      const n = Number(m[1]) * ({ KiB: 1024, MiB: 1 << 20, GiB: 1 << 30 }[m[2] as 'KiB'] ?? 1);
+      if (Number.isSafeInteger(n) && n > 0) return n;
+    }
   }
   fail(path, `expected a size such as 64MiB, got ${JSON.stringify(v)}`);
+}
+
+/** Host memory: whole 4 KiB pages, and an address space the driver can name (HostMemory: below 2^53). */
+const MAX_MEMORY_BYTES = 2 ** 46;
+function memorySize(v: unknown, path: string): number {
+  const n = size(v, path, 64 << 20);
+  if (n % 4096 !== 0) fail(path, `${JSON.stringify(v)} is not a whole number of 4 KiB pages`);
+  if (n > MAX_MEMORY_BYTES) fail(path, `${JSON.stringify(v)} is more than the model's limit of 64 TiB`);
+  return n;
+}
+
+/** Two ends of one wire must not share a MAC or an IP address (the peer's frames would look like its own, ARP would answer itself). */
+function distinctEnds(a: PortConfig, b: PortConfig, aRef: string, bRef: string, path: string): void {
+  if (a.mac.toLowerCase() === b.mac.toLowerCase()) fail(path, `${aRef} and ${bRef} are on one wire with the same MAC ${a.mac}`);
+  const same4 = a.ipv4.find((x) => b.ipv4.includes(x));
+  if (same4) fail(path, `${aRef} and ${bRef} are on one wire with the same IPv4 address ${same4}`);
+  const norm6 = (x: string) => x.toLowerCase();
+  const same6 = a.ipv6.find((x) => b.ipv6.map(norm6).includes(norm6(x)));
+  if (same6) fail(path, `${aRef} and ${bRef} are on one wire with the same IPv6 address ${same6}`);
 }
 
 /** Validates raw JSON into a ModelConfig; every fault names its path. */
@@ -145,7 +167,7 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       return port;
     });
     const caps = dv.caps === undefined ? {} : obj(dv.caps, `${path}.caps`);
-    return { name, ports, memoryBytes: size(dv.memory, `${path}.memory`, 64 << 20), caps };
+    return { name, ports, memoryBytes: memorySize(dv.memory, `${path}.memory`), caps };
   });
   const portExists = (ref: string, path: string) => {
     if (!PORT_REF.test(ref)) fail(path, `${JSON.stringify(ref)} is not DEVICE:PORT`);
@@ -153,6 +175,10 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
     const d = devices.find((x) => x.name === dev);
     if (!d) fail(path, `no device named ${dev}`);
     if (Number(port) < 1 || Number(port) > d.ports.length) fail(path, `${dev} has no port ${port}`);
+  };
+  const portOf = (ref: string): PortConfig => {
+    const [dev, port] = ref.split(':') as [string, string];
+    return devices.find((x) => x.name === dev)!.ports[Number(port) - 1]!;
   };
   const used = new Set<string>();
   const cables = (o.cables === undefined ? [] : Array.isArray(o.cables) ? o.cables : fail(`${source}.cables`, 'expected a list')).map((c, i): CableConfig => {
@@ -177,6 +203,7 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       const b = str(co.b, `${path}.b`);
       use(a, `${path}.a`);
       use(b, `${path}.b`);
+      distinctEnds(portOf(a), portOf(b), a, b, path);
       return { kind: 'wire', a, b, ...faults() };
     }
     if (co.kind === 'udp') {

@@ -10,7 +10,7 @@ import { ContextTables, type ContextTablesDescriptor } from '../device/contexts.
 import { HwCounters, type HwCountersDescriptor } from '../device/counters.js';
 import { HostMemory, type HostMemoryDescriptor } from '../device/host-memory.js';
 import { Bar } from '../device/registers.js';
-import type { DeviceConfig, PortConfig } from './config.js';
+import { ConfigError, type DeviceConfig, type PortConfig } from './config.js';
 
 /** Plain data: posted to a worker as is. */
 export interface DeviceResources {
@@ -51,7 +51,13 @@ export function capsConfigOf(d: DeviceConfig): CapabilitiesConfig {
 export function createDevice(d: DeviceConfig): DeviceOnHost {
   const capsConfig = capsConfigOf(d);
   const caps = resolveCapabilities(capsConfig);
-  const mem = HostMemory.create({ size: d.memoryBytes });
+  let mem: HostMemory;
+  try {
+    mem = HostMemory.create({ size: d.memoryBytes });
+  } catch (e) {
+    // V8 says only "Array buffer allocation failed": name the setting.
+    throw new ConfigError(`devices[${d.name}].memory: cannot allocate ${d.memoryBytes} bytes of host memory (${(e as Error).message})`);
+  }
   const bar = Bar.create(caps);
   const tables = ContextTables.create(caps);
   const counters = HwCounters.create(caps.ports.length, 1);

@@ -5,13 +5,13 @@
  * configuration to a directory, with a short summary on stdout.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseFaultSpecs, resolveFaultRules, type ResolvedFaultRule } from '../../fabric/faults.js';
 import { loadScenario, type Scenario, withSeed } from '../../runtime/sim/scenario.js';
 import { runScenario, summarize } from '../../runtime/sim/scenario-runner.js';
 import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
-import { CliError, type Command } from '../command.js';
+import { CliError, joinDashValues, type Command } from '../command.js';
 
 const USAGE = `usage: rnic sim SCENARIO [--seed N] [--out DIR] [--fault SPEC]... [--quiet]
 
@@ -36,6 +36,16 @@ for a given seed. Writes to DIR (default sim-out/<scenario name>):
 Exit status: 0 when every check passed, 3 when one failed (a stalled queue
 pair, an unexpected completion status, data that differs), 1 on errors.`;
 
+/** --seed: a non-negative safe integer, or a word (hashed, as a scenario's string seed). */
+export function parseSeed(v: string): number | string {
+  if (/^[+-]?[\d.]/.test(v) || v === '') {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new CliError(`--seed: ${JSON.stringify(v)} is not a seed (an integer 0..${Number.MAX_SAFE_INTEGER}, or a word)`);
+    return n;
+  }
+  return v;
+}
+
 function captureFile(dir: string, port: string, index: number): string {
   return join(dir, index === 0 ? 'capture.pcap' : `capture-${port.replace(':', '-')}.pcap`);
 }
@@ -45,7 +55,7 @@ export const simCommand: Command = {
   usage: USAGE,
   async run(args) {
     const { values, positionals } = parseArgs({
-      args,
+      args: joinDashValues(args, ['--seed']),
       options: { seed: { type: 'string' }, out: { type: 'string' }, fault: { type: 'string', multiple: true }, quiet: { type: 'boolean' } },
       allowPositionals: true,
       strict: true,
@@ -53,8 +63,7 @@ export const simCommand: Command = {
     if (positionals.length !== 1) throw new CliError(positionals.length === 0 ? 'a scenario file is required' : `one scenario file, not ${positionals.length}`);
     let scenario: Scenario = loadScenario(positionals[0]!);
     if (values.seed !== undefined) {
-      const n = Number(values.seed);
-      scenario = withSeed(scenario, /^\d+$/.test(values.seed) && Number.isSafeInteger(n) ? n : values.seed);
+      scenario = withSeed(scenario, parseSeed(values.seed));
     }
     if (values.fault && values.fault.length > 0) {
       if (scenario.links.length === 0) throw new CliError('--fault: the scenario has no link');
@@ -75,7 +84,7 @@ export const simCommand: Command = {
       JSON.stringify({ scenario: result.scenario, seed: result.seed, endNs: result.endNs, eventsRun: result.eventsRun, devices: result.counters, links: result.sim.links, sim: result.sim.devices, stalls: result.stalls, verify: result.verify }, null, 2) + '\n',
     );
     const text = summarize(result);
-    const files = ['config.json', 'timeline.json', 'counters.json', 'summary.txt', ...scenario.capture.map((p, i) => captureFile(dir, p, i).slice(dir.length + 1))];
+    const files = ['config.json', 'timeline.json', 'counters.json', 'summary.txt', ...scenario.capture.map((p, i) => relative(dir, captureFile(dir, p, i)))];
     writeFileSync(join(dir, 'summary.txt'), text + '\n');
     if (!values.quiet) process.stdout.write(`${text}\n  wrote ${files.join(', ')} in ${dir}\n`);
     return result.verify.length === 0 ? 0 : 3;

@@ -1,0 +1,77 @@
+/** Configuration mistakes get one line naming the setting (issue 8). */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_CONFIG, parseConfig } from '../../src/runtime/config.js';
+import { createDevice } from '../../src/runtime/device-resources.js';
+
+const port = (mac: string, ipv4: string[], ipv6: string[] = []) => ({ mac, ipv4, ipv6 });
+const two = (a: ReturnType<typeof port>, b: ReturnType<typeof port>) => ({
+  devices: [
+    { name: 'rnic0', ports: [a] },
+    { name: 'rnic1', ports: [b] },
+  ],
+  cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1' }],
+});
+
+describe('parseConfig: two ends of one wire', () => {
+  it('accepts distinct MACs and addresses', () => {
+    const c = parseConfig(two(port('02:00:00:00:00:01', ['192.0.2.1']), port('02:00:00:00:00:02', ['192.0.2.2'])));
+    expect(c.cables).toHaveLength(1);
+  });
+
+  it('refuses the same MAC (in any case) and names the cable', () => {
+    expect(() => parseConfig(two(port('02:00:00:00:00:0a', ['192.0.2.1']), port('02:00:00:00:00:0A', ['192.0.2.2'])), 'f.json')).toThrow(
+      /^f\.json\.cables\[0\]: rnic0:1 and rnic1:1 are on one wire with the same MAC 02:00:00:00:00:0a$/,
+    );
+  });
+
+  it('refuses the same IPv4 address', () => {
+    expect(() => parseConfig(two(port('02:00:00:00:00:01', ['192.0.2.9', '192.0.2.1']), port('02:00:00:00:00:02', ['192.0.2.1'])))).toThrow(
+      /cables\[0\]: .* same IPv4 address 192\.0\.2\.1$/,
+    );
+  });
+
+  it('refuses the same IPv6 address', () => {
+    expect(() => parseConfig(two(port('02:00:00:00:00:01', [], ['FD00::1']), port('02:00:00:00:00:02', [], ['fd00::1'])))).toThrow(/same IPv6 address/);
+  });
+
+  it('allows the same address on ports that share no wire', () => {
+    const c = parseConfig({ devices: [{ name: 'a', ports: [port('02:00:00:00:00:01', ['192.0.2.1'])] }, { name: 'b', ports: [port('02:00:00:00:00:01', ['192.0.2.1'])] }] });
+    expect(c.devices).toHaveLength(2);
+  });
+});
+
+describe('parseConfig: memory', () => {
+  const withMemory = (memory: unknown) => ({ devices: [{ name: 'rnic0', memory, ports: [port('02:00:00:00:00:01', [])] }] });
+  it('takes bytes and KiB/MiB/GiB sizes in whole pages', () => {
+    expect(parseConfig(withMemory('64MiB')).devices[0]!.memoryBytes).toBe(64 << 20);
+    expect(parseConfig(withMemory(8192)).devices[0]!.memoryBytes).toBe(8192);
+  });
+  it.each([
+    ['1000', /devices\[0\]\.memory: "1000" is not a whole number of 4 KiB pages/],
+    ['99999GiB', /devices\[0\]\.memory: "99999GiB" is more than the model's limit of 64 TiB$/],
+    ['99999999999999999999GiB', /devices\[0\]\.memory: expected a size such as 64MiB/],
+    [0, /devices\[0\]\.memory: expected a size/],
+    [-4096, /devices\[0\]\.memory: expected a size/],
+    ['lots', /devices\[0\]\.memory: expected a size/],
+  ])('refuses %j naming the field', (v, re) => {
+    expect(() => parseConfig(withMemory(v))).toThrow(re);
+    expect(() => parseConfig(withMemory(v))).toThrow(ConfigError);
+  });
+
+  it('a size the machine cannot allocate names the device and its memory setting, not only V8\'s words', () => {
+    // 60000 GiB passes the parser (below 64 TiB) and fails where the SharedArrayBuffer is made.
+    const c = parseConfig(withMemory('60000GiB'));
+    let err: unknown;
+    try {
+      createDevice(c.devices[0]!);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/^devices\[rnic0\]\.memory: cannot allocate 64424509440000 bytes of host memory \(.+\)$/);
+  });
+
+  it('the default configuration still parses', () => {
+    expect(parseConfig(JSON.parse(JSON.stringify({ ...DEFAULT_CONFIG, devices: DEFAULT_CONFIG.devices.map(({ memoryBytes, ...d }) => ({ ...d, memory: memoryBytes })) }))).devices).toHaveLength(2);
+  });
+});
