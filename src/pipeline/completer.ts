@@ -29,22 +29,54 @@ function lastPsn(w: SendWqe): number {
  * NAK or a timeout) is retired too when the ACK covers it: the responder has
  * all of it (an ACK only covers PSNs that were sent).
  */
-function ackThrough(nic: NicCore, q: QpCtx, psn: number): void {
+function ackThrough(nic: NicCore, q: QpCtx, psn: number): number {
+  let retired = 0;
   while (q.window.length > 0) {
     const w = q.window[0]!;
-    if (isReadOrAtomic(w.opcode)) return;
-    if (psnCompare(psn, lastPsn(w)) < 0) return;
+    if (isReadOrAtomic(w.opcode)) break;
+    if (psnCompare(psn, lastPsn(w)) < 0) break;
     q.window.shift();
     if (q.txIndex > 0) q.txIndex--;
     completeSend(nic, q, w, IBV_WC_SUCCESS);
+    retired++;
   }
+  // A retired WQE is progress: the retry budgets start again (rxe reset_retry_counters).
+  if (retired > 0) restoreRetries(q);
+  return retired;
+}
+
+/**
+ * Progress restores both retry budgets: retry_cnt and rnr_retry bound the
+ * attempts at one packet without progress, not the whole life of the QP
+ * (IBTA C9-139/C9-142 count consecutive retries; rxe reset_retry_counters).
+ */
+function restoreRetries(q: QpCtx): void {
+  q.retryLeft = q.retryCnt;
+  q.rnrLeft = q.rnrRetry;
 }
 
 function progress(q: QpCtx, psn: number, now: number): void {
   if (psnCompare(psn, q.ackedPsn) > 0) q.ackedPsn = psn;
-  q.retryLeft = q.retryCnt;
+  restoreRetries(q);
   q.retryStarted = false;
   q.ackDeadline = hasUnacked(q) ? now + localAckTimeoutNs(q.timeout) : Infinity;
+}
+
+/**
+ * A response for a PSN past the head READ/ATOMIC means the head's response
+ * was lost: an implied NAK (IBTA 9.7.5.1.4; rxe check_psn → ERROR_RETRY).
+ * Only once per loss: what was in flight before the retry starts no new one
+ * (rxe started_retry).
+ */
+function impliedNak(nic: NicCore, q: QpCtx, now: number): void {
+  if (q.retryStarted) return;
+  nic.ctr(q.portNum)[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
+  if (takeRetry(nic, q)) {
+    retransmitFromOldest(q);
+    q.retryStarted = true;
+    restartTimer(q, now);
+  }
+  nic.schedule(q);
 }
 
 /**
@@ -107,15 +139,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         ackThrough(nic, q, psn);
         const head = q.window[0];
         if (head && head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, head.firstPsn) >= 0) {
-          // One retry per loss: ACKs still in flight from before a retry start no new one (rxe started_retry).
-          if (q.retryStarted) return;
-          ctr[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
-          if (takeRetry(nic, q)) {
-            retransmitFromOldest(q);
-            q.retryStarted = true;
-            restartTimer(q, now);
-          }
-          nic.schedule(q);
+          impliedNak(nic, q, now);
           return;
         }
         progress(q, psn, now);
@@ -174,13 +198,18 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   ackThrough(nic, q, psnAdd(psn, -1));
   const head = q.window[0];
   if (!head || head.status === WqeStatus.PENDING && head.sentPkts === 0) return;
+  // A response past the head's last PSN answers a later request: the head's was lost.
+  if (psnCompare(psn, lastPsn(head)) > 0) {
+    impliedNak(nic, q, now);
+    return;
+  }
+  if (psnCompare(psn, head.firstPsn) < 0) return; // a duplicate of one already taken
   if (op === Op.RC_ATOMIC_ACKNOWLEDGE) {
+    // Inside the head's PSNs but not what it asked for: a bad response (rxe check_ack → FATAL).
     if (head.opcode !== IBV_WR_ATOMIC_CMP_AND_SWP && head.opcode !== IBV_WR_ATOMIC_FETCH_AND_ADD) {
-      if (psnCompare(psn, head.firstPsn) < 0) return; // duplicate
       failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
       return;
     }
-    if (psn !== head.firstPsn) return;
     const orig = new Uint8Array(8);
     new DataView(orig.buffer).setBigUint64(0, p.atomicAckEth!.origData, true);
     if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, 0, orig, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
@@ -192,7 +221,6 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   }
   // READ responses.
   if (head.opcode !== IBV_WR_RDMA_READ) {
-    if (psnCompare(psn, head.firstPsn) < 0) return;
     failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
     return;
   }
@@ -200,16 +228,8 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   const d = psnCompare(psn, expected);
   if (d < 0) return; // duplicate response
   if (d > 0) {
-    // A response is missing: an implied NAK; ask again from what we have. Only once per
-    // loss: the rest of what was in flight before the retry is dropped (rxe started_retry).
-    if (q.retryStarted) return;
-    ctr[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
-    if (takeRetry(nic, q)) {
-      rewindTo(q, expected);
-      q.retryStarted = true;
-      restartTimer(q, now);
-    }
-    nic.schedule(q);
+    // A response of this READ is missing: ask again from what we have (resumePsn).
+    impliedNak(nic, q, now);
     return;
   }
   const isFirst = op === Op.RC_RDMA_READ_RESPONSE_FIRST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;

@@ -37,12 +37,15 @@ export class Nic implements NicCore {
   /** QPs with something to send, in round-robin order. */
   private readonly ready: QpCtx[] = [];
   private readonly pairs = new Int32Array(1024);
+  /** QPNs taken from the firmware's change list after a command. */
+  private readonly changed: Int32Array;
   private readonly scratch = new CqeFields();
   private readonly ipIds: number[];
   private readonly lanes: Float64Array[];
 
   constructor(env: NicEnv) {
     this.env = env;
+    this.changed = new Int32Array(env.fw.qpChanges.capacity);
     this.ipIds = env.ports.map(() => 0);
     this.lanes = env.ports.map((_, i) => env.counters.lane(i + 1, 0));
   }
@@ -260,8 +263,42 @@ export class Nic implements NicCore {
     return n;
   }
 
-  /** After MODIFY_QP / DESTROY_QP: act on QPs the firmware flagged. */
+  /**
+   * After a command: act on the QPs it changed (the firmware's change list,
+   * QpChangeList), not on every QP slot: a create or modify costs the same
+   * at 100 QPs as at 100,000.
+   */
   private afterCommand(): void {
+    const n = this.env.fw.qpChanges.take(this.changed);
+    if (n < 0) {
+      this.scanAllQps();
+      return;
+    }
+    for (let i = 0; i < n; i++) this.qpChanged(this.changed[i]!);
+  }
+
+  /** QP `qpn` was created, modified or destroyed by a command. */
+  private qpChanged(qpn: number): void {
+    const t = this.env.tables;
+    const off = t.qpByNumber(qpn);
+    const q = this.qps.get(qpn);
+    if (off < 0) {
+      // Destroyed: its private state goes now (a later QP with this number starts fresh).
+      if (q) this.qps.delete(qpn);
+      return;
+    }
+    const flags = t.qpFlags(off);
+    if (!q && (flags & (QpFlag.RESET_PENDING | QpFlag.FLUSH_PENDING)) === QpFlag.RESET_PENDING) {
+      // Nothing cached to drop: acknowledge the reset without allocating pipeline state.
+      t.qpClearFlags(off, QpFlag.RESET_PENDING);
+    } else if (flags & (QpFlag.RESET_PENDING | QpFlag.FLUSH_PENDING)) {
+      this.qp(qpn);
+    }
+    if (q && t.qpState(off) === IBV_QPS_RESET) q.clearTransport();
+  }
+
+  /** The change list overflowed: look at every QP (bounded fallback, as before the list existed). */
+  private scanAllQps(): void {
     const t = this.env.tables;
     for (let qpn = 2; qpn < t.qpCount; qpn++) {
       const off = t.qpOff(qpn);
@@ -359,7 +396,12 @@ export class Nic implements NicCore {
       ctr[Ctr.BAD_PKEY_CNTR]!++;
       return;
     }
-    if (info.isRequest) responderReceive(this, s.q, s.off, p, frame);
-    else completerReceive(this, s.q, s.off, p, this.env.clock.now());
+    if (info.isRequest) {
+      responderReceive(this, s.q, s.off, p, frame);
+      // The ACK leaves with the receive completion it answers, not on a later
+      // pass: an application that destroys its QP on seeing the completion
+      // must not leave the peer retransmitting.
+      if (s.q.responses.length > 0) responderTransmit(this, s.q, QP_BURST, true);
+    } else completerReceive(this, s.q, s.off, p, this.env.clock.now());
   }
 }

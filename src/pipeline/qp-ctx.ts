@@ -161,6 +161,11 @@ export class QpCtx {
     // PSNs are [fw, dev]: the pipeline writes its values back, so the context
     // holds ours unless MODIFY_QP just set new ones.
     this.sqPsn = f.sqPsn.get(dv, qp);
+    // With nothing outstanding, everything before the next PSN counts as
+    // acknowledged. The cumulative-ACK mark must sit just behind the send
+    // PSN (set by RTR→RTS), or comparisons against a mark 2^23 away flip
+    // sign (PSN order is modulo 2^24, IBTA 9.7.1).
+    if (this.window.length === 0) this.ackedPsn = (this.sqPsn - 1) & 0xffffff;
     this.ePsn = f.rqPsn.get(dv, qp);
     return true;
   }

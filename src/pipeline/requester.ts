@@ -11,7 +11,7 @@ import {
   IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_INV,
   IBV_ACCESS_LOCAL_WRITE,
 } from '../device/abi/constants.js';
-import { MrCheck } from '../device/contexts.js';
+import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { sqAdvance, sqPeek } from '../device/queues.js';
 import { Op } from '../wire/index.js';
@@ -118,6 +118,9 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
     w.firstPsn = q.sqPsn;
     w.npsn = isAtomic || q.qpType === IBV_QPT_UD ? 1 : Math.max(1, Math.ceil(w.length / q.mtu));
     q.sqPsn = psnAdd(q.sqPsn, w.npsn);
+    // Written back, so ibv_query_qp reports it and a later MODIFY_QP that
+    // does not set sq_psn (RTS→RTS, →SQD) keeps it.
+    QPC.f.sqPsn.set(t.dv, qp, q.sqPsn);
     q.window.push(w);
   }
 }

@@ -255,6 +255,21 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
   const rc = q.qpType === IBV_QPT_RC;
+  const last = pos === Position.LAST || pos === Position.ONLY;
+  if (p.immDt !== null && last && !q.recv) {
+    // WRITE with immediate consumes a receive WQE. Checked first, before any
+    // state of the message changes (rxe check_resource precedes the length
+    // and rkey checks): a request that finds none gets RNR NAK, and its
+    // retry after the RNR timer is the same request again, not a new one.
+    const w = takeRecv(nic, q, qp);
+    if (!w) {
+      ctr[Ctr.OUT_OF_BUFFER]!++;
+      if (rc) rnrNak(nic, q, psn);
+      else dropUcMessage(q);
+      return false;
+    }
+    q.recv = w;
+  }
   if (pos === Position.FIRST || pos === Position.ONLY) {
     ctr[Ctr.RX_WRITE_REQUESTS]!++;
     if (!(q.accessFlags & IBV_ACCESS_REMOTE_WRITE)) {
@@ -278,25 +293,11 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
     q.inMessage = 2;
   }
   const len = p.payload.length;
-  const last = pos === Position.LAST || pos === Position.ONLY;
   if (len > q.writeLeft || (last && len !== q.writeLeft)) {
     ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
     if (rc) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
     else dropUcMessage(q);
     return false;
-  }
-  if (p.immDt !== null && last) {
-    // WRITE with immediate consumes a receive WQE: check before placing the data.
-    if (!q.recv) {
-      const w = takeRecv(nic, q, qp);
-      if (!w) {
-        ctr[Ctr.OUT_OF_BUFFER]!++;
-        if (rc) rnrNak(nic, q, psn);
-        else dropUcMessage(q);
-        return false;
-      }
-      q.recv = w;
-    }
   }
   if (len > 0) {
     mem.u8.set(p.payload, q.writeHostOff);

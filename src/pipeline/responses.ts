@@ -5,8 +5,12 @@ import { connectedPath } from './paths.js';
 import { psnAdd } from './psn.js';
 import type { QpCtx } from './qp-ctx.js';
 
-/** Sends up to `budget` response packets; returns how many went out. */
-export function responderTransmit(nic: NicCore, q: QpCtx, budget: number): number {
+/**
+ * Sends up to `budget` response packets; returns how many went out. With
+ * `singlesOnly`, stops at a READ response (a multi-packet stream waits for
+ * the scheduler; ACKs, NAKs and atomic ACKs go now).
+ */
+export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, singlesOnly = false): number {
   if (q.responses.length === 0) return 0;
   const path = connectedPath(nic, q);
   if (!path) return 0;
@@ -15,6 +19,7 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number): numbe
   let sent = 0;
   while (sent < budget && q.responses.length > 0) {
     const r = q.responses[0]!;
+    if (singlesOnly && r.kind === 'read') break;
     let frame: Uint8Array;
     if (r.kind === 'ack' || r.kind === 'nak') {
       path.setAeth(r.syndrome, q.msn);
