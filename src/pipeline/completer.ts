@@ -135,8 +135,10 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
     const syn = p.aeth!.syndrome;
     switch (aethType(syn)) {
       case AethType.ACK: {
-        // A cumulative ACK beyond a pending READ/ATOMIC means its response was lost.
+        // Nothing new (a duplicated or delayed ACK): no progress, no retry budget back (rxe check_psn → DONE).
+        if (psnCompare(psn, q.ackedPsn) <= 0) return;
         ackThrough(nic, q, psn);
+        // A cumulative ACK beyond a pending READ/ATOMIC means its response was lost.
         const head = q.window[0];
         if (head && head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, head.firstPsn) >= 0) {
           impliedNak(nic, q, now);
@@ -147,7 +149,10 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         return;
       }
       case AethType.RNR_NAK: {
+        // Stale (before what is acknowledged), or the RNR NAK being waited out arriving again.
+        if (psnCompare(psn, q.ackedPsn) <= 0 || (now < q.rnrUntil && psn === q.rnrPsn)) return;
         ackThrough(nic, q, psnAdd(psn, -1));
+        q.ackedPsn = psnAdd(psn, -1);
         ctr[Ctr.RCVD_RNR_ERR]!++;
         const head = q.window[0];
         if (!head) return;
@@ -158,6 +163,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         if (q.rnrRetry !== 7) q.rnrLeft--;
         ctr[Ctr.RNR_NAK_RETRY_ERR]!++;
         q.rnrUntil = now + rnrTimerNs(aethValue(syn));
+        q.rnrPsn = psn;
         q.ackDeadline = Infinity;
         rewindTo(q, psn);
         nic.schedule(q);
@@ -165,10 +171,18 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
       }
       case AethType.NAK: {
         if (syn === Syndrome.NAK_PSN_SEQ_ERR) {
-          // Everything before the NAKed PSN arrived; resend from it.
-          ackThrough(nic, q, psnAdd(psn, -1));
+          // Everything before the NAKed PSN arrived; resend from it. A NAK for a
+          // PSN already acknowledged is stale, and the same gap NAKed again
+          // after its retry started is a copy (the responder NAKs a gap once,
+          // IBTA C9-103): neither starts another retry (rxe started_retry).
+          const d = psnCompare(psn, psnAdd(q.ackedPsn, 1));
+          if (d < 0 || (d === 0 && q.retryStarted)) return;
           ctr[Ctr.RCVD_SEQ_ERR]!++;
-          if (psnCompare(psnAdd(psn, -1), q.ackedPsn) > 0) q.ackedPsn = psnAdd(psn, -1);
+          if (d > 0) {
+            ackThrough(nic, q, psnAdd(psn, -1));
+            q.ackedPsn = psnAdd(psn, -1);
+            restoreRetries(q);
+          }
           if (!takeRetry(nic, q)) return;
           // mlx5 packet_seq_err: a NAK-sequence with the retry limit not exceeded.
           ctr[Ctr.PACKET_SEQ_ERR]!++;

@@ -85,6 +85,8 @@ export class QpCtx {
   ackDeadline = Infinity;
   /** RNR wait: no transmission before this time. */
   rnrUntil = 0;
+  /** The PSN the RNR NAK being waited out named (a copy of it is ignored). */
+  rnrPsn = -1;
   /** Packets sent since the last AckReq (coalescing). */
   sinceAckReq = 0;
   /** The QP hit a fatal error: flush when the window drains. */

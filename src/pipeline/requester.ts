@@ -273,5 +273,6 @@ export function rewindTo(q: QpCtx, psn: number): void {
       return;
     }
   }
-  q.txIndex = q.window.length;
+  // Not in the window (acknowledged already, or never sent): nothing to resend,
+  // and WQEs not yet sent keep their place.
 }
