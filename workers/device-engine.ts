@@ -7,12 +7,15 @@ import { Bar } from '../src/device/registers.js';
 import { DeviceHost, type RingCable } from '../src/runtime/device-host.js';
 import type { CableConfig } from '../src/runtime/config.js';
 import type { DeviceResources } from '../src/runtime/device-resources.js';
+import type { UdpCableShm } from '../src/runtime/udp-io.js';
 import { monotonicClock, runDeviceLoop, DEFAULT_TUNING, type LoopTuning } from '../src/runtime/run-loop.js';
 
 interface EngineData {
   devices: DeviceResources[];
   cables: CableConfig[];
   rings: RingCable[];
+  /** Shared memory of the UDP cables, by index in `cables`. */
+  udp: [number, UdpCableShm][];
   quirks: Record<string, boolean>;
   seed?: number;
   stop: SharedArrayBuffer;
@@ -39,13 +42,13 @@ parentPort!.on('message', (m: { type: string; port?: string; path?: string | nul
 });
 
 try {
-  await host.cable(data.cables, data.rings, data.seed);
-  parentPort!.postMessage({ type: 'ready' });
+  await host.cable(data.cables, data.rings, data.seed, new Map(data.udp));
+  parentPort!.postMessage({ type: 'ready', udpLocal: host.udpLocal });
   await runDeviceLoop(host, host.devices.map((d) => Bar.attach(d.bar.sab)), stop, { ...DEFAULT_TUNING, ...data.tuning });
 } catch (e) {
   parentPort!.postMessage({ type: 'error', message: `${(e as { code?: string }).code ?? 'ERROR'}: ${(e as Error).message}` });
 } finally {
-  host.close();
+  await host.close();
   parentPort!.postMessage({ type: 'stopped' });
   // Nothing may keep this thread alive once the loop has ended (the message listener would).
   parentPort!.close();

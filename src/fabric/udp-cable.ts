@@ -12,6 +12,8 @@
  * stages and the simulator never import it.
  */
 import * as dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
+import * as os from 'node:os';
 import { isIPv4, isIPv6 } from 'node:net';
 import { formatIpv6, parseIpv6 } from '../wire/ip.js';
 import { ETH_HEADER_LENGTH } from '../wire/ethernet.js';
@@ -57,6 +59,8 @@ export interface UdpCableStats extends CableStats {
   readonly txClosed: number;
   /** Sends the OS refused (reported by the send callback). */
   readonly txErrors: number;
+  /** Datagrams the OS dropped because the receive buffer was full (Linux /proc/net/udp `drops`; -1 where it cannot be seen). */
+  readonly rxSocketDrops: number;
 }
 
 /** Descriptions of the UDP-specific counters (STYLE §7); the common ones are CABLE_STATS. */
@@ -68,7 +72,11 @@ export const UDP_CABLE_STATS: readonly StatDecl[] = Object.freeze([
   { name: 'txBadSize', unit: 'frames', doc: 'frames shorter than 14 bytes or longer than maxFrameBytes, not sent' },
   { name: 'txClosed', unit: 'frames', doc: 'frames sent after close, not sent' },
   { name: 'txErrors', unit: 'errors', doc: 'datagrams the OS failed to send' },
+  { name: 'rxSocketDrops', unit: 'datagrams', doc: 'datagrams the OS dropped for want of receive-buffer space (Linux /proc/net/udp `drops`; -1 if not visible)' },
 ]);
+
+/** The default SO_RCVBUF / SO_SNDBUF request: 4 MiB (Linux caps it at net.core.rmem_max / wmem_max). */
+export const DEFAULT_SOCKET_BUFFER_BYTES = 4 << 20;
 
 function badAddress(what: string, text: unknown, why: string): never {
   throw new FabricError('FABRIC_BAD_ADDRESS', `${what} address ${JSON.stringify(text)}: ${why}`);
@@ -136,6 +144,37 @@ function canonical(address: string, family: 4 | 6): string {
   }
 }
 
+/** Hex of an address as /proc/net/udp{,6} writes it (host byte order words, little-endian here). */
+function procHex(e: UdpEndpoint): string {
+  const bytes = e.family === 4 ? e.address.split('.').map(Number) : [...parseIpv6(e.address.replace(/%.*$/, ''))];
+  let out = '';
+  for (let i = 0; i < bytes.length; i += 4) {
+    for (let j = 3; j >= 0; j--) out += bytes[i + j]!.toString(16).padStart(2, '0');
+  }
+  return `${out.toUpperCase()}:${e.port.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/**
+ * Receive-buffer drops of the socket bound to `local`: the last column of
+ * Linux's /proc/net/udp. -1 where it cannot be read (not Linux, or a
+ * big-endian host, where the address columns are written differently).
+ */
+function socketDrops(local: UdpEndpoint): number {
+  if (process.platform !== 'linux' || os.endianness() !== 'LE') return -1;
+  let text: string;
+  try {
+    text = readFileSync(local.family === 4 ? '/proc/net/udp' : '/proc/net/udp6', 'latin1');
+  } catch {
+    return -1;
+  }
+  const key = procHex(local);
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === key) return Number(f[f.length - 1]);
+  }
+  return -1;
+}
+
 export class UdpCable implements CableEnd {
   readonly localEndpoint: UdpEndpoint;
   readonly remoteEndpoint: UdpEndpoint;
@@ -148,6 +187,9 @@ export class UdpCable implements CableEnd {
   readonly #remoteCanonical: string;
   #handler: FrameHandler | null = null;
   #isClosed = false;
+  /** Sends handed to the OS whose callback has not come yet. */
+  #inFlight = 0;
+  #flushed: (() => void)[] = [];
   readonly #s = {
     framesSent: 0, bytesSent: 0, framesReceived: 0, bytesReceived: 0, framesDropped: 0,
     rxTooLarge: 0, rxTooSmall: 0, rxForeign: 0, rxNoHandler: 0, txBadSize: 0, txClosed: 0, txErrors: 0,
@@ -157,6 +199,11 @@ export class UdpCable implements CableEnd {
     if (err) {
       this.#s.txErrors++;
       this.#s.framesDropped++;
+    }
+    if (--this.#inFlight === 0 && this.#flushed.length > 0) {
+      const f = this.#flushed;
+      this.#flushed = [];
+      for (const r of f) r();
     }
   };
 
@@ -224,6 +271,23 @@ export class UdpCable implements CableEnd {
   }
 
   send(frame: Uint8Array): void {
+    // A copy: the datagram may be queued in libuv after send() returns, and
+    // the caller may reuse its buffer at once.
+    this.#send(frame, true);
+  }
+
+  /** As `send`, for a frame the caller hands over and never touches again (no copy). */
+  sendOwned(frame: Uint8Array): void {
+    this.#send(frame, false);
+  }
+
+  /** Resolves when every datagram sent so far has been handed to the OS (or refused). */
+  flush(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((r) => this.#flushed.push(r));
+  }
+
+  #send(frame: Uint8Array, copy: boolean): void {
     const s = this.#s;
     if (this.#isClosed) {
       s.txClosed++;
@@ -238,9 +302,9 @@ export class UdpCable implements CableEnd {
     }
     s.framesSent++;
     s.bytesSent += len;
-    // A copy: the datagram may be queued in libuv after send() returns, and
-    // the caller may reuse its buffer at once.
-    this.#sock.send(Buffer.from(frame), this.remoteEndpoint.port, this.remoteEndpoint.address, this.#onSent);
+    this.#inFlight++;
+    const buf = copy ? Buffer.from(frame) : Buffer.from(frame.buffer, frame.byteOffset, len);
+    this.#sock.send(buf, this.remoteEndpoint.port, this.remoteEndpoint.address, this.#onSent);
   }
 
   onReceive(handler: FrameHandler | null): void {
@@ -249,12 +313,20 @@ export class UdpCable implements CableEnd {
 
   close(): void {
     if (this.#isClosed) return;
+    this.#lastDrops = socketDrops(this.localEndpoint);
     this.#isClosed = true;
     this.#sock.close();
   }
 
   get stats(): UdpCableStats {
-    return { ...this.#s };
+    return { ...this.#s, rxSocketDrops: this.#isClosed ? this.#lastDrops : (this.#lastDrops = socketDrops(this.localEndpoint)) };
+  }
+
+  #lastDrops = -1;
+
+  /** The SO_RCVBUF the OS granted (Linux reports twice what was asked, capped at 2 × rmem_max). */
+  get receiveBufferBytes(): number {
+    return this.#isClosed ? 0 : this.#sock.getRecvBufferSize();
   }
 
   #receive(msg: Buffer, rinfo: dgram.RemoteInfo): void {

@@ -40,7 +40,7 @@ export type CableFaults = readonly ResolvedFaultRule[];
 
 export type CableConfig =
   | { kind: 'wire'; a: string; b: string; faults?: CableFaults }
-  | { kind: 'udp'; port: string; local: string; remote: string; faults?: CableFaults };
+  | { kind: 'udp'; port: string; local: string; remote: string; socketBufferBytes?: number; faults?: CableFaults };
 
 export interface ModelConfig {
   /** Worker threads that run the devices (0: run them in the application's thread). */
@@ -207,10 +207,16 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       return { kind: 'wire', a, b, ...faults() };
     }
     if (co.kind === 'udp') {
-      onlyKeys(co, ['kind', 'port', 'local', 'remote', 'faults'], path);
+      onlyKeys(co, ['kind', 'port', 'local', 'remote', 'socketBufferBytes', 'faults'], path);
       const port = str(co.port, `${path}.port`);
       use(port, `${path}.port`);
-      return { kind: 'udp', port, local: str(co.local, `${path}.local`), remote: str(co.remote, `${path}.remote`), ...faults() };
+      const cable: CableConfig = { kind: 'udp', port, local: str(co.local, `${path}.local`), remote: str(co.remote, `${path}.remote`), ...faults() };
+      if (co.socketBufferBytes !== undefined) {
+        const b = size(co.socketBufferBytes, `${path}.socketBufferBytes`, 0);
+        if (b < 1024 || b > 1 << 30) fail(`${path}.socketBufferBytes`, `expected 1KiB..1GiB, got ${JSON.stringify(co.socketBufferBytes)}`);
+        cable.socketBufferBytes = b;
+      }
+      return cable;
     }
     fail(`${path}.kind`, `expected 'wire' or 'udp', got ${JSON.stringify(co.kind)}`);
   });

@@ -13,8 +13,6 @@ import { Bar, DevStatus, setDeviceStatus } from '../device/registers.js';
 import { InProcessCable, type CableEnd } from '../fabric/cable.js';
 import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
 import { Random } from './sim/random.js';
-import { FrameRing } from '../fabric/frame-ring.js';
-import { UdpCable } from '../fabric/udp-cable.js';
 import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
@@ -22,6 +20,8 @@ import { IBTA_QUIRKS, type NicClock, type Quirks } from '../pipeline/nic-env.js'
 import { LINKTYPE_ETHERNET, PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
 import type { DeviceResources } from './device-resources.js';
+import { RingEnd } from './ring-end.js';
+import { createUdpCableShm, UdpIoThread, type UdpCableShm } from './udp-io.js';
 
 /** A cable between two threads: one ring each way, made by the main thread. */
 export interface RingCable {
@@ -38,47 +38,12 @@ export interface HostedDevice {
   readonly bar: Bar;
 }
 
-class RingEnd implements CableEnd {
-  private handler: ((f: Uint8Array) => void) | null = null;
-  private s = { framesSent: 0, bytesSent: 0, framesReceived: 0, bytesReceived: 0, framesDropped: 0 };
-  constructor(private readonly tx: FrameRing, private readonly rx: FrameRing) {}
-  /** Resolves when the other thread pushes a frame (or at the timeout). */
-  waitForData(ms: number): Promise<unknown> {
-    return this.rx.waitForDataAsync(ms);
-  }
-  send(frame: Uint8Array): void {
-    if (this.tx.push(frame)) {
-      this.s.framesSent++;
-      this.s.bytesSent += frame.length;
-    } else this.s.framesDropped++; // a full ring drops, as a congested wire would
-  }
-  onReceive(h: ((f: Uint8Array) => void) | null): void {
-    this.handler = h;
-  }
-  close(): void {
-    this.handler = null;
-  }
-  get stats() {
-    return { ...this.s };
-  }
-  /** Delivers what the other thread sent; returns the number of frames. */
-  poll(): number {
-    let n = 0;
-    for (let f = this.rx.pop(); f; f = this.rx.pop()) {
-      this.s.framesReceived++;
-      this.s.bytesReceived += f.length;
-      this.handler?.(f);
-      n++;
-    }
-    return n;
-  }
-}
-
 export class DeviceHost {
   readonly devices: HostedDevice[] = [];
   private readonly wires: InProcessCable[] = [];
+  /** Ring ends to other threads: device engines on other workers, and the UDP I/O thread. */
   private readonly rings: RingEnd[] = [];
-  private readonly udp: UdpCable[] = [];
+  private udp: UdpIoThread | null = null;
   private readonly captures: PcapWriter[] = [];
   private kick: (() => void) | null = null;
   private readonly injectors = new Map<CableConfig, FaultInjector>();
@@ -124,9 +89,36 @@ export class DeviceHost {
     });
   }
 
-  /** Promises that resolve when a frame arrives on a ring cable from another thread. */
+  /**
+   * Promises that resolve when a frame arrives on a ring cable from another
+   * thread (or a socket), or when a ring with frames waiting to go has room.
+   */
   ringWaits(ms: number): Promise<unknown>[] {
-    return this.rings.map((r) => r.waitForData(ms));
+    return this.rings.map((r) => r.wait(ms));
+  }
+
+  /** Frames waiting for room in a TX ring. */
+  pendingTx(): number {
+    let n = 0;
+    for (const r of this.rings) n += r.pendingTx;
+    return n;
+  }
+
+  /**
+   * Drain on stop: polls until nothing is left to send (every queued frame
+   * is in a ring or on a wire), at most `ms` milliseconds. The last ACK or
+   * the last UC/UD message posted before the stop still goes out.
+   */
+  async drain(ms = 200): Promise<void> {
+    const end = this.clock.now() + ms * 1e6;
+    let quiet = 0;
+    while (quiet < 4 && this.clock.now() < end) {
+      const work = this.poll();
+      const busy = this.devices.some((d) => d.nic.busy());
+      if (work === 0 && !busy && this.pendingTx() === 0) quiet++;
+      else quiet = 0;
+      if (work === 0) await new Promise<void>((r) => setImmediate(r));
+    }
   }
 
   /** Resolves at the next `wake()` (a frame arrived from outside the poll loop). */
@@ -148,16 +140,45 @@ export class DeviceHost {
    */
   private faulty(end: CableEnd, injector: FaultInjector | null, direction: 'a->b' | 'b->a'): CableEnd {
     if (!injector) return end;
-    return new FaultyCableEnd(end, injector, { direction, nowNs: () => this.clock.now(), setTimer: (ms, fn) => setTimeout(fn, ms) });
+    // A delayed frame is sent from a timer on the event loop: wake a sleeping loop to carry it.
+    return new FaultyCableEnd(end, injector, {
+      direction,
+      nowNs: () => this.clock.now(),
+      setTimer: (ms, fn) => setTimeout(() => {
+        fn();
+        this.wake();
+      }, ms),
+    });
   }
 
-  /** Lays the cables whose ends are here: wires between local ports, ring ends, UDP cables. */
-  async cable(cables: CableConfig[], rings: RingCable[] = [], seed: number | string | bigint = 1): Promise<void> {
+  /**
+   * Lays the cables whose ends are here: wires between local ports, ring
+   * ends, UDP cables. A UDP cable's socket lives on the I/O thread, its
+   * rings in `udpShm` (keyed by the cable's index in `cables`; made here
+   * when not given).
+   */
+  async cable(cables: CableConfig[], rings: RingCable[] = [], seed: number | string | bigint = 1, udpShm: ReadonlyMap<number, UdpCableShm> = new Map()): Promise<void> {
     // One independent, seeded stream per cable (the simulator's forkable source).
     const random = new Random(typeof seed === 'number' || typeof seed === 'bigint' || typeof seed === 'string' ? seed : 1);
     cables.forEach((c, i) => {
       if (c.faults && c.faults.length > 0) this.injectors.set(c, new FaultInjector(c.faults, { random: random.fork(`cable/${i}`) }));
     });
+    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm; ref: { dev: HostedDevice; portNum: number }; inj: FaultInjector | null }[] = [];
+    cables.forEach((c, i) => {
+      if (c.kind !== 'udp') return;
+      const p = this.portRef(c.port);
+      if (!p) return;
+      const options = { local: c.local, remote: c.remote, ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }) };
+      udp.push({ options, shm: udpShm.get(i) ?? createUdpCableShm(), ref: p, inj: this.injectors.get(c) ?? null });
+    });
+    if (udp.length > 0) {
+      this.udp = await UdpIoThread.open(udp);
+      this.udp.ends.forEach((end, i) => {
+        const u = udp[i]!;
+        this.plug(u.ref, this.faulty(end, u.inj, 'a->b'));
+        this.rings.push(end);
+      });
+    }
     for (const c of cables) {
       const inj = this.injectors.get(c) ?? null;
       if (c.kind === 'wire') {
@@ -168,21 +189,20 @@ export class DeviceHost {
         this.plug(a, this.faulty(w.a, inj, 'a->b'));
         this.plug(b, this.faulty(w.b, inj, 'b->a'));
         this.wires.push(w);
-      } else {
-        const p = this.portRef(c.port);
-        if (!p) continue;
-        const u = await UdpCable.open({ local: c.local, remote: c.remote });
-        this.plug(p, this.faulty(u, inj, 'a->b'));
-        this.udp.push(u);
       }
     }
     for (const r of rings) {
       const p = this.portRef(r.port);
       if (!p) continue;
-      const end = new RingEnd(FrameRing.attach(r.tx), FrameRing.attach(r.rx));
+      const end = new RingEnd(r.tx, r.rx);
       this.plug(p, end);
       this.rings.push(end);
     }
+  }
+
+  /** The local addresses the UDP cables are bound to, in the order of the configuration. */
+  get udpLocal(): readonly string[] {
+    return this.udp?.local ?? [];
   }
 
   /** One pass over every device and cable; returns the work done (0 = idle). */
@@ -211,8 +231,11 @@ export class DeviceHost {
     p.dev.ports[p.portNum - 1]!.setCapture(w);
   }
 
-  close(): void {
-    for (const u of this.udp) u.close();
+  /** Closes the cables (the UDP I/O thread sends what is still queued first), then the captures. */
+  async close(): Promise<void> {
+    const u = this.udp;
+    this.udp = null;
+    if (u) await u.close();
     for (const c of this.captures) {
       try {
         c.close();

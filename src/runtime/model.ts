@@ -4,8 +4,6 @@
  * hand back, per device, exactly what a driver gets of hardware — host
  * memory, the BAR, the counters window and an interrupt wait.
  */
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { HostMemory } from '../device/host-memory.js';
 import type { HwCounters } from '../device/counters.js';
@@ -15,6 +13,8 @@ import type { ModelConfig } from './config.js';
 import { DeviceHost, type RingCable } from './device-host.js';
 import { createDevice, type DeviceOnHost } from './device-resources.js';
 import { monotonicClock, type LoopTuning } from './run-loop.js';
+import { createUdpCableShm, readUdpIoStats, type UdpCableShm, type UdpIoStats } from './udp-io.js';
+import { compiledWorker } from './worker-url.js';
 
 /** What the driver side gets for one device (the shape of the model provider's ModelDeviceHandle). */
 export interface DeviceHandle {
@@ -32,6 +32,13 @@ export interface RunningModel {
   readonly devices: readonly DeviceHandle[];
   /** Starts or stops a port's capture at run time ('rnic0:1', a path or null). */
   setCapture(port: string, path: string | null): Promise<void>;
+  /** Counters of each UDP cable by its port ('rnic0:1'), read from shared memory (realtime runtime only). */
+  udpStats?(): Record<string, UdpIoStats>;
+  /**
+   * Stops the devices after draining what they still had to send (the
+   * last ACK, the last UC/UD message), closes the cables and flushes the
+   * captures.
+   */
   stop(): Promise<void>;
 }
 
@@ -42,23 +49,46 @@ export interface StartOptions {
 type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };
 const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 
-/** The compiled worker entry (tests run the sources, workers need JavaScript). */
-function workerUrl(): URL {
-  const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.js')) return new URL('../../workers/device-engine.js', import.meta.url);
-  const built = new URL('../../dist/workers/device-engine.js', import.meta.url);
-  if (!existsSync(fileURLToPath(built))) throw new Error('dist/workers/device-engine.js is missing: run `npm run build` first');
-  return built;
-}
-
+/**
+ * Waits for an interrupt. Atomics.waitAsync alone does not keep a process
+ * alive, and the engines are unref'd: a program awaiting a completion
+ * event (rc_pingpong -e) would end with "unsettled top-level await". A
+ * process blocked in ibv_get_cq_event stays, so a ref'd timer is held for
+ * the wait.
+ */
 async function irqWait(bar: Bar, vector: number, seen: number): Promise<number> {
   const w = bar.irqBase + vector;
-  for (;;) {
-    const now = Atomics.load(bar.i32, w);
-    if (now !== seen) return now;
-    const r = waitAsync(bar.i32, w, seen);
-    if (r.async) await r.value;
+  let alive: NodeJS.Timeout | null = null;
+  try {
+    for (;;) {
+      const now = Atomics.load(bar.i32, w);
+      if (now !== seen) return now;
+      const r = waitAsync(bar.i32, w, seen);
+      if (!r.async) continue;
+      alive ??= setInterval(() => {}, 1 << 30);
+      await r.value;
+    }
+  } finally {
+    if (alive) clearInterval(alive);
   }
+}
+
+/** Shared memory for every UDP cable of the configuration, by cable index. */
+function udpShmOf(config: ModelConfig): Map<number, UdpCableShm> {
+  const m = new Map<number, UdpCableShm>();
+  config.cables.forEach((c, i) => {
+    if (c.kind === 'udp') m.set(i, createUdpCableShm());
+  });
+  return m;
+}
+
+function udpStatsOf(config: ModelConfig, shm: Map<number, UdpCableShm>): Record<string, UdpIoStats> {
+  const out: Record<string, UdpIoStats> = {};
+  for (const [i, s] of shm) {
+    const c = config.cables[i]!;
+    if (c.kind === 'udp') out[c.port] = readUdpIoStats(s.stats);
+  }
+  return out;
 }
 
 /**
@@ -68,7 +98,8 @@ async function irqWait(bar: Bar, vector: number, seen: number): Promise<number> 
  */
 export function startModel(config: ModelConfig, opts: StartOptions = {}): RunningModel {
   const made: DeviceOnHost[] = config.devices.map(createDevice);
-  if (config.workers === 0) return startInline(config, made);
+  const udpShm = udpShmOf(config);
+  if (config.workers === 0) return startInline(config, made, udpShm);
   const workers = Math.min(config.workers, made.length);
   const assign = made.map((_, i) => i % workers);
   const rings: RingCable[][] = Array.from({ length: workers }, () => []);
@@ -84,11 +115,16 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   }
   const stop = new SharedArrayBuffer(4);
   const threads: Worker[] = [];
-  const url = workerUrl();
+  const url = compiledWorker('device-engine');
   for (let w = 0; w < workers; w++) {
     const devices = made.filter((_, i) => assign[i] === w).map((d) => d.resources);
+    const names = new Set(devices.map((d) => d.name));
+    const udp = [...udpShm].filter(([i]) => {
+      const c = config.cables[i]!;
+      return c.kind === 'udp' && names.has(c.port.split(':')[0]!);
+    });
     const t = new Worker(url, {
-      workerData: { devices, cables: config.cables, rings: rings[w], quirks: config.quirks, seed: config.seed, stop, tuning: opts.tuning },
+      workerData: { devices, cables: config.cables, rings: rings[w], udp, quirks: config.quirks, seed: config.seed, stop, tuning: opts.tuning },
     });
     t.on('message', (m: { type: string; message?: string }) => {
       if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
@@ -109,6 +145,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   return {
     config,
     devices,
+    udpStats: () => udpStatsOf(config, udpShm),
     async setCapture(port, path) {
       const dev = port.split(':')[0];
       const i = config.devices.findIndex((d) => d.name === dev);
@@ -132,18 +169,37 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
         t.ref(); // keep the process alive until the engine has flushed its captures and exited
         t.once('exit', () => r());
         t.postMessage({ type: 'stop' });
-        setTimeout(() => void t.terminate().then(() => r()), 2000).unref();
+        // Draining (≤ 200 ms) and the UDP flush (≤ 2 s) come first; then give up.
+        setTimeout(() => void t.terminate().then(() => r()), 5000).unref();
       })));
     },
   };
 }
 
 /** All devices in the application's thread: they run when the driver rings or polls. */
-function startInline(config: ModelConfig, made: DeviceOnHost[]): RunningModel {
+function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<number, UdpCableShm>): RunningModel {
   const host = new DeviceHost(made.map((d) => d.resources), monotonicClock(), config.quirks);
-  const ready = host.cable(config.cables, [], config.seed);
+  let stopped = false;
+  const ready = host.cable(config.cables, [], config.seed, udpShm);
   let cabled = false;
-  void ready.then(() => (cabled = true));
+  void ready.then(
+    () => {
+      cabled = true;
+      // Frames from a socket arrive in a ring: between the driver's calls,
+      // poll when one comes (or a timer is due), on this thread's event loop.
+      // Atomics.waitAsync does not keep the process alive.
+      if (udpShm.size > 0) void pump();
+    },
+    (e: Error) => process.emitWarning(`rnic-model: ${(e as { code?: string }).code ?? 'ERROR'}: ${e.message}`),
+  );
+  const pump = async () => {
+    while (!stopped) {
+      host.poll();
+      const ms = Math.min(1000, (host.nextDeadline() - host.clock.now()) / 1e6);
+      if (ms < 1) await new Promise<void>((r) => setImmediate(r));
+      else await Promise.race(host.ringWaits(ms));
+    }
+  };
   const service = () => {
     host.poll();
   };
@@ -170,9 +226,12 @@ function startInline(config: ModelConfig, made: DeviceOnHost[]): RunningModel {
     async setCapture(port, path) {
       host.setCapture(port, path);
     },
+    udpStats: () => udpStatsOf(config, udpShm),
     async stop() {
-      if (!cabled) await ready;
-      host.close();
+      if (!cabled) await ready.catch(() => {});
+      stopped = true;
+      await host.drain();
+      await host.close();
     },
   };
 }

@@ -2,8 +2,12 @@
  * The realtime device loop: poll while there is work; when idle, spin a
  * bounded number of passes (a spinning reader sees a doorbell in well under
  * a microsecond, a sleeping one in ~50 µs), then yield to the event loop
- * (UDP cables deliver there), then sleep on the first device's doorbell
- * sequence word until a doorbell or the next transport timer.
+ * (worker messages, fault-delay timers), then sleep on the doorbell
+ * sequence words of its devices and on its ring cables until a doorbell, a
+ * frame or the next transport timer. Frames from other threads and from
+ * UDP sockets (their own I/O thread) arrive in shared-memory rings that
+ * every pass polls: they never wait for the event loop. When told to stop,
+ * the loop drains: what the pipeline still has to send goes out first.
  */
 import { Reg, type Bar } from '../device/registers.js';
 import type { DeviceHost } from './device-host.js';
@@ -70,6 +74,7 @@ export async function runDeviceLoop(host: DeviceHost, bars: Bar[], stop: Int32Ar
     for (const b of bars) Atomics.store(b.i32, Reg.DEVICE_SLEEPING, 0);
     idle = tuning.spinPasses; // after a sleep, go back to polling without a long spin
   }
+  await host.drain();
 }
 
 /** Monotonic nanoseconds since `t0`, as a number (exact for ~104 days). */

@@ -1,0 +1,119 @@
+/**
+ * UDP cables off the device loop's thread. The sockets live on their own
+ * small worker (workers/udp-io.ts), which moves datagrams to and from a
+ * pair of FrameRings per cable; the device loop sees each cable as a
+ * RingEnd and polls it every pass. So a frame from a real peer reaches the
+ * pipeline within one pass of the loop (microseconds), not when the loop
+ * next yields to its event loop, and the loop never has to yield for I/O.
+ */
+import { Worker } from 'node:worker_threads';
+import { FabricError, type FabricErrorCode } from '../fabric/cable.js';
+import { FrameRing } from '../fabric/frame-ring.js';
+import { DEFAULT_SOCKET_BUFFER_BYTES, type UdpCableOptions, type UdpCableStats } from '../fabric/udp-cable.js';
+import { RingEnd } from './ring-end.js';
+import { compiledWorker } from './worker-url.js';
+
+/** One cable as posted to the I/O thread. */
+export interface UdpIoCable {
+  options: UdpCableOptions;
+  /** The I/O thread pushes received frames here. */
+  rx: SharedArrayBuffer;
+  /** The device loop pushes frames to send here. */
+  tx: SharedArrayBuffer;
+  /** Float64 per UDP_IO_STAT_NAMES, written by the I/O thread. */
+  stats: SharedArrayBuffer;
+}
+
+export type UdpIoRequest = { type: 'close' };
+export type UdpIoReply = { type: 'bound'; local: string[] } | { type: 'error'; code: string; message: string } | { type: 'closed' };
+
+/** What a UDP cable counts (UdpCableStats), plus frames the I/O thread had no room for. */
+export const UDP_IO_STAT_NAMES = [
+  'framesSent', 'bytesSent', 'framesReceived', 'bytesReceived', 'framesDropped',
+  'rxTooLarge', 'rxTooSmall', 'rxForeign', 'rxNoHandler', 'txBadSize', 'txClosed', 'txErrors', 'rxSocketDrops',
+  'rxRingFull',
+] as const;
+
+export type UdpIoStats = UdpCableStats & {
+  /** Received frames dropped because the device loop had not made room in the RX ring or the 32 MiB backlog behind it. */
+  readonly rxRingFull: number;
+};
+
+/** The shared memory of one UDP cable, made where the model is started (so any thread can read its stats). */
+export interface UdpCableShm {
+  rx: SharedArrayBuffer;
+  tx: SharedArrayBuffer;
+  stats: SharedArrayBuffer;
+}
+
+/** 16 MiB each way: ~4,000 full-size RoCE frames, more than a 64 KiB × 128 window. */
+export const UDP_RING_BYTES = 16 << 20;
+
+export function createUdpCableShm(): UdpCableShm {
+  return {
+    rx: FrameRing.create(UDP_RING_BYTES).buffer,
+    tx: FrameRing.create(UDP_RING_BYTES).buffer,
+    stats: new SharedArrayBuffer(UDP_IO_STAT_NAMES.length * 8),
+  };
+}
+
+export function readUdpIoStats(stats: SharedArrayBuffer): UdpIoStats {
+  const f = new Float64Array(stats);
+  const out: Record<string, number> = {};
+  UDP_IO_STAT_NAMES.forEach((n, i) => (out[n] = f[i]!));
+  return out as unknown as UdpIoStats;
+}
+
+/** A device host's UDP cables, on one I/O thread. */
+export class UdpIoThread {
+  private constructor(private readonly worker: Worker, readonly ends: RingEnd[], readonly local: string[]) {}
+
+  /** Starts the thread, binds every socket, and returns the ring ends once they are bound. */
+  static async open(cables: { options: UdpCableOptions; shm: UdpCableShm }[]): Promise<UdpIoThread> {
+    const posted: UdpIoCable[] = cables.map((c) => ({
+      options: { socketBufferBytes: DEFAULT_SOCKET_BUFFER_BYTES, ...c.options },
+      rx: c.shm.rx,
+      tx: c.shm.tx,
+      stats: c.shm.stats,
+    }));
+    const worker = new Worker(compiledWorker('udp-io'), { workerData: { cables: posted } });
+    // Like the device engines, the I/O thread must not keep the application alive.
+    worker.unref();
+    const local = await new Promise<string[]>((resolve, reject) => {
+      worker.once('message', (m: UdpIoReply) => {
+        if (m.type === 'bound') resolve(m.local);
+        else if (m.type === 'error') reject(new FabricError(m.code as FabricErrorCode, m.message));
+      });
+      worker.once('error', reject);
+      worker.once('exit', () => reject(new FabricError('FABRIC_BIND_FAILED', 'the UDP I/O thread ended before binding')));
+    });
+    // The device loop's TX ring is the I/O thread's consumer side and vice versa.
+    const ends = cables.map((c) => new RingEnd(c.shm.tx, c.shm.rx));
+    return new UdpIoThread(worker, ends, local);
+  }
+
+  /**
+   * Sends what is still in the TX rings, then closes the sockets and ends
+   * the thread. Waits at most `ms` (then the thread is terminated).
+   */
+  async close(ms = 2000): Promise<void> {
+    const w = this.worker;
+    w.ref(); // until the last datagram is out
+    await new Promise<void>((resolve) => {
+      let done = false;
+      const end = () => {
+        if (done) return;
+        done = true;
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(() => void w.terminate().then(end, end), ms);
+      w.once('exit', end);
+      w.on('message', (m: UdpIoReply) => {
+        if (m.type === 'closed') end();
+      });
+      w.postMessage({ type: 'close' } satisfies UdpIoRequest);
+    });
+    w.unref();
+  }
+}

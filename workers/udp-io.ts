@@ -1,0 +1,126 @@
+/**
+ * The UDP I/O thread: owns the sockets of a device host's UDP cables, so a
+ * datagram is read the moment it arrives, whatever the device loop is
+ * doing. Each cable is two FrameRings shared with the device loop: RX (we
+ * push what the socket received; the loop pops it every pass) and TX (the
+ * loop pushes; we wait on it and send). Thin: the socket work is
+ * src/fabric/udp-cable.ts, the protocol src/runtime/udp-io.ts.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { FrameRing } from '../src/fabric/frame-ring.js';
+import { UdpCable } from '../src/fabric/udp-cable.js';
+import { UDP_IO_STAT_NAMES, type UdpIoCable, type UdpIoReply, type UdpIoRequest } from '../src/runtime/udp-io.js';
+
+type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };
+const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
+
+const { cables } = workerData as { cables: UdpIoCable[] };
+const port = parentPort!;
+const post = (m: UdpIoReply) => port.postMessage(m);
+
+/** Received frames waiting for room in the RX ring, bounded. */
+const RX_BACKLOG_BYTES = 32 << 20;
+
+class Pump {
+  readonly rx: FrameRing;
+  readonly tx: FrameRing;
+  readonly stats: Float64Array;
+  readonly backlog: Uint8Array[] = [];
+  backlogBytes = 0;
+  rxRingFull = 0;
+  waitingForSpace = false;
+  closing = false;
+
+  constructor(readonly cable: UdpCable, c: UdpIoCable) {
+    this.rx = FrameRing.attach(c.rx);
+    this.tx = FrameRing.attach(c.tx);
+    this.stats = new Float64Array(c.stats);
+    cable.onReceive((f) => this.received(f));
+  }
+
+  received(f: Uint8Array): void {
+    if (this.backlog.length === 0 && this.rx.push(f)) return;
+    if (this.backlogBytes + f.length > RX_BACKLOG_BYTES) {
+      this.rxRingFull++;
+      return;
+    }
+    this.backlog.push(f);
+    this.backlogBytes += f.length;
+    if (!this.waitingForSpace) void this.drainBacklog();
+  }
+
+  /** The device loop is behind: push the backlog as it makes room. */
+  async drainBacklog(): Promise<void> {
+    this.waitingForSpace = true;
+    while (this.backlog.length > 0 && !this.closing) {
+      while (this.backlog.length > 0 && this.rx.push(this.backlog[0]!)) this.backlogBytes -= this.backlog.shift()!.length;
+      if (this.backlog.length === 0) break;
+      const w = this.rx.spaceWaitWord();
+      if (!w) continue;
+      const r = waitAsync(w.array, w.index, w.value, 100);
+      if (r.async) await r.value;
+    }
+    this.waitingForSpace = false;
+  }
+
+  /** Sends everything in the TX ring; returns how many frames. */
+  sendAll(): number {
+    let n = 0;
+    for (let f = this.tx.pop(); f; f = this.tx.pop()) {
+      this.cable.sendOwned(f);
+      n++;
+    }
+    return n;
+  }
+
+  async txLoop(): Promise<void> {
+    while (!this.closing) {
+      if (this.sendAll() > 0) continue;
+      const w = this.tx.dataWaitWord();
+      if (!w) continue;
+      // A timeout only so that the stats are refreshed now and then while idle.
+      const r = waitAsync(w.array, w.index, w.value, 1000);
+      if (r.async) await r.value;
+      this.publish();
+    }
+  }
+
+  publish(): void {
+    const s = this.cable.stats as unknown as Record<string, number>;
+    UDP_IO_STAT_NAMES.forEach((name, i) => {
+      this.stats[i] = name === 'rxRingFull' ? this.rxRingFull : (s[name] ?? 0);
+    });
+  }
+}
+
+let pumps: Pump[] = [];
+try {
+  const opened = await Promise.all(cables.map((c) => UdpCable.open(c.options)));
+  pumps = opened.map((u, i) => new Pump(u, cables[i]!));
+  for (const p of pumps) p.publish();
+  post({ type: 'bound', local: opened.map((u) => `${u.localEndpoint.family === 6 ? `[${u.localEndpoint.address}]` : u.localEndpoint.address}:${u.localEndpoint.port}`) });
+  for (const p of pumps) void p.txLoop();
+} catch (e) {
+  post({ type: 'error', code: (e as { code?: string }).code ?? 'ERROR', message: (e as Error).message });
+  port.close();
+}
+
+port.on('message', (m: UdpIoRequest) => {
+  if (m.type !== 'close') return;
+  void (async () => {
+    // Drain on stop: what the device loop queued before it stopped still goes out.
+    for (const p of pumps) {
+      p.closing = true;
+      p.sendAll();
+    }
+    await Promise.all(pumps.map((p) => p.cable.flush()));
+    for (const p of pumps) {
+      p.publish();
+      p.cable.close();
+      p.publish();
+    }
+    await Promise.all(pumps.map((p) => p.cable.closed));
+    post({ type: 'closed' });
+    port.close();
+  })();
+});
