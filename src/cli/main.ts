@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `rnic` command: one verb per file in this folder. */
 import '../boot.js';
+import { campaignCommand } from './commands/campaign.js';
 import { countersCommand } from './commands/counters.js';
 import { demoCommand } from './commands/demo.js';
 import { devinfoCommand } from './commands/devinfo.js';
@@ -19,6 +20,7 @@ const COMMANDS: Record<string, Command> = {
   perf: perfCommand,
   devinfo: devinfoCommand,
   sim: simCommand,
+  campaign: campaignCommand,
 };
 
 function usage(): string {

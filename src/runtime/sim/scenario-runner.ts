@@ -21,7 +21,7 @@
  */
 import { currentModel, startSimModel, stopModel } from '../../boot.js';
 import {
-  IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR,
+  IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WR_FLUSH_ERR,
   IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, ibv_poll_cq, ibv_post_recv, ibv_post_send, newWcArray, rnic_read_counters,
 } from '../../driver/verbs/index.js';
@@ -29,8 +29,8 @@ import type { ibv_cq, ibv_send_wr, ibv_wc } from '../../driver/verbs/index.js';
 import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
 import { localAckTimeoutNs, rnrTimerNs } from '../../pipeline/timer-tables.js';
 import { Random } from './random.js';
-import type { Scenario, ScenarioTraffic } from './scenario.js';
-import { buffer, closeHosts, makePair, openHosts, qpStateOf, ScenarioRunError, type HostDev, type QpEnd, type QpPair, type RegBuf } from './scenario-setup.js';
+import { consumesRecv, isAtomic, type Scenario, type ScenarioTraffic, type TrafficOp } from './scenario.js';
+import { buffer, closeHosts, guardDamage, makePair, openHosts, qpStateOf, ScenarioRunError, type HostDev, type QpEnd, type QpPair, type RegBuf } from './scenario-setup.js';
 import type { FrameObserver } from './sim-device.js';
 import type { SimModel, SimStats } from './sim-model.js';
 import { psnAddMasked, psnCount, type QpTimeline, TimelineRecorder, wcStatusName } from './timeline.js';
@@ -94,6 +94,8 @@ export interface ScenarioResult {
   readonly qpStates: Record<string, { a: string; b: string }>;
   /** Every check that failed; empty when all was well. */
   readonly verify: readonly string[];
+  /** The same failures, structured (kind, QP, op, status, when), earliest first. */
+  readonly findings: readonly Finding[];
   /** Pcap bytes per captured port (when no captureWriter was given). */
   readonly captures: Record<string, Uint8Array>;
 }
@@ -103,6 +105,35 @@ const YIELD_EVERY = 256;
 const MIN_WATCHDOG_NS = 10_000_000;
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/** One work request of a stream, as posted. */
+interface WrPlan {
+  readonly op: TrafficOp;
+  readonly size: number;
+  readonly inline: boolean;
+  readonly signaled: boolean;
+  /** Which receive (in the responder's order) it consumes, or -1. */
+  readonly recv: number;
+  /** Which atomic of the stream it is (fetch-and-add and compare-and-swap move one word by one each), or -1. */
+  readonly atomic: number;
+}
+
+/** A failed check: what kind (the failure class), where, when, and what. */
+export interface Finding {
+  /** 'error-completion', 'data', 'tail', 'guard', 'atomic', 'recv', 'order', 'stall', 'outstanding', ... */
+  readonly kind: string;
+  readonly qp: string;
+  readonly from: string;
+  /** QP type of the stream. */
+  readonly type: string;
+  /** The op involved ('write', ...), or '' */
+  readonly op: string;
+  /** The completion status involved (error completions), or ''. */
+  readonly status: string;
+  /** Virtual ns when it was found. */
+  readonly ns: number;
+  readonly detail: string;
+}
+
 /** One traffic item while it runs. */
 class Stream {
   readonly t: ScenarioTraffic;
@@ -110,17 +141,31 @@ class Stream {
   readonly req: QpEnd;
   readonly resp: QpEnd;
   readonly tl: QpTimeline;
+  /** Requester's slots (WRITE/SEND source, READ destination, atomic result). */
   readonly local: RegBuf;
+  /** Responder's slots for WRITE and READ. */
   readonly remote: RegBuf;
+  /** Responder's receive buffers. */
+  readonly recvBuf: RegBuf | null;
+  /** Responder's atomic word. */
+  readonly atomicBuf: RegBuf | null;
   readonly slot: number;
   readonly pattern: Uint8Array;
   readonly watchdogNs: number;
   readonly rc: boolean;
+  readonly ud: boolean;
   readonly needsRecv: boolean;
+  /** Receives the stream's WRs consume in all, and which WR consumes receive k. */
+  readonly recvCount: number;
+  readonly recvWr: Int32Array | null;
+  readonly atomics: number;
+  readonly recvSlot: number;
+  readonly plans: readonly WrPlan[] | null;
   posted = 0;
   /** WRs completed (their CQE or a later one's), in order. */
   retired = 0;
   ok = 0;
+  okBytes = 0;
   readonly errors: Record<string, number> = {};
   failed = false;
   stalled = false;
@@ -130,23 +175,51 @@ class Stream {
   lastOkNs: number | null = null;
   recvPosted = 0;
   recvDone = 0;
-  recvSlot: number;
+  /** UC/UD: the highest WR index delivered so far, and which were delivered. */
+  lastDelivered = -1;
+  readonly delivered = new Set<number>();
 
-  constructor(t: ScenarioTraffic, pair: QpPair, tl: QpTimeline, local: RegBuf, remote: RegBuf, slot: number, pattern: Uint8Array, watchdogNs: number) {
+  constructor(t: ScenarioTraffic, pair: QpPair, tl: QpTimeline, bufs: { local: RegBuf; remote: RegBuf; recv: RegBuf | null; atomic: RegBuf | null }, slot: number, recvSlot: number, pattern: Uint8Array, watchdogNs: number) {
     this.t = t;
     this.pair = pair;
     this.req = t.from === 'a' ? pair.a : pair.b;
     this.resp = t.from === 'a' ? pair.b : pair.a;
     this.tl = tl;
-    this.local = local;
-    this.remote = remote;
+    this.local = bufs.local;
+    this.remote = bufs.remote;
+    this.recvBuf = bufs.recv;
+    this.atomicBuf = bufs.atomic;
     this.slot = slot;
+    this.recvSlot = recvSlot;
     this.pattern = pattern;
     this.watchdogNs = watchdogNs;
     this.rc = pair.spec.type === 'RC';
-    this.needsRecv = t.op === 'send' || t.op === 'send_imm' || t.op === 'write_imm';
+    this.ud = pair.spec.type === 'UD';
     this.nextPsn = this.req.sqPsn;
-    this.recvSlot = pair.spec.type === 'UD' ? slot + 40 : slot;
+    this.plans = t.wrs ? planWrs(t) : null;
+    if (this.plans) {
+      const recvs = this.plans.filter((p) => p.recv >= 0);
+      this.recvCount = recvs.length;
+      this.recvWr = Int32Array.from(this.plans.flatMap((p, i) => (p.recv >= 0 ? [i] : [])));
+      this.atomics = this.plans.filter((p) => p.atomic >= 0).length;
+    } else {
+      this.recvCount = consumesRecv(t.op as TrafficOp) ? t.count : 0;
+      this.recvWr = null;
+      this.atomics = isAtomic(t.op as TrafficOp) ? t.count : 0;
+    }
+    this.needsRecv = this.recvCount > 0;
+  }
+
+  plan(i: number): WrPlan {
+    if (this.plans) return this.plans[i]!;
+    const t = this.t;
+    const op = t.op as TrafficOp;
+    return { op, size: t.size, inline: t.inline, signaled: (i + 1) % t.signalEvery === 0 || i === t.count - 1, recv: consumesRecv(op) ? i : -1, atomic: isAtomic(op) ? i : -1 };
+  }
+
+  /** The WR that consumes receive k. */
+  wrOfRecv(k: number): number {
+    return this.recvWr ? this.recvWr[k]! : k;
   }
 
   get outstanding(): number {
@@ -160,23 +233,44 @@ class Stream {
   get done(): boolean {
     if (!this.sendDone) return false;
     // RC receives must all arrive unless the requester failed; UC/UD may lose messages.
-    return !this.needsRecv || !this.rc || this.failed || this.stalled || this.recvDone >= this.t.count;
+    return !this.needsRecv || !this.rc || this.failed || this.stalled || this.recvDone >= this.recvCount;
   }
 
-  /** Bytes of WR i's pattern. */
-  data(i: number): Uint8Array {
+  /** Bytes of WR i's pattern (`size` of them). */
+  data(i: number, size: number): Uint8Array {
     const off = i % 251;
-    return this.pattern.subarray(off, off + this.t.size);
+    return this.pattern.subarray(off, off + size);
   }
+}
 
-  signaled(i: number): boolean {
-    return (i + 1) % this.t.signalEvery === 0 || i === this.t.count - 1;
-  }
+/** Signaling of a listed stream: as listed, the last WR, and any WR after depth-1 unsignaled ones (so the queue never fills with WRs nothing completes). */
+function planWrs(t: ScenarioTraffic): WrPlan[] {
+  const out: WrPlan[] = [];
+  let unsignaled = 0;
+  let recv = 0;
+  let atomic = 0;
+  const wrs = t.wrs!;
+  wrs.forEach((w, i) => {
+    const signaled = w.signaled || i === wrs.length - 1 || unsignaled >= t.depth - 1;
+    unsignaled = signaled ? 0 : unsignaled + 1;
+    out.push({ op: w.op, size: w.size, inline: w.inline, signaled, recv: consumesRecv(w.op) ? recv++ : -1, atomic: isAtomic(w.op) ? atomic++ : -1 });
+  });
+  return out;
+}
+
+/** The filler a slot holds before WR i uses it (so bytes past its data can be checked). */
+function filler(i: number): number {
+  return (i * 37 + 0x5a) & 0xff;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   return Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.length), Buffer.from(b.buffer, b.byteOffset, b.length)) === 0;
+}
+
+function allBytes(a: Uint8Array, v: number): boolean {
+  for (let k = 0; k < a.length; k++) if (a[k] !== v) return false;
+  return true;
 }
 
 function defaultWatchdog(s: Scenario, spec: QpPair['spec']): number {
@@ -226,6 +320,16 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   try {
     const pairs = new Map<string, QpPair>();
     for (const q of s.qps) pairs.set(q.name, makePair(hosts, q));
+    // UC and UD have no duplicate detection for a message's first packet (a UC responder starts a
+    // new message at any FIRST or ONLY, whatever its PSN): a link that duplicates or reorders
+    // frames may have them deliver a message twice or out of order. Only then is that allowed.
+    const dupFaults = s.links.some((l) => l.faults.some((f) => f.action === 'duplicate'));
+    const reorderFaults = s.links.some((l) => l.faults.some((f) => f.action === 'duplicate' || f.action === 'reorder' || f.action === 'delay'));
+    const findings: Finding[] = [];
+    const finding = (st: Stream, kind: string, detail: string, extra: { op?: string; status?: string } = {}): void => {
+      findings.push({ kind, qp: st.t.qp, from: st.t.from, type: st.pair.spec.type, op: extra.op ?? '', status: extra.status ?? '', ns: sim.now(), detail });
+      verify.push(`${st.t.qp}${st.t.from === 'b' ? ' (from b)' : ''}: ${detail}`);
+    };
     const streams = s.traffic.map((t, i) => {
       const pair = pairs.get(t.qp)!;
       const req = t.from === 'a' ? pair.a : pair.b;
@@ -233,13 +337,17 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const slot = Math.max(8, t.size);
       const ud = pair.spec.type === 'UD';
       const local = buffer(req.dev, slot * t.depth);
-      const remoteSlots = t.op === 'fetch_add' || t.op === 'cmp_swap' ? 1 : Math.max(t.depth, t.recvDepth);
-      const remote = buffer(resp.dev, (ud ? slot + 40 : slot) * remoteSlots);
+      const ops = t.wrs ? t.wrs.map((w) => w.op) : [t.op as TrafficOp];
+      const remote = buffer(resp.dev, ops.some((o) => o === 'write' || o === 'write_imm' || o === 'read') ? slot * t.depth : 8);
+      const recvSizes = t.wrs ? t.wrs.filter((w) => consumesRecv(w.op)).map((w) => (w.op === 'write_imm' ? 0 : w.size)) : consumesRecv(t.op as TrafficOp) ? [t.size] : [];
+      const recvSlot = recvSizes.length > 0 ? Math.max(8, ...recvSizes) + (ud ? 40 : 0) : 0;
+      const recv = recvSlot > 0 ? buffer(resp.dev, recvSlot * t.recvDepth) : null;
+      const atomic = ops.some(isAtomic) ? buffer(resp.dev, 8) : null;
       const rnd = root.fork(`traffic/${i}`);
       const pattern = new Uint8Array(t.size + 256);
       for (let k = 0; k < pattern.length; k++) pattern[k] = rnd.int(256);
       const tl = timeline.addQp({ qp: t.qp, from: t.from, device: req.dev.name, qpn: req.qp.qp_num, op: t.op }, devIndex.get(req.dev.name)!, resp.qp.qp_num);
-      return new Stream(t, pair, tl, local, remote, slot, pattern, defaultWatchdog(s, pair.spec));
+      return new Stream(t, pair, tl, { local, remote, recv, atomic }, slot, recvSlot, pattern, defaultWatchdog(s, pair.spec));
     });
     const endNs = s.durationNs;
     // Each CQ has one user: a stream's send CQ at its requester, or its receive CQ at the responder.
@@ -256,12 +364,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const now = sim.now();
       const t = st.t;
       if (st.needsRecv && now >= t.recvStartNs) {
-        while (st.recvPosted - st.recvDone < t.recvDepth && st.recvPosted < t.count) {
+        const rb = st.recvBuf!;
+        while (st.recvPosted - st.recvDone < t.recvDepth && st.recvPosted < st.recvCount) {
           const k = st.recvPosted;
           const off = (k % t.recvDepth) * st.recvSlot;
-          const rc = ibv_post_recv(st.resp.qp, { wr_id: BigInt(k), next: null, sg_list: [{ addr: st.remote.mr.addr + BigInt(off), length: st.recvSlot, lkey: st.remote.mr.lkey }], num_sge: 1 }, {});
+          rb.bytes.fill(filler(k), off, off + st.recvSlot);
+          const rc = ibv_post_recv(st.resp.qp, { wr_id: BigInt(k), next: null, sg_list: [{ addr: rb.mr.addr + BigInt(off), length: st.recvSlot, lkey: rb.mr.lkey }], num_sge: 1 }, {});
           if (rc !== 0) {
-            verify.push(`${t.qp}: ibv_post_recv #${k} failed (${rc})`);
+            finding(st, 'post-failed', `ibv_post_recv #${k} failed (${rc})`);
             break;
           }
           st.recvPosted++;
@@ -270,17 +380,18 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (st.failed || st.stalled || now < t.startNs) return;
       while (st.posted < t.count && st.outstanding < t.depth) {
         const i = st.posted;
+        const p = st.plan(i);
         const slotOff = (i % t.depth) * st.slot;
-        const wr = buildWr(st, i, slotOff);
+        const wr = buildWr(st, i, p, slotOff);
         if (st.firstPostNs === null) {
           st.firstPostNs = now;
           st.lastProgressNs = now;
         }
-        const npsn = psnCount(t.op, t.size, st.pair.spec.mtu, st.pair.spec.type === 'UD');
-        timeline.posted(st.tl, i, t.op, t.size, st.signaled(i), st.nextPsn, psnAddMasked(st.nextPsn, npsn - 1), now);
+        const npsn = psnCount(p.op, p.size, st.pair.spec.mtu, st.ud);
+        timeline.posted(st.tl, i, p.op, p.size, p.signaled, st.nextPsn, psnAddMasked(st.nextPsn, npsn - 1), now);
         const rc = ibv_post_send(st.req.qp, wr, {});
         if (rc !== 0) {
-          verify.push(`${t.qp}: ibv_post_send #${i} failed (${rc})`);
+          finding(st, 'post-failed', `ibv_post_send #${i} (${p.op} ${p.size} B) failed (${rc})`, { op: p.op });
           st.tl.wrs.pop();
           st.failed = true;
           return;
@@ -292,23 +403,27 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
 
     const onSendWc = (st: Stream, wc: ibv_wc, now: number): void => {
       const i = Number(wc.wr_id);
-      const t = st.t;
       if (i < st.retired || i >= st.posted) {
-        verify.push(`${t.qp}: completion for WR ${i} out of order or twice (next expected ${st.retired}, posted ${st.posted})`);
+        finding(st, 'order', `completion for WR ${i} out of order or twice (next expected ${st.retired}, posted ${st.posted})`);
         return;
       }
       const status = wcStatusName(wc.status);
+      const p = st.plan(i);
       // Everything before it completed without a CQE of its own (unsignaled, acknowledged in
       // order); after an error every WR gets its own (flush) CQE, so there is no gap then.
       for (let j = st.retired; j < i; j++) {
         if (!st.failed) retireOk(st, j, now, 'implied');
-        else verify.push(`${t.qp}: WR ${j} got no completion before that of WR ${i} (${status})`);
+        else finding(st, 'order', `WR ${j} got no completion before that of WR ${i} (${status})`);
       }
+      if (!p.signaled && wc.status === IBV_WC_SUCCESS) finding(st, 'order', `WR ${i} (${p.op}) is unsignaled but got a successful CQE of its own`, { op: p.op });
       if (wc.status === IBV_WC_SUCCESS) {
         retireOk(st, i, now, 'signaled');
       } else {
         timeline.completed(st.tl, i, now, status, 'signaled');
         st.errors[status] = (st.errors[status] ?? 0) + 1;
+        if (st.t.expect === 'success' && !(st.failed && wc.status === IBV_WC_WR_FLUSH_ERR)) {
+          finding(st, 'error-completion', `WR ${i} (${p.op} ${p.size} B) completed with ${status}`, { op: p.op, status });
+        }
         st.failed = true;
         st.retired = i + 1;
       }
@@ -319,29 +434,35 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       timeline.completed(st.tl, j, now, 'IBV_WC_SUCCESS', how);
       st.retired = j + 1;
       st.ok++;
+      const p = st.plan(j);
+      st.okBytes += p.size;
       st.lastOkNs = now;
-      if (st.rc) checkData(st, j);
+      checkData(st, j, p);
     };
 
-    const checkData = (st: Stream, j: number): void => {
-      const t = st.t;
-      const slotOff = (j % t.depth) * st.slot;
-      switch (t.op) {
+    const checkData = (st: Stream, j: number, p: WrPlan): void => {
+      const slotOff = (j % st.t.depth) * st.slot;
+      const slotEnd = slotOff + st.slot;
+      switch (p.op) {
         case 'write':
         case 'write_imm': {
-          const got = st.remote.bytes.subarray(slotOff, slotOff + t.size);
-          if (!sameBytes(got, st.data(j))) verify.push(`${t.qp}: WRITE ${j}: the responder's memory differs from what was written`);
+          if (!st.rc) return; // UC: the slot may already hold a later WR's data (its requester does not wait)
+          const got = st.remote.bytes.subarray(slotOff, slotOff + p.size);
+          if (!sameBytes(got, st.data(j, p.size))) finding(st, 'data', `${p.op} ${j} (${p.size} B): the responder's memory differs from what was written`, { op: p.op });
+          if (!allBytes(st.remote.bytes.subarray(slotOff + p.size, slotEnd), filler(j))) finding(st, 'tail', `${p.op} ${j} (${p.size} B): bytes after its data in the responder's buffer changed`, { op: p.op });
           break;
         }
         case 'read': {
-          const got = st.local.bytes.subarray(slotOff, slotOff + t.size);
-          if (!sameBytes(got, st.data(j))) verify.push(`${t.qp}: READ ${j}: the local buffer differs from the remote data`);
+          const got = st.local.bytes.subarray(slotOff, slotOff + p.size);
+          if (!sameBytes(got, st.data(j, p.size))) finding(st, 'data', `READ ${j} (${p.size} B): the local buffer differs from the remote data`, { op: p.op });
+          if (!allBytes(st.local.bytes.subarray(slotOff + p.size, slotEnd), filler(j))) finding(st, 'tail', `READ ${j} (${p.size} B): bytes after its data in the local buffer changed`, { op: p.op });
           break;
         }
         case 'fetch_add':
         case 'cmp_swap': {
           const orig = new DataView(st.local.bytes.buffer, st.local.bytes.byteOffset + slotOff, 8).getBigUint64(0, true);
-          if (orig !== BigInt(j)) verify.push(`${t.qp}: ${t.op} ${j} returned ${orig}, expected ${j} (each atomic executed exactly once, in order)`);
+          if (orig !== BigInt(p.atomic)) finding(st, 'atomic', `${p.op} ${j} (atomic #${p.atomic}) returned ${orig}, expected ${p.atomic} (each atomic executed exactly once, in order)`, { op: p.op });
+          if (!allBytes(st.local.bytes.subarray(slotOff + 8, slotEnd), filler(j))) finding(st, 'tail', `${p.op} ${j}: bytes after its 8-byte result in the local buffer changed`, { op: p.op });
           break;
         }
         default:
@@ -352,21 +473,53 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const k = Number(wc.wr_id);
       const t = st.t;
       if (wc.status !== IBV_WC_SUCCESS) {
-        if (wc.status !== IBV_WC_WR_FLUSH_ERR) verify.push(`${t.qp}: receive ${k} completed with ${wcStatusName(wc.status)}`);
+        if (wc.status !== IBV_WC_WR_FLUSH_ERR) finding(st, 'recv', `receive ${k} completed with ${wcStatusName(wc.status)}`, { status: wcStatusName(wc.status) });
         st.recvDone++;
         return;
       }
-      if (st.rc && k !== st.recvDone) verify.push(`${t.qp}: receive ${k} completed out of order (expected ${st.recvDone})`);
+      if (k !== st.recvDone) finding(st, 'recv', `receive ${k} completed out of order (expected ${st.recvDone})`);
       st.recvDone++;
-      if (!st.rc) return;
-      if (t.op === 'write_imm') {
-        if (wc.opcode !== IBV_WC_RECV_RDMA_WITH_IMM || wc.imm_data !== k) verify.push(`${t.qp}: WRITE with immediate ${k}: opcode ${wc.opcode}, imm ${wc.imm_data}`);
+      const off = (k % t.recvDepth) * st.recvSlot;
+      const hdr = st.ud ? 40 : 0;
+      const buf = st.recvBuf!.bytes;
+      // Which WR's message it holds: RC, the k-th receive-consuming one; UC/UD, the one it identifies
+      // (its immediate data, or its bytes), after the last one delivered (UC) or any not yet (UD).
+      let j: number;
+      if (st.rc) j = st.wrOfRecv(k);
+      else {
+        j = -1;
+        const len = wc.byte_len - hdr;
+        const immOp = wc.opcode === IBV_WC_RECV_RDMA_WITH_IMM || (wc.wc_flags & IBV_WC_WITH_IMM) !== 0;
+        const anyOrder = st.ud || reorderFaults;
+        for (let pass = 0; pass < 2 && j < 0; pass++) {
+          for (let r = 0; r < st.recvCount; r++) {
+            const cand = st.wrOfRecv(r);
+            const p = st.plan(cand);
+            if (immOp ? cand !== wc.imm_data : p.op !== 'send' || p.size !== len) continue;
+            if (!immOp && !sameBytes(buf.subarray(off + hdr, off + hdr + len), st.data(cand, len))) continue;
+            if (st.delivered.has(cand) && (pass === 0 || !dupFaults)) continue;
+            if (!anyOrder && cand <= st.lastDelivered) continue;
+            j = cand;
+            break;
+          }
+        }
+        if (j < 0) {
+          finding(st, 'recv', `receive ${k}: ${wc.byte_len} B, opcode ${wc.opcode}${immOp ? `, imm ${wc.imm_data}` : ''} is no message that was sent (or one delivered twice, or out of order on UC)`);
+          return;
+        }
+        st.delivered.add(j);
+        st.lastDelivered = Math.max(st.lastDelivered, j);
+      }
+      const p = st.plan(j);
+      if (p.op === 'write_imm') {
+        if (wc.opcode !== IBV_WC_RECV_RDMA_WITH_IMM || wc.imm_data !== j) finding(st, 'recv', `WRITE with immediate ${j}: receive ${k} has opcode ${wc.opcode}, imm ${wc.imm_data}`, { op: p.op });
         return;
       }
-      if (wc.opcode !== IBV_WC_RECV || wc.byte_len !== t.size) verify.push(`${t.qp}: receive ${k}: opcode ${wc.opcode}, ${wc.byte_len} bytes (expected ${t.size})`);
-      const off = (k % t.recvDepth) * st.recvSlot;
-      if (!sameBytes(st.remote.bytes.subarray(off, off + t.size), st.data(k))) verify.push(`${t.qp}: SEND ${k}: the received bytes differ from what was sent`);
-      if (t.op === 'send_imm' && wc.imm_data !== k) verify.push(`${t.qp}: SEND with immediate ${k}: imm ${wc.imm_data}`);
+      if (wc.opcode !== IBV_WC_RECV || wc.byte_len !== p.size + hdr) finding(st, 'recv', `${p.op} ${j}: receive ${k} has opcode ${wc.opcode}, ${wc.byte_len} bytes (expected ${p.size + hdr})`, { op: p.op });
+      if (p.op === 'send_imm' && wc.imm_data !== j) finding(st, 'recv', `SEND with immediate ${j}: receive ${k} has imm ${wc.imm_data}`, { op: p.op });
+      if (!sameBytes(buf.subarray(off + hdr, off + hdr + p.size), st.data(j, p.size))) finding(st, 'data', `${p.op} ${j} (${p.size} B): the received bytes differ from what was sent`, { op: p.op });
+      // UC: a message lost part way may have written into this receive before it was reused.
+      if (!(st.pair.spec.type === 'UC') && !allBytes(buf.subarray(off + hdr + p.size, off + st.recvSlot), filler(k))) finding(st, 'tail', `${p.op} ${j} (${p.size} B): bytes after it in receive buffer ${k} changed`, { op: p.op });
     };
 
     const pollAll = (): number => {
@@ -401,6 +554,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           oldest: w ? { index: w.index, psnFirst: w.psnFirst, psnLast: w.psnLast, lastPacketNs: w.lastPacketNs, retransmissions: w.retransmissions.length } : null,
         };
         stalls.push(r);
+        finding(st, 'stall', 'stalled (watchdog)', { op: w?.op ?? '' });
         opts.log?.(`watchdog: ${st.t.qp} (${st.t.from}) made no progress for ${now - st.lastProgressNs} ns with ${r.outstanding} WRs outstanding; QP state ${r.state}`);
       }
     };
@@ -441,13 +595,24 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     }
     pollAll();
     for (const st of streams) {
-      if (st.retired < st.posted && !st.stalled) verify.push(`${st.t.qp}: ${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy})`);
-      if (st.posted < st.t.count && !st.failed && !st.stalled) verify.push(`${st.t.qp}: only ${st.posted} of ${st.t.count} WRs were posted before the run ended`);
-      if (st.stalled) verify.push(`${st.t.qp}: stalled (watchdog)`);
+      if (st.retired < st.posted && !st.stalled) finding(st, 'outstanding', `${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy})`);
+      if (st.posted < st.t.count && !st.failed && !st.stalled) finding(st, 'unposted', `only ${st.posted} of ${st.t.count} WRs were posted before the run ended`);
       const errs = Object.entries(st.errors);
-      if (st.t.expect === 'success' && errs.length > 0) verify.push(`${st.t.qp}: error completions: ${errs.map(([k, v]) => `${v} ${k}`).join(', ')}`);
-      if (st.t.expect === 'error' && errs.length === 0) verify.push(`${st.t.qp}: expected an error completion, got none`);
+      if (st.t.expect === 'error' && errs.length === 0) finding(st, 'expected-error', 'expected an error completion, got none');
+      const clean = !st.failed && !st.stalled && st.retired === st.t.count;
+      if (st.rc && clean && st.recvDone < st.recvCount) finding(st, 'recv-missing', `${st.recvCount - st.recvDone} of ${st.recvCount} receives never completed though every WR succeeded`);
+      if (st.atomicBuf && st.rc && clean) {
+        const v = new DataView(st.atomicBuf.bytes.buffer, st.atomicBuf.bytes.byteOffset, 8).getBigUint64(0, true);
+        if (v !== BigInt(st.atomics)) finding(st, 'atomic-final', `the atomic word holds ${v} after ${st.atomics} atomics (each adds one)`, { op: 'atomic' });
+      }
+      const bufs: [string, RegBuf | null][] = [['requester buffer', st.local], ['responder buffer', st.remote], ['receive buffers', st.recvBuf], ['atomic word', st.atomicBuf]];
+      for (const [what, b] of bufs) {
+        if (!b) continue;
+        const bad = guardDamage(b);
+        if (bad.length > 0) finding(st, 'guard', `bytes outside the ${what}'s MR changed, at offsets ${bad.join(', ')}`);
+      }
     }
+    findings.sort((x, y) => x.ns - y.ns);
 
     const qpStates: ScenarioResult['qpStates'] = {};
     for (const [name, p] of pairs) qpStates[name] = { a: qpStateOf(p.a.qp), b: qpStateOf(p.b.qp) };
@@ -472,7 +637,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         naks,
         firstPostNs: st.firstPostNs,
         lastCompletionNs: st.lastOkNs,
-        gbps: span > 0 ? (st.ok * st.t.size * 8) / span : null,
+        gbps: span > 0 ? (st.okBytes * 8) / span : null,
         receives: st.recvDone,
         stalled: st.stalled,
       };
@@ -492,6 +657,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       stalls,
       qpStates,
       verify,
+      findings,
       captures,
     };
     return result;
@@ -508,54 +674,58 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   }
 }
 
-function buildWr(st: Stream, i: number, slotOff: number): ibv_send_wr {
-  const t = st.t;
+function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr {
   const lAddr = st.local.mr.addr + BigInt(slotOff);
-  const flags = (st.signaled(i) ? IBV_SEND_SIGNALED : 0) | (t.inline ? IBV_SEND_INLINE : 0);
+  const slotEnd = slotOff + st.slot;
+  const flags = (p.signaled ? IBV_SEND_SIGNALED : 0) | (p.inline ? IBV_SEND_INLINE : 0);
   const wr: ibv_send_wr = { wr_id: BigInt(i), next: null, sg_list: [], num_sge: 0, opcode: IBV_WR_RDMA_WRITE, send_flags: flags };
   const sge = (len: number) => {
     wr.sg_list = len > 0 ? [{ addr: lAddr, length: len, lkey: st.local.mr.lkey }] : [];
     wr.num_sge = wr.sg_list.length;
   };
   const rAddr = st.remote.mr.addr + BigInt(slotOff);
-  switch (t.op) {
+  // The runner plays both hosts: it sets the responder's memory for a WR before posting it.
+  switch (p.op) {
     case 'write':
     case 'write_imm':
-      st.local.bytes.set(st.data(i), slotOff);
-      sge(t.size);
-      wr.opcode = t.op === 'write' ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
-      if (t.op === 'write_imm') wr.imm_data = i;
+      st.local.bytes.set(st.data(i, p.size), slotOff);
+      st.remote.bytes.fill(filler(i), slotOff, slotEnd);
+      sge(p.size);
+      wr.opcode = p.op === 'write' ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+      if (p.op === 'write_imm') wr.imm_data = i;
       wr.wr = { rdma: { remote_addr: rAddr, rkey: st.remote.mr.rkey } };
       break;
     case 'read':
-      // The responder's data for READ i (the runner plays both hosts).
-      st.remote.bytes.set(st.data(i), slotOff);
-      st.local.bytes.fill(0, slotOff, slotOff + t.size);
-      sge(t.size);
+      st.remote.bytes.set(st.data(i, p.size), slotOff);
+      st.local.bytes.fill(filler(i), slotOff, slotEnd);
+      sge(p.size);
       wr.opcode = IBV_WR_RDMA_READ;
       wr.wr = { rdma: { remote_addr: rAddr, rkey: st.remote.mr.rkey } };
       break;
     case 'send':
     case 'send_imm':
-      st.local.bytes.set(st.data(i), slotOff);
-      sge(t.size);
-      wr.opcode = t.op === 'send' ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
-      if (t.op === 'send_imm') wr.imm_data = i;
-      if (st.pair.spec.type === 'UD') wr.wr = { ud: { ah: st.req.ah, remote_qpn: st.resp.qp.qp_num, remote_qkey: st.pair.spec.qkey } };
+      st.local.bytes.set(st.data(i, p.size), slotOff);
+      sge(p.size);
+      wr.opcode = p.op === 'send' ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
+      if (p.op === 'send_imm') wr.imm_data = i;
+      if (st.ud) wr.wr = { ud: { ah: st.req.ah, remote_qpn: st.resp.qp.qp_num, remote_qkey: st.pair.spec.qkey } };
       break;
     case 'fetch_add':
-    case 'cmp_swap':
+    case 'cmp_swap': {
+      st.local.bytes.fill(filler(i), slotOff, slotEnd);
       sge(8);
-      wr.opcode = t.op === 'fetch_add' ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
+      const a = BigInt(p.atomic);
+      wr.opcode = p.op === 'fetch_add' ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
       wr.wr = {
         atomic: {
-          remote_addr: st.remote.mr.addr,
-          rkey: st.remote.mr.rkey,
-          compare_add: t.op === 'fetch_add' ? 1n : BigInt(i),
-          swap: t.op === 'fetch_add' ? 0n : BigInt(i + 1),
+          remote_addr: st.atomicBuf!.mr.addr,
+          rkey: st.atomicBuf!.mr.rkey,
+          compare_add: p.op === 'fetch_add' ? 1n : a,
+          swap: p.op === 'fetch_add' ? 0n : a + 1n,
         },
       };
       break;
+    }
   }
   return wr;
 }

@@ -60,8 +60,11 @@ export interface QpPair {
 
 export interface RegBuf {
   readonly dev: HostDev;
+  /** The registered bytes. */
   readonly bytes: Uint8Array;
   readonly mr: ibv_mr;
+  /** The allocation: GUARD_BYTES, `bytes`, GUARD_BYTES. */
+  readonly whole: Uint8Array;
 }
 
 const ALL_ACCESS = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -196,16 +199,42 @@ export function makePair(hosts: Map<string, HostDev>, spec: ScenarioQp): QpPair 
   return { spec, a, b };
 }
 
-/** A registered buffer of `len` bytes (all access rights), zeroed. */
+/** Known bytes on each side of every buffer `buffer` registers (outside its MR, in the same allocation). */
+export const GUARD_BYTES = 64;
+
+function guardByte(k: number): number {
+  return (k * 151 + 0xc3) & 0xff;
+}
+
+/**
+ * A registered buffer of `len` bytes (all access rights), zeroed, with
+ * GUARD_BYTES of known bytes before and after it that are not part of the
+ * MR: `guardDamage` tells whether anything wrote there.
+ */
 export function buffer(dev: HostDev, len: number): RegBuf {
-  const bytes = rnic_alloc_buf(dev.ctx, Math.max(8, len), 64);
+  const n = Math.max(8, len);
+  const whole = rnic_alloc_buf(dev.ctx, n + 2 * GUARD_BYTES, 64);
+  for (let k = 0; k < whole.length; k++) whole[k] = guardByte(k);
+  const bytes = whole.subarray(GUARD_BYTES, GUARD_BYTES + n);
   bytes.fill(0);
   const mr = ibv_reg_mr(dev.pd, bytes, ALL_ACCESS);
   dev.cleanup.push(() => {
     ibv_dereg_mr(mr);
-    rnic_free_buf(dev.ctx, bytes);
+    rnic_free_buf(dev.ctx, whole);
   });
-  return { dev, bytes, mr };
+  return { dev, bytes, mr, whole };
+}
+
+/** Offsets of guard bytes of `b` that changed (relative to the MR's start: negative before it), at most `max`. */
+export function guardDamage(b: RegBuf, max = 8): number[] {
+  const out: number[] = [];
+  const w = b.whole;
+  const end = GUARD_BYTES + b.bytes.length;
+  for (let k = 0; k < w.length && out.length < max; k++) {
+    if (k === GUARD_BYTES) k = end;
+    if (k < w.length && w[k] !== guardByte(k)) out.push(k - GUARD_BYTES);
+  }
+  return out;
 }
 
 /** The QP's state name as ibv_query_qp reports it ('RTS', 'ERR', ...). */

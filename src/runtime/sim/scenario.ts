@@ -35,6 +35,26 @@ export type QpType = 'RC' | 'UC' | 'UD';
 export type TrafficOp = 'write' | 'write_imm' | 'send' | 'send_imm' | 'read' | 'fetch_add' | 'cmp_swap';
 export const TRAFFIC_OPS: readonly TrafficOp[] = ['write', 'write_imm', 'send', 'send_imm', 'read', 'fetch_add', 'cmp_swap'];
 
+/** Ops that consume a receive at the responder. */
+export function consumesRecv(op: TrafficOp): boolean {
+  return op === 'send' || op === 'send_imm' || op === 'write_imm';
+}
+
+export function isAtomic(op: TrafficOp): boolean {
+  return op === 'fetch_add' || op === 'cmp_swap';
+}
+
+/** One work request of a mixed traffic item (`wrs`). */
+export interface ScenarioWr {
+  readonly op: TrafficOp;
+  /** Bytes (atomics: 8). */
+  readonly size: number;
+  /** Posted with IBV_SEND_INLINE. */
+  readonly inline: boolean;
+  /** IBV_SEND_SIGNALED (the runner also signals the last WR, and one in every `depth`, see docs/scenarios.md). */
+  readonly signaled: boolean;
+}
+
 export interface ScenarioLink {
   readonly name: string;
   /** 'rnic0:1' */
@@ -79,8 +99,9 @@ export interface ScenarioTraffic {
   readonly qp: string;
   /** The requester end ('a' or 'b'). */
   readonly from: 'a' | 'b';
-  readonly op: TrafficOp;
-  /** Bytes per work request (atomics: 8). */
+  /** 'mixed' when `wrs` lists the work requests one by one. */
+  readonly op: TrafficOp | 'mixed';
+  /** Bytes per work request (atomics: 8); with `wrs`, the largest. */
   readonly size: number;
   readonly count: number;
   /** Work requests outstanding at most. */
@@ -96,6 +117,8 @@ export interface ScenarioTraffic {
   readonly inline: boolean;
   /** 'success': every WR must succeed (default); 'error': the stream must end in an error completion; 'any'. */
   readonly expect: 'success' | 'error' | 'any';
+  /** The work requests one by one (mixed ops, sizes, inline, signaling), or null: `count` × `op` of `size`. */
+  readonly wrs: readonly ScenarioWr[] | null;
 }
 
 export interface Scenario {
@@ -182,12 +205,41 @@ const QP_KEYS = [
   'name', 'type', 'a', 'b', 'gid_index', 'mtu', 'timeout', 'retry_cnt', 'rnr_retry', 'min_rnr_timer', 'max_rd_atomic',
   'max_dest_rd_atomic', 'psn_a', 'psn_b', 'max_send_wr', 'max_recv_wr', 'max_inline_data', 'qkey', 'cq_depth',
 ] as const;
-const TRAFFIC_KEYS = ['qp', 'from', 'op', 'size', 'count', 'depth', 'signalEvery', 'startNs', 'recvDepth', 'recvStartNs', 'inline', 'expect'] as const;
+const TRAFFIC_KEYS = ['qp', 'from', 'op', 'size', 'count', 'depth', 'signalEvery', 'startNs', 'recvDepth', 'recvStartNs', 'inline', 'expect', 'wrs'] as const;
+const WR_KEYS = ['op', 'size', 'inline', 'signaled'] as const;
+/** Traffic keys that `wrs` replaces. */
+const UNIFORM_KEYS = ['op', 'size', 'count', 'signalEvery', 'inline'] as const;
 const LINK_KEYS = ['name', 'a', 'b', 'linkRate', 'propagationDelay', 'queueLimit', 'faults'] as const;
 const TOP_KEYS = ['name', 'description', 'seed', 'duration', 'watchdog', 'timing', 'sim', 'devices', 'quirks', 'links', 'faults', 'capture', 'qps', 'traffic'] as const;
 
 /** Every key a scenario file may use, by where (docs/scenarios.md documents each; a test checks). */
-export const SCENARIO_KEYS = Object.freeze({ top: TOP_KEYS, links: LINK_KEYS, qps: QP_KEYS, traffic: TRAFFIC_KEYS });
+export const SCENARIO_KEYS = Object.freeze({ top: TOP_KEYS, links: LINK_KEYS, qps: QP_KEYS, traffic: TRAFFIC_KEYS, wrs: WR_KEYS });
+
+/** Checks one op (and its size and inline flag) against its QP; `path` names the op's place. */
+function checkOp(qp: ScenarioQp, op: TrafficOp, path: string): void {
+  if (qp.type === 'UD' && op !== 'send' && op !== 'send_imm') fail(path, `a UD QP only sends, not ${op}`);
+  if (qp.type === 'UC' && (op === 'read' || isAtomic(op))) fail(path, `a UC QP has no ${op}`);
+}
+
+function parseWrs(raw: unknown, qp: ScenarioQp, path: string): ScenarioWr[] {
+  const items = list(raw, path);
+  if (items.length === 0) fail(path, 'expected at least one work request');
+  if (items.length > 1_000_000) fail(path, `${items.length} work requests; at most 1000000`);
+  return items.map((w, j): ScenarioWr => {
+    const wp = `${path}[${j}]`;
+    const wo = obj(w, wp);
+    onlyKeys(wo, WR_KEYS, wp);
+    const op = str(wo.op, `${wp}.op`) as TrafficOp;
+    if (!TRAFFIC_OPS.includes(op)) fail(`${wp}.op`, `expected one of ${TRAFFIC_OPS.join(', ')}, got ${JSON.stringify(op)}`);
+    checkOp(qp, op, `${wp}.op`);
+    const size = isAtomic(op) ? int(wo.size, `${wp}.size`, 8, 8, 8) : int(wo.size, `${wp}.size`, 0, 0, 1 << 24);
+    if (wo.size === undefined && !isAtomic(op)) fail(`${wp}.size`, 'required (bytes)');
+    if (qp.type === 'UD' && size > qp.mtu) fail(`${wp}.size`, `a UD message must fit the MTU (${qp.mtu})`);
+    const inline = bool(wo.inline, `${wp}.inline`, false);
+    if (inline && (size > qp.max_inline_data || isAtomic(op) || op === 'read')) fail(`${wp}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
+    return { op, size, inline, signaled: bool(wo.signaled, `${wp}.signaled`, true) };
+  });
+}
 
 /** 'rnic0' or 'rnic0:2' → device and port, checked against the devices. */
 function endpoint(v: unknown, path: string, devices: readonly DeviceConfig[]): { dev: string; port: number } {
@@ -317,11 +369,11 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
     if (!qp) fail(`${path}.qp`, `no QP named ${qpName} (qps: ${qps.map((q) => q.name).join(', ') || 'none'})`);
     const from = str(to.from, `${path}.from`, 'a');
     if (from !== 'a' && from !== 'b') fail(`${path}.from`, `expected 'a' or 'b', got ${JSON.stringify(from)}`);
+    if (to.wrs !== undefined) return mixedTraffic(to, qp, qpName, from, path);
     const op = str(to.op, `${path}.op`, 'write') as TrafficOp;
     if (!TRAFFIC_OPS.includes(op)) fail(`${path}.op`, `expected one of ${TRAFFIC_OPS.join(', ')}, got ${JSON.stringify(op)}`);
     const atomic = op === 'fetch_add' || op === 'cmp_swap';
-    if (qp.type === 'UD' && op !== 'send' && op !== 'send_imm') fail(`${path}.op`, `a UD QP only sends, not ${op}`);
-    if (qp.type === 'UC' && (op === 'read' || atomic)) fail(`${path}.op`, `a UC QP has no ${op}`);
+    checkOp(qp, op, `${path}.op`);
     const size = atomic ? int(to.size, `${path}.size`, 8, 8, 8) : int(to.size, `${path}.size`, 4096, 0, 1 << 24);
     if (qp.type === 'UD' && size > qp.mtu) fail(`${path}.size`, `a UD message must fit the MTU (${qp.mtu})`);
     const depth = int(to.depth, `${path}.depth`, Math.min(16, qp.max_send_wr), 1, qp.max_send_wr);
@@ -346,6 +398,7 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
       recvStartNs: duration(to.recvStartNs, `${path}.recvStartNs`, 0),
       inline,
       expect,
+      wrs: null,
     };
   });
   for (const [i, q] of qps.entries()) {
@@ -356,6 +409,33 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
     }
   }
   return deepFreeze({ name, source, seed, durationNs, watchdogNs, timing, sim, devices, quirks: model.quirks, links, capture, qps, traffic });
+}
+
+/** A traffic item that lists its work requests (`wrs`). */
+function mixedTraffic(to: Record<string, unknown>, qp: ScenarioQp, qpName: string, from: 'a' | 'b', path: string): ScenarioTraffic {
+  for (const k of UNIFORM_KEYS) if (to[k] !== undefined) fail(`${path}.${k}`, 'not with wrs (each entry of wrs has its own op, size, inline and signaled)');
+  const wrs = parseWrs(to.wrs, qp, `${path}.wrs`);
+  const depth = int(to.depth, `${path}.depth`, Math.min(16, qp.max_send_wr), 1, qp.max_send_wr);
+  const needsRecv = wrs.some((w) => consumesRecv(w.op));
+  const recvDepth = int(to.recvDepth, `${path}.recvDepth`, needsRecv ? Math.min(qp.max_recv_wr, Math.max(depth, 16)) : 0, 0, qp.max_recv_wr);
+  if (needsRecv && recvDepth === 0) fail(`${path}.recvDepth`, 'SEND and WRITE with immediate need receives posted at the responder');
+  const expect = str(to.expect, `${path}.expect`, 'success');
+  if (expect !== 'success' && expect !== 'error' && expect !== 'any') fail(`${path}.expect`, `expected 'success', 'error' or 'any', got ${JSON.stringify(expect)}`);
+  return {
+    qp: qpName,
+    from,
+    op: 'mixed',
+    size: wrs.reduce((m, w) => Math.max(m, w.size), 0),
+    count: wrs.length,
+    depth,
+    signalEvery: 1,
+    startNs: duration(to.startNs, `${path}.startNs`, 0),
+    recvDepth,
+    recvStartNs: duration(to.recvStartNs, `${path}.recvStartNs`, 0),
+    inline: false,
+    expect,
+    wrs,
+  };
 }
 
 function deepFreeze<T>(v: T): T {

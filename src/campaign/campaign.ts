@@ -1,0 +1,102 @@
+/**
+ * `rnic campaign`'s engine: runs seeds first..first+n-1 of a campaign on
+ * an executor (inline or a worker pool), at most `jobs` at a time, until
+ * done or the time budget is spent (seeds already started finish; no new
+ * one starts); saves every failed seed's scenario, shrinks it if asked,
+ * and sums up. Results are reported in seed order whatever order the
+ * workers finished in.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Campaign } from './config.js';
+import type { Executor } from './executor.js';
+import type { ScenarioJson } from './generator.js';
+import type { Progress } from './progress.js';
+import { shapeOf, summarizeCampaign, type CampaignSummary, type FailureRecord } from './report.js';
+import type { SeedResult } from './run-seed.js';
+
+export interface CampaignRunOptions {
+  readonly campaign: Campaign;
+  readonly firstSeed: number;
+  readonly seeds: number;
+  readonly executor: Executor;
+  /** Where failed seeds' scenarios go; null: not saved. */
+  readonly outDir: string | null;
+  /** Stop starting seeds after this much wall time (ms); null: no limit. */
+  readonly timeBudgetMs: number | null;
+  readonly progress: Progress;
+  /** Shrinks a failed seed's scenario (null: no shrinking). */
+  readonly shrink: ((r: SeedResult) => Promise<ScenarioJson | null>) | null;
+  /** Set by a signal handler: stop starting seeds. */
+  readonly stop?: { requested: boolean };
+}
+
+/** A scenario file, one work request per line (readable, diffable). */
+export function formatScenario(json: ScenarioJson): string {
+  const text = JSON.stringify(json, null, 2);
+  // Collapse each WR object and fault rule onto one line.
+  return text.replace(/\{\n\s+("op"|"action")[^{}]*?\n\s+\}/g, (m) => m.replace(/\n\s+/g, ' ').replace('{ ', '{ ').replace(/ \}$/, ' }')) + '\n';
+}
+
+export async function runCampaign(o: CampaignRunOptions): Promise<CampaignSummary> {
+  const t0 = process.hrtime.bigint();
+  const elapsed = () => Number(process.hrtime.bigint() - t0) / 1e6;
+  const results: SeedResult[] = [];
+  const failures: FailureRecord[] = [];
+  let next = o.firstSeed;
+  const end = o.firstSeed + o.seeds;
+  let stoppedBy: CampaignSummary['stoppedBy'] = 'done';
+  if (o.outDir) mkdirSync(o.outDir, { recursive: true });
+  const saves: Promise<void>[] = [];
+
+  const onFailure = async (r: SeedResult): Promise<void> => {
+    const json = r.scenario!;
+    let file: string | null = null;
+    let original: string | null = null;
+    let after: FailureRecord['size']['after'] = null;
+    if (o.outDir) {
+      original = join(o.outDir, `seed-${r.seed}.orig.json`);
+      writeFileSync(original, formatScenario(json));
+    }
+    if (o.shrink) {
+      const small = await o.shrink(r);
+      if (small) {
+        after = shapeOf(small as never);
+        if (o.outDir) {
+          file = join(o.outDir, `seed-${r.seed}.json`);
+          writeFileSync(file, formatScenario(small));
+        }
+      }
+    }
+    if (!file) file = original;
+    failures.push({ seed: r.seed, primary: r.primary ?? 'unknown', classes: r.classes, failures: r.failures, file, original, size: { before: shapeOf(json as never), after } });
+    o.progress.note(`seed ${r.seed} failed: ${r.primary}${file ? ` (${file})` : ''}`);
+  };
+
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      if (next >= end) return;
+      if (o.stop?.requested) {
+        stoppedBy = 'interrupted';
+        return;
+      }
+      if (o.timeBudgetMs !== null && elapsed() >= o.timeBudgetMs) {
+        stoppedBy = 'time-budget';
+        return;
+      }
+      const seed = next++;
+      const r = await o.executor.seed(o.campaign, seed);
+      results.push(r);
+      o.progress.tick(r.ok);
+      if (!r.ok) saves.push(onFailure(r));
+    }
+  };
+  // One more runner than jobs keeps every worker busy while results come back.
+  const lanes = o.executor.jobs === 1 ? 1 : o.executor.jobs + 1;
+  await Promise.all(Array.from({ length: lanes }, () => worker()));
+  const seedWallMs = elapsed();
+  await Promise.all(saves);
+  o.progress.end();
+  results.sort((a, b) => a.seed - b.seed);
+  return summarizeCampaign({ campaign: o.campaign.name, firstSeed: o.firstSeed, seedsRequested: o.seeds, results, failures, jobs: o.executor.jobs, wallMs: seedWallMs, stoppedBy });
+}

@@ -1,0 +1,290 @@
+/**
+ * A campaign file (docs/faults.md, "Campaigns"): the knobs of the workload
+ * generator. Every field is optional; what is left out comes from
+ * DEFAULT_CAMPAIGN. `parseCampaign(json, source)` checks it and returns a
+ * complete, frozen `Campaign`; a mistake is a `CampaignError` whose
+ * message names the field: `campaign.json.faults.rate: 0.5 is outside [0, 0.25] ...`.
+ */
+import { readFileSync } from 'node:fs';
+import { parseDurationNs } from '../fabric/timing-params.js';
+import { RnicError } from '../wire/errors.js';
+import { TRAFFIC_OPS, type TrafficOp } from '../runtime/sim/scenario.js';
+
+export class CampaignError extends RnicError<'CAMPAIGN_INVALID'> {
+  constructor(message: string) {
+    super('CAMPAIGN_INVALID', message);
+    this.name = 'CampaignError';
+  }
+}
+
+/** An inclusive integer range [min, max]. */
+export type Range = readonly [number, number];
+
+export const FAULT_KINDS = ['drop', 'corrupt', 'duplicate', 'reorder', 'delay'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface Campaign {
+  readonly name: string;
+  /** QPs per seed, by type: a count drawn from each range. */
+  readonly qps: { readonly RC: Range; readonly UC: Range; readonly UD: Range };
+  /** Chance that an RC QP also carries traffic from its b end (both directions on one QP). */
+  readonly reverse: number;
+  /** Work requests per traffic item. */
+  readonly wrs: Range;
+  /** Relative weights of the ops (each QP type uses the ones it has). */
+  readonly ops: Readonly<Record<TrafficOp, number>>;
+  /** Message sizes: `zero` of them are 0 bytes, the rest log-uniform in [1, max] (UD: at most the MTU). */
+  readonly sizes: { readonly max: number; readonly zero: number };
+  /** max_inline_data per QP, and the chance that a SEND or WRITE that fits it is posted inline. */
+  readonly maxInline: Range;
+  readonly inline: number;
+  /** Chance that a WR is signaled (the runner still signals the last, and one per depth). */
+  readonly signaled: number;
+  /** First PSNs, each end of each QP, drawn from this range (default the whole 24-bit space). */
+  readonly psn: Range;
+  readonly mtus: readonly number[];
+  readonly depth: Range;
+  /** Receives kept posted (SEND, SEND_IMM, WRITE_IMM). */
+  readonly recvDepth: Range;
+  /** Local ACK timeout exponent, retry counts, RNR timer code, READ/atomic credits. */
+  readonly timeout: Range;
+  readonly retryCnt: Range;
+  readonly rnrRetry: Range;
+  readonly minRnrTimer: Range;
+  readonly rdAtomic: Range;
+  /** Chance that an item's receives are posted late, and how late (ns). */
+  readonly lateRecv: { readonly probability: number; readonly delayNs: Range };
+  /** The latest start of an item's first post (ns). */
+  readonly startSpreadNs: number;
+  readonly faults: {
+    readonly kinds: readonly FaultKind[];
+    /** How many of the kinds a seed uses (drawn without repetition). */
+    readonly perSeed: Range;
+    /** Each rule's probability, drawn uniformly in [min, max]. */
+    readonly rate: readonly [number, number];
+    readonly delayNs: Range;
+    readonly reorderDepth: Range;
+    readonly duplicateCopies: Range;
+  };
+  /** Virtual time limit of one seed (ns); the watchdog is the scenario default. */
+  readonly durationNs: number;
+}
+
+export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
+  name: 'default',
+  qps: { RC: [2, 4], UC: [1, 1], UD: [1, 1] },
+  reverse: 0.5,
+  wrs: [2, 10],
+  ops: { send: 2, send_imm: 1, write: 2, write_imm: 1, read: 2, cmp_swap: 1, fetch_add: 1 },
+  sizes: { max: 12000, zero: 0.1 },
+  maxInline: [0, 256],
+  inline: 0.5,
+  signaled: 0.5,
+  psn: [0, 0xffffff],
+  mtus: [256, 512, 1024, 2048, 4096],
+  depth: [1, 16],
+  recvDepth: [1, 16],
+  timeout: [4, 10],
+  retryCnt: [7, 7],
+  rnrRetry: [7, 7],
+  minRnrTimer: [1, 12],
+  rdAtomic: [1, 16],
+  lateRecv: { probability: 0.25, delayNs: [1000, 100_000] },
+  startSpreadNs: 5000,
+  faults: {
+    kinds: [...FAULT_KINDS],
+    perSeed: [1, 3],
+    rate: [0.01, 0.1],
+    delayNs: [500, 20_000],
+    reorderDepth: [1, 4],
+    duplicateCopies: [1, 2],
+  },
+  durationNs: 2_000_000_000,
+} satisfies Campaign);
+
+// ---- checking -------------------------------------------------------------
+
+function fail(path: string, msg: string): never {
+  throw new CampaignError(`${path}: ${msg}`);
+}
+
+function obj(v: unknown, path: string): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(path, `expected an object, got ${JSON.stringify(v)}`);
+  return v as Record<string, unknown>;
+}
+
+function onlyKeys(o: Record<string, unknown>, keys: readonly string[], path: string): void {
+  for (const k of Object.keys(o)) if (!keys.includes(k)) fail(`${path}.${k}`, `unknown setting (known: ${keys.join(', ')})`);
+}
+
+function num(v: unknown, path: string, def: number, min: number, max: number, integer = false): number {
+  if (v === undefined) return def;
+  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isSafeInteger(v))) fail(path, `expected ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(v)}`);
+  if (v < min || v > max) fail(path, `${v} is outside [${min}, ${max}]`);
+  return v;
+}
+
+/** [min, max] or one number (both ends); durations allowed where `ns`. */
+function range(v: unknown, path: string, def: Range, min: number, max: number, ns = false): Range {
+  if (v === undefined) return def;
+  const one = (x: unknown, p: string): number => {
+    if (ns && typeof x === 'string') {
+      try {
+        x = parseDurationNs(x, p);
+      } catch (e) {
+        fail(p, (e as Error).message.replace(/^.*?: /, ''));
+      }
+    }
+    return num(x, p, 0, min, max, true);
+  };
+  if (!Array.isArray(v)) {
+    if (typeof v === 'number' || (ns && typeof v === 'string')) {
+      const n = one(v, path);
+      return [n, n];
+    }
+    fail(path, `expected [min, max] or a number, got ${JSON.stringify(v)}`);
+  }
+  if (v.length !== 2) fail(path, `expected [min, max], got ${JSON.stringify(v)}`);
+  const a = one(v[0], `${path}[0]`);
+  const b = one(v[1], `${path}[1]`);
+  if (a > b) fail(path, `min ${a} is above max ${b}`);
+  return [a, b];
+}
+
+function prob(v: unknown, path: string, def: number): number {
+  return num(v, path, def, 0, 1);
+}
+
+const TOP = ['name', 'description', 'qps', 'reverse', 'wrs', 'ops', 'sizes', 'maxInline', 'inline', 'signaled', 'psn', 'mtus', 'depth', 'recvDepth', 'timeout', 'retryCnt', 'rnrRetry', 'minRnrTimer', 'rdAtomic', 'lateRecv', 'startSpreadNs', 'faults', 'duration'] as const;
+const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'duplicateCopies'] as const;
+/** Every key of a campaign file, by where (docs/faults.md documents each; a test checks). */
+export const CAMPAIGN_KEYS = Object.freeze({ top: TOP, qps: ['RC', 'UC', 'UD'], sizes: ['max', 'zero'], lateRecv: ['probability', 'delayNs'], faults: FAULT_KEYS });
+
+/** Checks a campaign (parsed JSON) over the defaults. */
+export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
+  const o = obj(raw, source);
+  onlyKeys(o, TOP, source);
+  const d = DEFAULT_CAMPAIGN;
+  const p = (k: string) => `${source}.${k}`;
+  let name = d.name;
+  if (o.name !== undefined) {
+    if (typeof o.name !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(o.name)) fail(p('name'), `expected a name of letters, digits, '_', '.', '-', got ${JSON.stringify(o.name)}`);
+    name = o.name;
+  }
+  if (o.description !== undefined && typeof o.description !== 'string') fail(p('description'), 'expected text');
+  const q = o.qps === undefined ? {} : obj(o.qps, p('qps'));
+  onlyKeys(q, ['RC', 'UC', 'UD'], p('qps'));
+  const qps = { RC: range(q.RC, p('qps.RC'), d.qps.RC, 0, 16), UC: range(q.UC, p('qps.UC'), d.qps.UC, 0, 16), UD: range(q.UD, p('qps.UD'), d.qps.UD, 0, 16) };
+  if (qps.RC[1] + qps.UC[1] + qps.UD[1] === 0) fail(p('qps'), 'no QP at all');
+  let ops = d.ops;
+  if (o.ops !== undefined) {
+    const oo = obj(o.ops, p('ops'));
+    onlyKeys(oo, TRAFFIC_OPS, p('ops'));
+    ops = Object.fromEntries(TRAFFIC_OPS.map((k) => [k, num(oo[k], p(`ops.${k}`), 0, 0, 1e6)])) as Record<TrafficOp, number>;
+    if (!Object.values(ops).some((w) => w > 0)) fail(p('ops'), 'every weight is 0');
+  }
+  const so = o.sizes === undefined ? {} : obj(o.sizes, p('sizes'));
+  onlyKeys(so, ['max', 'zero'], p('sizes'));
+  const sizes = { max: num(so.max, p('sizes.max'), d.sizes.max, 0, 1 << 20, true), zero: prob(so.zero, p('sizes.zero'), d.sizes.zero) };
+  let mtus = d.mtus;
+  if (o.mtus !== undefined) {
+    if (!Array.isArray(o.mtus) || o.mtus.length === 0) fail(p('mtus'), `expected a list of MTUs, got ${JSON.stringify(o.mtus)}`);
+    mtus = o.mtus.map((m, i) => {
+      if (![256, 512, 1024, 2048, 4096].includes(m as number)) fail(p(`mtus[${i}]`), `expected 256, 512, 1024, 2048 or 4096, got ${JSON.stringify(m)}`);
+      return m as number;
+    });
+  }
+  const lo = o.lateRecv === undefined ? {} : obj(o.lateRecv, p('lateRecv'));
+  onlyKeys(lo, ['probability', 'delayNs'], p('lateRecv'));
+  const fo = o.faults === undefined ? {} : obj(o.faults, p('faults'));
+  onlyKeys(fo, FAULT_KEYS, p('faults'));
+  let kinds = d.faults.kinds;
+  if (fo.kinds !== undefined) {
+    if (!Array.isArray(fo.kinds)) fail(p('faults.kinds'), `expected a list of ${FAULT_KINDS.join(', ')}, got ${JSON.stringify(fo.kinds)}`);
+    kinds = fo.kinds.map((k, i) => {
+      if (!FAULT_KINDS.includes(k as FaultKind)) fail(p(`faults.kinds[${i}]`), `expected one of ${FAULT_KINDS.join(', ')}, got ${JSON.stringify(k)}`);
+      return k as FaultKind;
+    });
+  }
+  let rate = d.faults.rate;
+  if (fo.rate !== undefined) {
+    const r = Array.isArray(fo.rate) ? fo.rate : [fo.rate, fo.rate];
+    if (r.length !== 2) fail(p('faults.rate'), `expected [min, max] or a number, got ${JSON.stringify(fo.rate)}`);
+    rate = [num(r[0], p('faults.rate[0]'), 0, 0, 1), num(r[1], p('faults.rate[1]'), 0, 0, 1)];
+    if (rate[0] > rate[1]) fail(p('faults.rate'), `min ${rate[0]} is above max ${rate[1]}`);
+  }
+  const perSeed = range(fo.perSeed, p('faults.perSeed'), [Math.min(d.faults.perSeed[0], kinds.length), Math.min(d.faults.perSeed[1], kinds.length)], 0, 16);
+  if (perSeed[1] > kinds.length) fail(p('faults.perSeed'), `${perSeed[1]} is more than the ${kinds.length} kinds`);
+  let durationNs = d.durationNs;
+  if (o.duration !== undefined) {
+    try {
+      durationNs = parseDurationNs(o.duration, p('duration'));
+    } catch (e) {
+      fail(p('duration'), (e as Error).message.replace(/^.*?: /, ''));
+    }
+    if (durationNs <= 0) fail(p('duration'), 'must be more than 0');
+  }
+  const c: Campaign = {
+    name,
+    qps,
+    reverse: prob(o.reverse, p('reverse'), d.reverse),
+    wrs: range(o.wrs, p('wrs'), d.wrs, 1, 10_000),
+    ops,
+    sizes,
+    maxInline: range(o.maxInline, p('maxInline'), d.maxInline, 0, 400),
+    inline: prob(o.inline, p('inline'), d.inline),
+    signaled: prob(o.signaled, p('signaled'), d.signaled),
+    psn: range(o.psn, p('psn'), d.psn, 0, 0xffffff),
+    mtus,
+    depth: range(o.depth, p('depth'), d.depth, 1, 256),
+    recvDepth: range(o.recvDepth, p('recvDepth'), d.recvDepth, 1, 256),
+    timeout: range(o.timeout, p('timeout'), d.timeout, 1, 31),
+    retryCnt: range(o.retryCnt, p('retryCnt'), d.retryCnt, 0, 7),
+    rnrRetry: range(o.rnrRetry, p('rnrRetry'), d.rnrRetry, 0, 7),
+    minRnrTimer: range(o.minRnrTimer, p('minRnrTimer'), d.minRnrTimer, 0, 31),
+    rdAtomic: range(o.rdAtomic, p('rdAtomic'), d.rdAtomic, 1, 16),
+    lateRecv: { probability: prob(lo.probability, p('lateRecv.probability'), d.lateRecv.probability), delayNs: range(lo.delayNs, p('lateRecv.delayNs'), d.lateRecv.delayNs, 0, 1e12, true) },
+    startSpreadNs: range(o.startSpreadNs, p('startSpreadNs'), [d.startSpreadNs, d.startSpreadNs], 0, 1e12, true)[1],
+    faults: {
+      kinds,
+      perSeed,
+      rate,
+      delayNs: range(fo.delayNs, p('faults.delayNs'), d.faults.delayNs, 0, 1e12, true),
+      reorderDepth: range(fo.reorderDepth, p('faults.reorderDepth'), d.faults.reorderDepth, 1, 4096),
+      duplicateCopies: range(fo.duplicateCopies, p('faults.duplicateCopies'), d.faults.duplicateCopies, 1, 64),
+    },
+    durationNs,
+  };
+  return deepFreeze(c);
+}
+
+/** Reads and checks a campaign file. */
+export function loadCampaign(file: string): Campaign {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new CampaignError(`${file}: cannot read it (${(e as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new CampaignError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  return parseCampaign(json, file);
+}
+
+/** The campaign as a campaign file (every field, plain JSON). */
+export function campaignJson(c: Campaign): Record<string, unknown> {
+  const { durationNs, ...rest } = c;
+  return { ...JSON.parse(JSON.stringify(rest)), duration: durationNs };
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}

@@ -1,0 +1,127 @@
+/**
+ * The campaign's workload generator: one seed of a campaign → one scenario
+ * file (docs/scenarios.md) that `rnic sim` runs on its own. The seed alone
+ * decides everything (the project's seeded Random, forked per part), so
+ * the same campaign and seed give the same scenario on any machine, in any
+ * worker.
+ */
+import { Random } from '../runtime/sim/random.js';
+import type { TrafficOp } from '../runtime/sim/scenario.js';
+import type { Campaign, FaultKind, Range } from './config.js';
+
+/** Scenario JSON, as written to a file. */
+export type ScenarioJson = Record<string, unknown> & {
+  qps: Record<string, unknown>[];
+  traffic: Record<string, unknown>[];
+  faults: Record<string, unknown>[];
+};
+
+const RC_OPS: readonly TrafficOp[] = ['send', 'send_imm', 'write', 'write_imm', 'read', 'cmp_swap', 'fetch_add'];
+const UC_OPS: readonly TrafficOp[] = ['send', 'send_imm', 'write', 'write_imm'];
+const UD_OPS: readonly TrafficOp[] = ['send', 'send_imm'];
+
+function pick(r: Random, range: Range): number {
+  return range[0] + r.int(range[1] - range[0] + 1);
+}
+
+function choose<T>(r: Random, xs: readonly T[]): T {
+  return xs[r.int(xs.length)]!;
+}
+
+function weighted(r: Random, ops: readonly TrafficOp[], weights: Readonly<Record<TrafficOp, number>>): TrafficOp | null {
+  const total = ops.reduce((s, o) => s + weights[o], 0);
+  if (total <= 0) return null;
+  let x = r.next() * total;
+  for (const o of ops) {
+    x -= weights[o];
+    if (x < 0) return o;
+  }
+  return ops.filter((o) => weights[o] > 0).at(-1)!;
+}
+
+/** 0 with probability `zero`, else log-uniform in [1, max]. */
+function size(r: Random, max: number, zero: number): number {
+  if (max === 0 || r.bernoulli(zero)) return 0;
+  return Math.max(1, Math.min(max, Math.floor(Math.exp(r.next() * Math.log(max + 1)))));
+}
+
+/** Scenario seed of campaign seed `seed`: the seed itself (the scenario's faults and patterns draw from it). */
+export function generateScenario(c: Campaign, seed: number): ScenarioJson {
+  const root = new Random(`campaign:${c.name}:${seed}`);
+  const rq = root.fork('qps');
+  const rt = root.fork('traffic');
+  const rf = root.fork('faults');
+  const qps: Record<string, unknown>[] = [];
+  const traffic: Record<string, unknown>[] = [];
+  const types: ['RC' | 'UC' | 'UD', number][] = [['RC', pick(rq, c.qps.RC)], ['UC', pick(rq, c.qps.UC)], ['UD', pick(rq, c.qps.UD)]];
+  for (const [type, n] of types) {
+    for (let k = 0; k < n; k++) {
+      const name = `${type.toLowerCase()}${k}`;
+      const mtu = choose(rq, c.mtus);
+      const maxInline = pick(rq, c.maxInline);
+      const rd = pick(rq, c.rdAtomic);
+      const q: Record<string, unknown> = { name, type, mtu, psn_a: pick(rq, c.psn), psn_b: pick(rq, c.psn), max_inline_data: maxInline };
+      if (type === 'RC') {
+        Object.assign(q, { timeout: pick(rq, c.timeout), retry_cnt: pick(rq, c.retryCnt), rnr_retry: pick(rq, c.rnrRetry), min_rnr_timer: pick(rq, c.minRnrTimer), max_rd_atomic: rd, max_dest_rd_atomic: rd });
+      }
+      const ops = type === 'RC' ? RC_OPS : type === 'UC' ? UC_OPS : UD_OPS;
+      const froms: ('a' | 'b')[] = type === 'RC' && rq.bernoulli(c.reverse) ? ['a', 'b'] : ['a'];
+      let maxDepth = 1;
+      let maxRecv = 1;
+      for (const from of froms) {
+        const r = rt.fork(`${name}/${from}`);
+        const n = pick(r, c.wrs);
+        const wrs: Record<string, unknown>[] = [];
+        for (let i = 0; i < n; i++) {
+          const op = weighted(r, ops, c.ops);
+          if (op === null) break;
+          const w: Record<string, unknown> = { op };
+          if (op !== 'fetch_add' && op !== 'cmp_swap') {
+            const sz = size(r, type === 'UD' ? Math.min(mtu, c.sizes.max) : c.sizes.max, c.sizes.zero);
+            w.size = sz;
+            if (op !== 'read' && sz <= maxInline && r.bernoulli(c.inline)) w.inline = true;
+          }
+          if (!r.bernoulli(c.signaled)) w.signaled = false;
+          wrs.push(w);
+        }
+        if (wrs.length === 0) continue;
+        const depth = pick(r, c.depth);
+        const recvDepth = pick(r, c.recvDepth);
+        maxDepth = Math.max(maxDepth, depth);
+        maxRecv = Math.max(maxRecv, recvDepth);
+        const t: Record<string, unknown> = { qp: name, from, depth, wrs };
+        if (wrs.some((w) => w.op === 'send' || w.op === 'send_imm' || w.op === 'write_imm')) {
+          t.recvDepth = recvDepth;
+          if (r.bernoulli(c.lateRecv.probability)) t.recvStartNs = pick(r, c.lateRecv.delayNs);
+        }
+        const start = c.startSpreadNs > 0 ? r.int(c.startSpreadNs + 1) : 0;
+        if (start > 0) t.startNs = start;
+        traffic.push(t);
+      }
+      // Small queues: the model's setup cost grows with them, and a stream never needs more.
+      Object.assign(q, { max_send_wr: maxDepth, max_recv_wr: maxRecv, cq_depth: Math.max(maxDepth, maxRecv) });
+      qps.push(q);
+    }
+  }
+  const faults: Record<string, unknown>[] = [];
+  const kinds = [...c.faults.kinds];
+  const nf = Math.min(kinds.length, pick(rf, c.faults.perSeed));
+  for (let k = 0; k < nf; k++) {
+    const kind = kinds.splice(rf.int(kinds.length), 1)[0]! as FaultKind;
+    const p = c.faults.rate[0] + rf.next() * (c.faults.rate[1] - c.faults.rate[0]);
+    const rule: Record<string, unknown> = { action: kind, probability: Math.round(p * 1e4) / 1e4 };
+    if (kind === 'delay') rule.delayNs = pick(rf, c.faults.delayNs);
+    if (kind === 'reorder') rule.reorderDepth = pick(rf, c.faults.reorderDepth);
+    if (kind === 'duplicate') rule.copies = pick(rf, c.faults.duplicateCopies);
+    faults.push(rule);
+  }
+  return {
+    name: `${c.name}-${seed}`,
+    description: `generated by rnic campaign (campaign ${c.name}, seed ${seed})`,
+    seed,
+    duration: c.durationNs,
+    qps,
+    faults,
+    traffic,
+  };
+}
