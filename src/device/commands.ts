@@ -1026,6 +1026,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       fw.cqRefs[inp.sendCqn]!++;
       fw.cqRefs[inp.recvCqn]!++;
       if (hasSrq) fw.srqRefs[inp.srqn]!++;
+      fw.qpChanges.note(qpn);
       return { qpn };
     },
   }),
@@ -1139,6 +1140,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         }
       }
       Atomics.add(t.i32, (qp + CtxOff.QP_MODIFY_SEQ) >> 2, 1);
+      fw.qpChanges.note(inp.qpn);
       if (Atomics.compareExchange(t.i32, (qp + CtxOff.QP_STATE) >> 2, cur, next) !== cur) {
         fail(CmdStatus.BAD_STATE, '', 'the QP changed state while being modified');
       }
@@ -1183,6 +1185,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       fw.clearEntry(qp, QPC.size, [CtxOff.QP_MODIFY_SEQ]);
       Atomics.add(t.i32, (qp + CtxOff.QP_MODIFY_SEQ) >> 2, 1);
       fw.qps.free(inp.qpn);
+      fw.qpChanges.note(inp.qpn);
       fw.pdRefs[c.pdn]!--;
       fw.cqRefs[c.sendCqn]!--;
       fw.cqRefs[c.recvCqn]!--;

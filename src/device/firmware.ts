@@ -57,6 +57,57 @@ export class IndexPool {
   }
 }
 
+/**
+ * QPs a command changed (CREATE_QP, MODIFY_QP, DESTROY_QP), in order, for
+ * the pipeline to act on (RESET / ERR flags, dropped private state) without
+ * scanning the QP table. Bounded: when more than `capacity` changes pile up
+ * before the pipeline takes them (a device whose commands are served with
+ * no pipeline draining them, as the driver's test stand-in does), the list
+ * says "overflowed" and the taker falls back to one scan of the table.
+ */
+export class QpChangeList {
+  private readonly qpns: Int32Array;
+  private count = 0;
+  private overflowed = false;
+
+  constructor(readonly capacity = 64) {
+    this.qpns = new Int32Array(capacity);
+  }
+
+  /** Firmware: QP `qpn` changed. A QPN already in the list is not repeated. */
+  note(qpn: number): void {
+    if (this.overflowed) return;
+    for (let i = 0; i < this.count; i++) if (this.qpns[i] === qpn) return;
+    if (this.count === this.capacity) {
+      this.overflowed = true;
+      this.count = 0;
+      return;
+    }
+    this.qpns[this.count++] = qpn;
+  }
+
+  /**
+   * Pipeline: copy the changed QPNs into `out` (at least `capacity` long)
+   * and empty the list. Returns how many, or -1 after an overflow: then any
+   * QP may have changed and the caller scans them all.
+   */
+  take(out: Int32Array): number {
+    if (this.overflowed) {
+      this.overflowed = false;
+      this.count = 0;
+      return -1;
+    }
+    const n = this.count;
+    for (let i = 0; i < n; i++) out[i] = this.qpns[i]!;
+    this.count = 0;
+    return n;
+  }
+
+  get pending(): number {
+    return this.overflowed ? -1 : this.count;
+  }
+}
+
 export interface FirmwareInit {
   readonly caps: Capabilities;
   /** Host memory as the device sees it (DMA): to check that rings and buffers lie inside it. */
@@ -97,6 +148,8 @@ export class Firmware {
   readonly eqRefs: Int32Array;
   /** QPs using an SRQ; DESTROY_SRQ is BUSY while > 0. */
   readonly srqRefs: Int32Array;
+  /** QPs changed by commands since the pipeline last looked (see QpChangeList). */
+  readonly qpChanges = new QpChangeList();
 
   constructor(init: FirmwareInit) {
     this.caps = init.caps;
