@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDurationNs } from '../fabric/timing-params.js';
 import { RnicError } from '../wire/errors.js';
+import { DEFAULT_CONFIG, parseConfig } from '../runtime/config.js';
 import { TRAFFIC_OPS, type TrafficOp } from '../runtime/sim/scenario.js';
 
 export class CampaignError extends RnicError<'CAMPAIGN_INVALID'> {
@@ -68,13 +69,21 @@ export interface Campaign {
   };
   /** Virtual time limit of one seed (ns); the watchdog is the scenario default. */
   readonly durationNs: number;
+  /**
+   * Named device behaviours for every seed (docs/pipeline.md). The default
+   * sets rxeRetryCnt7Infinite, so that retry_cnt 7 retries for ever: at a
+   * 10% loss rate a WR may legitimately exhaust seven retries, which would
+   * hide real failures among correct RETRY_EXC_ERRs; retrying for ever, a
+   * transport that stops making progress shows as a stall (the watchdog).
+   */
+  readonly quirks: Readonly<Record<string, boolean>>;
 }
 
 export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
   name: 'default',
   qps: { RC: [2, 4], UC: [1, 1], UD: [1, 1] },
   reverse: 0.5,
-  wrs: [2, 10],
+  wrs: [4, 24],
   ops: { send: 2, send_imm: 1, write: 2, write_imm: 1, read: 2, cmp_swap: 1, fetch_add: 1 },
   sizes: { max: 12000, zero: 0.1 },
   maxInline: [0, 256],
@@ -100,6 +109,7 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
     duplicateCopies: [1, 2],
   },
   durationNs: 2_000_000_000,
+  quirks: { rxeRetryCnt7Infinite: true },
 } satisfies Campaign);
 
 // ---- checking -------------------------------------------------------------
@@ -155,7 +165,7 @@ function prob(v: unknown, path: string, def: number): number {
   return num(v, path, def, 0, 1);
 }
 
-const TOP = ['name', 'description', 'qps', 'reverse', 'wrs', 'ops', 'sizes', 'maxInline', 'inline', 'signaled', 'psn', 'mtus', 'depth', 'recvDepth', 'timeout', 'retryCnt', 'rnrRetry', 'minRnrTimer', 'rdAtomic', 'lateRecv', 'startSpreadNs', 'faults', 'duration'] as const;
+const TOP = ['name', 'description', 'qps', 'reverse', 'wrs', 'ops', 'sizes', 'maxInline', 'inline', 'signaled', 'psn', 'mtus', 'depth', 'recvDepth', 'timeout', 'retryCnt', 'rnrRetry', 'minRnrTimer', 'rdAtomic', 'lateRecv', 'startSpreadNs', 'faults', 'duration', 'quirks'] as const;
 const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'duplicateCopies'] as const;
 /** Every key of a campaign file, by where (docs/faults.md documents each; a test checks). */
 export const CAMPAIGN_KEYS = Object.freeze({ top: TOP, qps: ['RC', 'UC', 'UD'], sizes: ['max', 'zero'], lateRecv: ['probability', 'delayNs'], faults: FAULT_KEYS });
@@ -224,6 +234,17 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
     }
     if (durationNs <= 0) fail(p('duration'), 'must be more than 0');
   }
+  let quirks = d.quirks;
+  if (o.quirks !== undefined) {
+    const qo = obj(o.quirks, p('quirks'));
+    // The model configuration's own checker names the field.
+    try {
+      parseConfig({ workers: 0, devices: DEFAULT_CONFIG.devices.map((d) => ({ name: d.name, ports: d.ports })), quirks: qo }, source);
+    } catch (e) {
+      throw new CampaignError((e as Error).message);
+    }
+    quirks = qo as Record<string, boolean>;
+  }
   const c: Campaign = {
     name,
     qps,
@@ -254,6 +275,7 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
       duplicateCopies: range(fo.duplicateCopies, p('faults.duplicateCopies'), d.faults.duplicateCopies, 1, 64),
     },
     durationNs,
+    quirks,
   };
   return deepFreeze(c);
 }

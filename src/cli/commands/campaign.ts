@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { runCampaign } from '../../campaign/campaign.js';
 import { CampaignError, DEFAULT_CAMPAIGN, campaignJson, loadCampaign, parseCampaign, type Campaign } from '../../campaign/config.js';
 import { inlineExecutor, type Executor } from '../../campaign/executor.js';
+import { poolExecutor } from '../../campaign/pool.js';
 import { formatReport } from '../../campaign/report.js';
 import { Progress } from '../../campaign/progress.js';
 import { CliError, type Command } from '../command.js';
@@ -87,6 +88,22 @@ export const campaignCommand: Command = {
   summary: 'N seeds of a generated workload under random faults, checked; failures saved, shrunk',
   usage: USAGE,
   async run(args) {
+    try {
+      return await campaignMain(args);
+    } catch (e) {
+      // A bad option or campaign file: one line naming it.
+      const code = (e as { code?: string }).code ?? '';
+      if (e instanceof CliError || e instanceof CampaignError || code.startsWith('ERR_PARSE_ARGS')) {
+        process.stderr.write(`rnic campaign: ${(e as Error).message}\n`);
+        return 2;
+      }
+      throw e;
+    }
+  },
+};
+
+async function campaignMain(args: string[]): Promise<number> {
+  {
     const { values, positionals } = parseArgs({
       args,
       options: {
@@ -111,15 +128,9 @@ export const campaignCommand: Command = {
     if (firstSeed + seeds > Number.MAX_SAFE_INTEGER) throw new CliError('--first-seed: too large');
     const jobs = count(values.jobs, 'jobs', availableParallelism(), 1);
     const budgetMs = values['time-budget'] === undefined ? null : wallDuration(values['time-budget']);
-    let campaign: Campaign;
-    try {
-      const base = values.campaign ? campaignJson(loadCampaign(values.campaign)) : campaignJson(DEFAULT_CAMPAIGN);
-      for (const s of values.set ?? []) setKey(base, s);
-      campaign = parseCampaign(base, values.campaign ?? 'campaign');
-    } catch (e) {
-      if (e instanceof CampaignError) throw new CliError(e.message);
-      throw e;
-    }
+    const base = values.campaign ? campaignJson(loadCampaign(values.campaign)) : campaignJson(DEFAULT_CAMPAIGN);
+    for (const s of values.set ?? []) setKey(base, s);
+    const campaign: Campaign = parseCampaign(base, values.campaign ?? 'campaign');
     if (values['print-campaign']) {
       process.stdout.write(JSON.stringify(campaignJson(campaign), null, 2) + '\n');
       return 0;
@@ -127,7 +138,7 @@ export const campaignCommand: Command = {
     const outDir = values.out ?? join('campaign-failures', campaign.name);
     const quiet = values.quiet ?? false;
     const progress = new Progress(seeds, quiet ? null : (s) => process.stderr.write(s), process.stderr.isTTY === true);
-    const executor: Executor = jobs === 1 ? inlineExecutor() : await poolExecutor(jobs);
+    const executor: Executor = jobs === 1 ? inlineExecutor() : poolExecutor(jobs);
     const stop = { requested: false };
     const onSig = () => {
       stop.requested = true;
@@ -147,10 +158,6 @@ export const campaignCommand: Command = {
       process.stdout.write(formatReport(summary) + '\n');
     }
     return summary.failed === 0 ? 0 : 1;
-  },
-};
-
-async function poolExecutor(jobs: number): Promise<Executor> {
-  void jobs;
-  return inlineExecutor();
+  }
 }
+
