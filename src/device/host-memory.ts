@@ -25,6 +25,16 @@ export const DEFAULT_HOST_MEMORY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_HOST_BASE = 0x1_0000_0000n;
 export const HOST_PAGE_SIZE = 4096;
 
+/**
+ * The alignment a driver gives a ring of `bytes` (a power of two): natural
+ * up to a page, at least the 64 bytes the device requires. A small ring
+ * then never crosses a page and never pads a page of its own (16 WQEs of
+ * 64 B take 1 KiB, not 4 KiB): host memory per QP stays close to its ring bytes.
+ */
+export function ringAlign(bytes: number): number {
+  return bytes >= HOST_PAGE_SIZE ? HOST_PAGE_SIZE : bytes <= 64 ? 64 : 2 ** Math.ceil(Math.log2(bytes));
+}
+
 /** What another thread needs to attach to the same memory (structured-cloneable). */
 export interface HostMemoryDescriptor {
   readonly sab: SharedArrayBuffer;

@@ -23,6 +23,7 @@
 import { errno, IBV_WC_RECV } from '../../device/abi/constants.js';
 import { Cmd } from '../../device/commands.js';
 import { CQE, CQE_OWNER_OFFSET, CQE_SIZE } from '../../device/cqe.js';
+import { ringAlign } from '../../device/host-memory.js';
 import { armCq, encodeCqArm } from '../../device/registers.js';
 import { SRQ_WQE_HDR } from '../../device/wqe.js';
 import { VerbsError } from '../verbs/errno-error.js';
@@ -107,7 +108,7 @@ export function model_create_cq(
   let ring;
   let rec;
   try {
-    ring = mem.alloc(CQE_SIZE << logSize, 4096);
+    ring = mem.alloc(CQE_SIZE << logSize, ringAlign(CQE_SIZE << logSize));
   } catch (e) {
     throw new VerbsError(errno.ENOMEM, `ibv_create_cq: ${(e as Error).message}`);
   }

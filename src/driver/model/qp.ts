@@ -54,6 +54,7 @@ import {
   IBV_WR_SEND_WITH_INV,
 } from '../../device/abi/constants.js';
 import { Cmd, CreateQpFlag } from '../../device/commands.js';
+import { ringAlign } from '../../device/host-memory.js';
 import { log2, recvWqeMaxSge, recvWqeStride, sendWqeCaps, sendWqeDataOffset, sendWqeStride, MAX_WQE_STRIDE } from '../../device/wqe.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import { newQpCap } from '../verbs/structs.js';
@@ -150,8 +151,8 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
       return fail(errno.ENOMEM, (e as Error).message);
     }
   };
-  const sqRing = sqSize ? alloc(sqSize << sqLogStride, 4096) : null;
-  const rqRing = rqSize ? alloc(rqSize << rqLogStride, 4096) : null;
+  const sqRing = sqSize ? alloc(sqSize << sqLogStride, ringAlign(sqSize << sqLogStride)) : null;
+  const rqRing = rqSize ? alloc(rqSize << rqLogStride, ringAlign(rqSize << rqLogStride)) : null;
   const rec = alloc(8, 64);
   const r = model_cmd(ctx, Cmd.CREATE_QP, {
     qpType: type,
