@@ -138,6 +138,9 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         // Nothing new (a duplicated or delayed ACK): no progress, no retry budget back (rxe check_psn → DONE).
         if (psnCompare(psn, q.ackedPsn) <= 0) return;
         ackThrough(nic, q, psn);
+        // The responder has everything through `psn`, the WQEs behind a READ or
+        // ATOMIC still waiting for its response included: they retire with it.
+        q.ackedPsn = psn;
         // A cumulative ACK beyond a pending READ/ATOMIC means its response was lost.
         const head = q.window[0];
         if (head && head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, head.firstPsn) >= 0) {
@@ -270,6 +273,8 @@ function retire(nic: NicCore, q: QpCtx, w: SendWqe, psn: number, now: number): v
   if (isReadOrAtomic(w.opcode)) q.rdAtomicOut = Math.max(0, q.rdAtomicOut - 1);
   completeSend(nic, q, w, IBV_WC_SUCCESS);
   progress(q, psn, now);
+  // SENDs and WRITEs behind it that an earlier ACK covered complete now, in order.
+  ackThrough(nic, q, q.ackedPsn);
   nic.schedule(q);
 }
 
