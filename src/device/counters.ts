@@ -17,8 +17,13 @@ import { DeviceError } from './errors.js';
 
 export interface CounterDecl {
   readonly name: string;
-  /** Where the name comes from: 'rxe', 'mlx5' (hw_counters) or 'port' (ibv_port_attr). */
-  readonly source: 'rxe' | 'mlx5' | 'port';
+  /**
+   * Where the name comes from: 'rxe', 'mlx5' (hw_counters), 'port'
+   * (ibv_port_attr), 'ib_port' (the IB port counters Linux shows in
+   * /sys/class/infiniband/<dev>/ports/<n>/counters), or 'model' (a drop
+   * Linux drivers make silently, with no counter: the model names it).
+   */
+  readonly source: 'rxe' | 'mlx5' | 'port' | 'ib_port' | 'model';
   readonly doc: string;
 }
 
@@ -68,6 +73,13 @@ export const COUNTERS: readonly CounterDecl[] = Object.freeze([
   // ibv_port_attr counters, reported by QUERY_PORT
   c('bad_pkey_cntr', 'port', 'packets dropped for a bad P_Key (ibv_port_attr.bad_pkey_cntr)'),
   c('qkey_viol_cntr', 'port', 'UD packets dropped for a Q_Key mismatch (ibv_port_attr.qkey_viol_cntr)'),
+  // IB port counters (IBTA PortCounters; sysfs ports/<n>/counters)
+  c('port_rcv_errors', 'ib_port', 'RDMA frames the receive parser dropped as malformed: bad ICRC, truncated, bad version, length, checksum, reserved opcode (PortRcvErrors)'),
+  // drops rxe makes silently (hdr_check, check_type_state); the model counts them
+  c('rx_unknown_opcode', 'model', 'frames dropped for a reserved or unsupported BTH opcode (also in port_rcv_errors)'),
+  c('rx_unknown_qp', 'model', 'packets dropped: no QP with the destination QPN (never created, destroyed, special or multicast QPN)'),
+  c('rx_qp_type_mismatch', 'model', 'packets dropped: the opcode\'s transport (RC / UC / UD) is not the QP\'s type'),
+  c('rx_qp_state_drop', 'model', 'packets dropped: the QP\'s state does not accept them (requests in RESET / INIT / ERR, responses outside RTS / SQD)'),
 ]);
 
 /** Index constants for the hot path; `Ctr.X` === COUNTERS index of 'x'. */
@@ -111,6 +123,11 @@ export const enum Ctr {
   REQ_CQE_FLUSH_ERROR,
   BAD_PKEY_CNTR,
   QKEY_VIOL_CNTR,
+  PORT_RCV_ERRORS,
+  RX_UNKNOWN_OPCODE,
+  RX_UNKNOWN_QP,
+  RX_QP_TYPE_MISMATCH,
+  RX_QP_STATE_DROP,
   /** Number of counters. */
   COUNT,
 }

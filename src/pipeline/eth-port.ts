@@ -173,6 +173,9 @@ export const ETH_PORT_COUNTERS: readonly PortCounterDecl[] = Object.freeze([
   { name: 'nd_na_sent', unit: 'frames', doc: 'Neighbor Advertisements sent for our IPv6 addresses' },
   { name: 'neigh_resolve_misses', unit: 'calls', doc: 'resolve() calls that found no neighbour entry and returned null' },
   { name: 'neigh_updates', unit: 'calls', doc: 'neighbour entries created or changed (learned from ARP, ND or RoCE frames)' },
+  { name: 'neigh_evictions', unit: 'calls', doc: 'neighbour entries evicted (least recently updated first) to make room for one learned from ARP / ND or set statically' },
+  { name: 'neigh_learn_dropped', unit: 'frames', doc: 'RoCE frames whose source was not learned: the table was full (a flood of sources never evicts known neighbours), or the source is known with another MAC (only ARP / ND move a neighbour)' },
+  { name: 'neigh_pending_evictions', unit: 'calls', doc: 'outstanding ARP / ND solicitations forgotten to keep their table within neighborCapacity' },
 ]);
 
 export const enum PortCtr {
@@ -195,6 +198,9 @@ export const enum PortCtr {
   ND_NA_SENT,
   NEIGH_RESOLVE_MISSES,
   NEIGH_UPDATES,
+  NEIGH_EVICTIONS,
+  NEIGH_LEARN_DROPPED,
+  NEIGH_PENDING_EVICTIONS,
   COUNT,
 }
 
@@ -603,6 +609,12 @@ export class EthPort {
     if (this.#own.has(key)) return;
     const e = this.#neigh.get(key);
     if (e && sameMac(e.mac, 0, srcMac)) return; // the common case: nothing changed, nothing allocated
+    if (e) {
+      // A RoCE frame is not proof of a new MAC (it is learned before its ICRC is
+      // checked): only ARP, ND or a static entry moves a known neighbour.
+      this.counterArray[PortCtr.NEIGH_LEARN_DROPPED]!++;
+      return;
+    }
     this.#learn(key, frame.subarray(srcOff, srcOff + len), srcMac, 'roce');
   }
 
@@ -617,7 +629,14 @@ export class EthPort {
         return;
       }
     } else if (this.#neigh.size >= this.params.neighborCapacity) {
+      if (source === 'roce') {
+        // Learning from RoCE sources is the model's convenience, not a protocol: a
+        // flood of forged sources must not push out the neighbours traffic uses.
+        this.counterArray[PortCtr.NEIGH_LEARN_DROPPED]!++;
+        return;
+      }
       this.#neigh.delete(this.#neigh.keys().next().value!);
+      this.counterArray[PortCtr.NEIGH_EVICTIONS]!++;
     }
     const ipBytes = ip.length === 16 && isV4Mapped(ip) ? ip.slice(12, 16) : ip.slice();
     this.#neigh.set(key, { ip: ipBytes, mac: mac.slice(0, 6), source, updatedNs: now });
@@ -653,6 +672,7 @@ export class EthPort {
     if (!src) return null; // no address of that family to ask from
     if (last === undefined && this.#pending.size >= this.params.neighborCapacity) {
       this.#pending.delete(this.#pending.keys().next().value!);
+      this.counterArray[PortCtr.NEIGH_PENDING_EVICTIONS]!++;
     }
     this.#pending.delete(key);
     this.#pending.set(key, now);

@@ -5,9 +5,9 @@
  * on a worker thread or inside the simulator: time comes from env.clock.
  */
 import {
-  IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, IBV_EVENT_CQ_ERR,
+  IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RESET, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, IBV_EVENT_CQ_ERR,
 } from '../device/abi/constants.js';
-import { CQC, QpFlag } from '../device/contexts.js';
+import { CQC, QPC, QpFlag } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { CqeFields, CqPush, cqArm, cqPush } from '../device/cqe.js';
 import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
@@ -373,35 +373,55 @@ export class Nic implements NicCore {
 
   // ---- receive -------------------------------------------------------------
 
-  /** A frame from port `portNum`'s cable. The frame belongs to the NIC from here on. */
+  /**
+   * A frame from port `portNum`'s cable. The frame belongs to the NIC from
+   * here on. Every frame the port hands over and the pipeline does not use
+   * is counted once, in rxe's order of checks (hdr_check, check_type_state,
+   * check_keys): malformed → port_rcv_errors (and rx_icrc_encapsulated /
+   * rx_unknown_opcode), CNP → rp_cnp_ignored, no such QP → rx_unknown_qp,
+   * wrong transport → rx_qp_type_mismatch, wrong state → rx_qp_state_drop,
+   * bad P_Key → bad_pkey_cntr. rcvd_pkts counts what passed them all.
+   */
   receive(portNum: number, frame: Uint8Array): void {
     const port = this.port(portNum);
     if (port.receive(frame) !== 'rdma') return;
     const ctr = this.ctr(portNum);
     const d = decodePacket(frame);
     if (!d.ok) {
+      ctr[Ctr.PORT_RCV_ERRORS]!++;
       if (d.error.code === 'WIRE_BAD_ICRC') ctr[Ctr.RX_ICRC_ENCAPSULATED]!++;
+      else if (d.error.code === 'WIRE_UNKNOWN_OPCODE') ctr[Ctr.RX_UNKNOWN_OPCODE]!++;
       return;
     }
     const p = d.packet;
-    ctr[Ctr.RCVD_PKTS]!++;
     const info = OPCODES[p.bth.opcode]!;
     if (info.transport === Transport.CNP) {
+      ctr[Ctr.RCVD_PKTS]!++;
       ctr[Ctr.RP_CNP_IGNORED]!++;
       return;
     }
-    const s = this.qp(p.bth.destQp);
-    if (!s || TRANSPORT_OF_QPT[s.q.qpType] !== info.transport) return;
+    const t = this.env.tables;
+    const off = t.qpByNumber(p.bth.destQp);
+    if (off < 0) {
+      ctr[Ctr.RX_UNKNOWN_QP]!++;
+      return;
+    }
+    if (TRANSPORT_OF_QPT[QPC.f.qpType.get(t.dv, off)] !== info.transport) {
+      ctr[Ctr.RX_QP_TYPE_MISMATCH]!++;
+      return;
+    }
+    const state = t.qpState(off);
+    if (info.isRequest ? state === IBV_QPS_RESET || state === IBV_QPS_INIT || state === IBV_QPS_ERR : state !== IBV_QPS_RTS && state !== IBV_QPS_SQD) {
+      ctr[Ctr.RX_QP_STATE_DROP]!++;
+      return;
+    }
     if ((p.bth.pkey & 0x7fff) !== 0x7fff) {
       ctr[Ctr.BAD_PKEY_CNTR]!++;
       return;
     }
-    if (info.isRequest) {
-      responderReceive(this, s.q, s.off, p, frame);
-      // The ACK leaves with the receive completion it answers, not on a later
-      // pass: an application that destroys its QP on seeing the completion
-      // must not leave the peer retransmitting.
-      if (s.q.responses.length > 0) responderTransmit(this, s.q, QP_BURST, true);
-    } else completerReceive(this, s.q, s.off, p, this.env.clock.now());
+    ctr[Ctr.RCVD_PKTS]!++;
+    const s = this.qp(p.bth.destQp)!;
+    if (info.isRequest) responderReceive(this, s.q, s.off, p, frame);
+    else completerReceive(this, s.q, s.off, p, this.env.clock.now());
   }
 }

@@ -388,6 +388,23 @@ export class SimModel implements RunningModel {
     this.#port(port, 'capturePort').capture = writer;
   }
 
+  /**
+   * Puts `frame` on the wire into port `port` ('rnic1:1') now, as a traffic
+   * generator plugged into that port would: it arrives like a frame from
+   * the cable (capture, observers, the receive stage), with no link time.
+   * For hostile-wire tests: forged, mutated or truncated frames. The frame
+   * belongs to the model from here on.
+   */
+  injectFrame(port: string, frame: Uint8Array): void {
+    this.#port(port, 'injectFrame').onReceive(frame);
+  }
+
+  /** The Ethernet counters of port `port` ('rnic1:1') by name, and its neighbour table's size. */
+  portCounters(port: string): Record<string, number> {
+    const eth = this.#port(port, 'portCounters').eth;
+    return { ...eth.counters(), neighbors: eth.neighbors().length };
+  }
+
   async setCapture(port: string, path: string | null): Promise<void> {
     const p = this.#port(port, 'setCapture');
     this.#capture(p, path ? PcapWriter.open(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
