@@ -110,6 +110,18 @@ function retransmitFromOldest(q: QpCtx): void {
   rewindTo(q, from);
 }
 
+/**
+ * Go back N to `psn`, which a NAK named. A READ or ATOMIC before it at the
+ * head (the SENDs and WRITEs before it are retired by then) was executed but
+ * its response is lost or was dropped while it waited to be resent: ask it
+ * again first, or the rewind would skip it for good.
+ */
+function goBackTo(q: QpCtx, psn: number): void {
+  const head = q.window[0];
+  if (head && isReadOrAtomic(head.opcode) && psnCompare(head.firstPsn, psn) < 0) rewindTo(q, resumePsn(q, head));
+  else rewindTo(q, psn);
+}
+
 /** Consumes one transport retry; false (and the WQE failed) when none is left. */
 function takeRetry(nic: NicCore, q: QpCtx): boolean {
   const head = q.window[0];
@@ -168,7 +180,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         q.rnrUntil = now + rnrTimerNs(aethValue(syn));
         q.rnrPsn = psn;
         q.ackDeadline = Infinity;
-        rewindTo(q, psn);
+        goBackTo(q, psn);
         nic.schedule(q);
         return;
       }
@@ -189,9 +201,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
           if (!takeRetry(nic, q)) return;
           // mlx5 packet_seq_err: a NAK-sequence with the retry limit not exceeded.
           ctr[Ctr.PACKET_SEQ_ERR]!++;
-          // A READ or ATOMIC before the NAKed PSN was executed but its response is lost: ask again from it.
-          const first = q.window[0];
-          rewindTo(q, first && isReadOrAtomic(first.opcode) && psnCompare(first.firstPsn, psn) < 0 ? resumePsn(q, first) : psn);
+          goBackTo(q, psn);
           q.retryStarted = true;
           restartTimer(q, now);
           nic.schedule(q);
@@ -270,7 +280,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
 function retire(nic: NicCore, q: QpCtx, w: SendWqe, psn: number, now: number): void {
   q.window.shift();
   q.txIndex = Math.max(0, q.txIndex - 1);
-  if (isReadOrAtomic(w.opcode)) q.rdAtomicOut = Math.max(0, q.rdAtomicOut - 1);
+  if (w.rdSlot) q.rdAtomicOut--;
   completeSend(nic, q, w, IBV_WC_SUCCESS);
   progress(q, psn, now);
   // SENDs and WRITEs behind it that an earlier ACK covered complete now, in order.

@@ -211,7 +211,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
   while (sent < budget && q.txIndex < q.window.length && !q.sqError) {
     const w = q.window[q.txIndex]!;
     if (w.status === WqeStatus.PENDING && w.sentPkts === 0) {
-      if (isReadOrAtomic(w.opcode) && q.rdAtomicOut >= Math.max(1, q.maxRdAtomic)) break;
+      if (isReadOrAtomic(w.opcode) && !w.rdSlot && q.rdAtomicOut >= Math.max(1, q.maxRdAtomic)) break;
       if (w.fenced && q.txIndex > 0) break;
     }
     const path = q.qpType === IBV_QPT_UD ? udPath(nic, q, w.av!, udPaths(q)) : connectedPath(nic, q);
@@ -220,7 +220,10 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
     if (!sendPacket(nic, q, w, path, portNum)) break;
     sent++;
     if (w.sentPkts >= w.npsn) {
-      if (w.status === WqeStatus.PENDING && isReadOrAtomic(w.opcode)) q.rdAtomicOut++;
+      if (isReadOrAtomic(w.opcode) && !w.rdSlot) {
+        w.rdSlot = true;
+        q.rdAtomicOut++;
+      }
       w.status = WqeStatus.SENT;
       q.txIndex++;
       if (q.qpType !== IBV_QPT_RC) {
@@ -265,7 +268,6 @@ export function rewindTo(q: QpCtx, psn: number): void {
     if (d < w.npsn) {
       for (let j = k; j < q.window.length; j++) {
         const x = q.window[j]!;
-        if (x.status === WqeStatus.SENT && isReadOrAtomic(x.opcode)) q.rdAtomicOut--;
         x.status = WqeStatus.PENDING;
         x.sentPkts = j === k && !isReadOrAtomic(x.opcode) ? d : 0;
       }

@@ -68,6 +68,13 @@ export class SendWqe {
   /** READ: bytes of response received so far. */
   readDone = 0;
   status = WqeStatus.PENDING;
+  /**
+   * READ/ATOMIC: holds one of the max_rd_atomic slots, from its first
+   * transmission until it retires. A retry keeps it: the responder still
+   * holds the resource that answers it (rxe returns req.rd_atomic only on
+   * completion), so no later READ/ATOMIC may push that resource out.
+   */
+  rdSlot = false;
 
   get signaled(): boolean {
     return (this.flags & IBV_SEND_SIGNALED) !== 0;

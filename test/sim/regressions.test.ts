@@ -1,0 +1,28 @@
+/**
+ * Seeds a random-fault campaign found failing, saved as the scenario files
+ * it wrote (test/sim/regressions/*.json, named by the bug), replayed: each
+ * must now pass every check of the scenario runner.
+ * - ack-past-a-read-covers-later-sends: an ACK arrived while a READ ahead of
+ *   the SENDs it covered waited for its response; those SENDs never retired.
+ * - rnr-nak-past-a-read-waiting-to-be-resent: an RNR NAK for a PSN behind a
+ *   READ that was waiting to be resent rewound past it (the READ was never
+ *   asked again), and the READ's slot was given to a later READ.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { run } from './helpers.js';
+
+const DIR = fileURLToPath(new URL('./regressions/', import.meta.url));
+const files = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+
+describe('campaign seeds that once failed', () => {
+  it('there are some', () => expect(files.length).toBeGreaterThanOrEqual(2));
+  for (const f of files) {
+    it(f.replace(/\.json$/, ''), async () => {
+      const r = await run(JSON.parse(readFileSync(DIR + f, 'utf8')) as Record<string, unknown>);
+      expect(r.verify).toEqual([]);
+      expect(r.stalls).toEqual([]);
+    }, 60_000);
+  }
+});
