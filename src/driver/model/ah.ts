@@ -11,10 +11,11 @@ import { VerbsError } from '../verbs/errno-error.js';
 import type { ibv_ah, ibv_ah_attr, ibv_pd } from '../verbs/types.js';
 import { avValues, encodeAv } from './av.js';
 import { model_live, model_port_gids } from './context.js';
-import { ModelAh, type ModelPd } from './objects.js';
+import { ModelAh, ModelPd } from './objects.js';
 
 export function model_create_ah(ibpd: ibv_pd, attr: ibv_ah_attr): ibv_ah {
   const pd = ibpd as ModelPd;
+  if (!(pd instanceof ModelPd)) throw new VerbsError(errno.EINVAL, 'ibv_create_ah: not an ibv_pd of the model provider');
   const ctx = pd.context;
   model_live(ctx, 'ibv_create_ah');
   const fail = (n: number, why: string): never => {
@@ -23,12 +24,12 @@ export function model_create_ah(ibpd: ibv_pd, attr: ibv_ah_attr): ibv_ah {
   if (pd.destroyed) fail(errno.EINVAL, 'the PD was deallocated');
   if (!attr || typeof attr !== 'object') fail(errno.EINVAL, 'no attributes');
   const port = model_port_gids(ctx, attr.port_num);
-  if (!port) return fail(errno.EINVAL, `no port ${attr.port_num}`);
+  if (!port) return fail(errno.EINVAL, `no port ${String(attr.port_num)}`);
   if (port.linkLayer === IBV_LINK_LAYER_ETHERNET) {
     if (!attr.is_global) fail(errno.EINVAL, 'RoCE needs a GRH (is_global = 1)');
-    if (!(attr.grh.sgid_index < port.gids.length)) fail(errno.EINVAL, `GID index ${attr.grh.sgid_index} is empty on port ${port.portNum}`);
+    if (typeof attr.grh !== 'object' || attr.grh === null || typeof attr.grh.sgid_index !== 'number' || !(attr.grh.sgid_index < port.gids.length)) fail(errno.EINVAL, `GID index ${String(attr.grh?.sgid_index)} is empty on port ${port.portNum}`);
   }
-  if (!(attr.static_rate >= 0 && attr.static_rate <= IBV_RATE_1200_GBPS)) fail(errno.EINVAL, `bad static_rate ${attr.static_rate}`);
+  if (!(typeof attr.static_rate === 'number' && attr.static_rate >= 0 && attr.static_rate <= IBV_RATE_1200_GBPS)) fail(errno.EINVAL, `bad static_rate ${String(attr.static_rate)}`);
   if (ctx.device.ahCount >= ctx.limits.maxAh) fail(errno.ENOMEM, `${ctx.limits.maxAh} address handles exist`);
   const v = avValues(ctx, attr, port.portNum);
   if (typeof v === 'number') return fail(v, 'bad address vector');
@@ -42,7 +43,7 @@ export function model_create_ah(ibpd: ibv_pd, attr: ibv_ah_attr): ibv_ah {
 
 export function model_destroy_ah(ibah: ibv_ah): number {
   const ah = ibah as ModelAh;
-  if (ah.destroyed) return errno.EINVAL;
+  if (!(ah instanceof ModelAh) || ah.destroyed) return errno.EINVAL;
   ah.destroyed = true;
   ah.context.device.ahCount--;
   ah.context.ahs.delete(ah);

@@ -33,9 +33,9 @@ import {
 } from '../../device/abi/constants.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { ibv_async_event, ibv_context } from '../verbs/types.js';
-import type { ModelContext } from './context.js';
+import { ModelContext } from './context.js';
 import { model_eq_drain, model_eq_wait } from './eq.js';
-import type { ModelCq, ModelQp, ModelSrq } from './objects.js';
+import { ModelCq, ModelQp, ModelSrq } from './objects.js';
 
 export type AsyncEventKind = 'qp' | 'cq' | 'srq' | 'port' | 'device' | 'other';
 
@@ -121,6 +121,7 @@ function nextEvent(ctx: ModelContext): ibv_async_event | null {
 /** ibv_get_async_event: resolves with the next event of the context (C blocks in read() on async_fd). */
 export async function model_get_async_event(ibctx: ibv_context): Promise<ibv_async_event> {
   const ctx = ibctx as ModelContext;
+  if (!(ctx instanceof ModelContext)) throw new VerbsError(errno.EINVAL, 'ibv_get_async_event: not an ibv_context of the model provider');
   for (;;) {
     if (ctx.closed) throw new VerbsError(errno.EBADF, 'ibv_get_async_event: the context is closed');
     model_eq_drain(ctx);
@@ -132,7 +133,10 @@ export async function model_get_async_event(ibctx: ibv_context): Promise<ibv_asy
 
 export function model_ack_async_event(event: ibv_async_event): void {
   const el = event.element;
-  if (el.qp) (el.qp as ModelQp).asyncEventsAcked++;
-  else if (el.cq) (el.cq as ModelCq).asyncEventsAcked++;
-  else if (el.srq) (el.srq as ModelSrq).asyncEventsAcked++;
+  const owner = el.qp ?? el.cq ?? el.srq;
+  if (!(owner instanceof ModelQp || owner instanceof ModelCq || owner instanceof ModelSrq)) {
+    throw new VerbsError(errno.EINVAL, 'ibv_ack_async_event: not an event of the model provider');
+  }
+  if (owner.asyncEventsAcked >= owner.asyncEventsReported) throw new VerbsError(errno.EINVAL, 'ibv_ack_async_event: no unacknowledged event of this object');
+  owner.asyncEventsAcked++;
 }

@@ -26,22 +26,25 @@ export function avValues(ctx: ModelContext, ah: ibv_ah_attr | undefined, portNum
   // A destination the driver cannot resolve keeps dmac = 0: the device's
   // port then resolves it itself (ARP / neighbour discovery) before sending.
   let dmac: Uint8Array = ZERO_MAC;
-  const port = ctx.ports[portNum - 1];
+  const port = typeof portNum === 'number' ? ctx.ports[portNum - 1] : undefined;
   if (port && port.linkLayer === IBV_LINK_LAYER_ETHERNET && ah.is_global) {
     dmac = neighResolve(model_neigh_source(ctx, portNum), portNum, gid) ?? ZERO_MAC;
   }
+  // A field left out is 0 (a zeroed struct); any other non-number (null, NaN, a bigint)
+  // goes on to encodeStruct, whose range check refuses it.
+  const z = (x: unknown) => (x === undefined ? 0 : x);
   return {
     dgid: gid,
     dmac,
-    dlid: ah.dlid ?? 0,
-    flowLabel: grh?.flow_label ?? 0,
-    sl: ah.sl ?? 0,
-    trafficClass: grh?.traffic_class ?? 0,
-    hopLimit: grh?.hop_limit ?? 0,
-    sgidIndex: grh?.sgid_index ?? 0,
-    portNum: ah.port_num ?? 0,
-    staticRate: ah.static_rate ?? 0,
-    srcPathBits: ah.src_path_bits ?? 0,
+    dlid: z(ah.dlid),
+    flowLabel: z(grh?.flow_label),
+    sl: z(ah.sl),
+    trafficClass: z(grh?.traffic_class),
+    hopLimit: z(grh?.hop_limit),
+    sgidIndex: z(grh?.sgid_index),
+    portNum: z(ah.port_num),
+    staticRate: z(ah.static_rate),
+    srcPathBits: z(ah.src_path_bits),
     isGlobal: ah.is_global ? 1 : 0,
   };
 }

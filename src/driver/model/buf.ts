@@ -8,15 +8,15 @@
 import { errno } from '../../device/abi/constants.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { ibv_context } from '../verbs/types.js';
-import { model_live, type ModelContext } from './context.js';
+import { model_live, ModelContext } from './context.js';
 
 export function model_alloc_buf(ibctx: ibv_context, length: number, align: number): Uint8Array {
   const ctx = ibctx as ModelContext;
   model_live(ctx, 'rnic_alloc_buf');
   if (!Number.isInteger(align) || align < 1 || (align & (align - 1)) !== 0 || align > 2 ** 30) {
-    throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: alignment ${align} is not a power of two`);
+    throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: alignment ${String(align)} is not a power of two`);
   }
-  if (!Number.isInteger(length) || length < 0) throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad length ${length}`);
+  if (!Number.isInteger(length) || length < 0) throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad length ${String(length)}`);
   let b;
   try {
     b = ctx.mem.alloc(Math.max(length, 1), align);
@@ -29,12 +29,11 @@ export function model_alloc_buf(ibctx: ibv_context, length: number, align: numbe
 
 export function model_free_buf(ibctx: ibv_context, buf: Uint8Array): void {
   const ctx = ibctx as ModelContext;
-  if (buf.buffer !== ctx.mem.sab) throw new VerbsError(errno.EINVAL, 'rnic_free_buf: not a buffer of this device');
+  if (!(ctx instanceof ModelContext)) throw new VerbsError(errno.EINVAL, 'rnic_free_buf: not an ibv_context of the model provider');
+  if (!(buf instanceof Uint8Array) || buf.buffer !== ctx.mem.sab) throw new VerbsError(errno.EINVAL, 'rnic_free_buf: not a buffer of this device');
   const addr = ctx.mem.addrOfN(buf);
-  if (!ctx.buffers.has(addr)) {
-    if (ctx.closed) return; // freed by ibv_close_device
-    throw new VerbsError(errno.EINVAL, 'rnic_free_buf: not a buffer from rnic_alloc_buf');
-  }
+  if (!ctx.buffers.has(addr)) throw new VerbsError(errno.EINVAL, 'rnic_free_buf: not a buffer from rnic_alloc_buf of this context');
   ctx.buffers.delete(addr);
+  if (ctx.closed) return; // freed by ibv_close_device
   ctx.mem.free(addr);
 }

@@ -73,7 +73,7 @@ export function model_create_comp_channel(ibctx: ibv_context): ibv_comp_channel 
 
 export function model_destroy_comp_channel(ibch: ibv_comp_channel): number {
   const ch = ibch as ModelCompChannel;
-  if (ch.destroyed) return errno.EINVAL;
+  if (!(ch instanceof ModelCompChannel) || ch.destroyed) return errno.EINVAL;
   if (ch.refcnt > 0) return errno.EBUSY;
   ch.destroyed = true;
   ch.events.length = 0;
@@ -95,14 +95,14 @@ export function model_create_cq(
 ): ibv_cq {
   const ctx = ibctx as ModelContext;
   model_live(ctx, 'ibv_create_cq');
-  if (!Number.isInteger(cqe) || cqe < 1 || cqe > ctx.limits.maxCqe) {
-    throw new VerbsError(errno.EINVAL, `ibv_create_cq: cqe ${cqe} not in 1..${ctx.limits.maxCqe}`);
+  if (typeof cqe !== 'number' || !Number.isInteger(cqe) || cqe < 1 || cqe > ctx.limits.maxCqe) {
+    throw new VerbsError(errno.EINVAL, `ibv_create_cq: cqe ${String(cqe)} not in 1..${ctx.limits.maxCqe}`);
   }
-  if (!Number.isInteger(comp_vector) || comp_vector < 0 || comp_vector >= ctx.num_comp_vectors) {
-    throw new VerbsError(errno.EINVAL, `ibv_create_cq: no completion vector ${comp_vector}`);
+  if (typeof comp_vector !== 'number' || !Number.isInteger(comp_vector) || comp_vector < 0 || comp_vector >= ctx.num_comp_vectors) {
+    throw new VerbsError(errno.EINVAL, `ibv_create_cq: no completion vector ${String(comp_vector)}`);
   }
   const ch = channel as ModelCompChannel | null;
-  if (ch && (ch.context !== ctx || ch.destroyed)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq: the channel is not of this context');
+  if (ch !== null && (!(ch instanceof ModelCompChannel) || ch.context !== ctx || ch.destroyed)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq: the channel is not of this context');
   const logSize = nextLog2(cqe + 1);
   const mem = ctx.mem;
   let ring;
@@ -137,6 +137,7 @@ export function model_create_cq(
  */
 export function model_destroy_cq(ibcq: ibv_cq): number {
   const cq = ibcq as ModelCq;
+  if (!(cq instanceof ModelCq)) return errno.EINVAL;
   const ctx = cq.context;
   if (cq.destroyed || ctx.closed) return errno.EINVAL;
   if (cq.compEventsReported !== cq.compEventsAcked || cq.asyncEventsReported !== cq.asyncEventsAcked) return errno.EBUSY;
@@ -193,7 +194,8 @@ function retire(qp: ModelQp, opcode: number, wqeCounter: number, dv: DataView): 
  */
 export function model_poll_cq(ibcq: ibv_cq, num_entries: number, wc: ibv_wc[]): number {
   const cq = ibcq as ModelCq;
-  if (cq.destroyed) return -errno.EINVAL;
+  if (!(cq instanceof ModelCq) || cq.destroyed || cq.context.closed) return -errno.EINVAL;
+  if (typeof num_entries !== 'number' || (num_entries | 0) !== num_entries || num_entries < 0 || !Array.isArray(wc)) return -errno.EINVAL;
   const n = pollOnce(cq, num_entries, wc);
   const service = cq.context.handle.serviceInline;
   if (n > 0 || !service) return n;
@@ -255,6 +257,7 @@ function pollOnce(cq: ModelCq, num_entries: number, wc: ibv_wc[]): number {
 
 export function model_req_notify_cq(ibcq: ibv_cq, solicited_only: number): number {
   const cq = ibcq as ModelCq;
+  if (!(cq instanceof ModelCq)) return errno.EINVAL;
   const ctx = cq.context;
   if (cq.destroyed || ctx.closed) return errno.EINVAL;
   const sol = !!solicited_only;
@@ -269,6 +272,7 @@ export function model_req_notify_cq(ibcq: ibv_cq, solicited_only: number): numbe
 /** ibv_get_cq_event: the next CQ with a completion event on `channel` (C blocks in read()). */
 export async function model_get_cq_event(ibch: ibv_comp_channel): Promise<{ cq: ibv_cq; cq_context: unknown }> {
   const ch = ibch as ModelCompChannel;
+  if (!(ch instanceof ModelCompChannel)) throw new VerbsError(errno.EINVAL, 'ibv_get_cq_event: not a completion channel of the model provider');
   const ctx = ch.context;
   for (;;) {
     if (ch.destroyed || ctx.closed) throw new VerbsError(errno.EBADF, 'ibv_get_cq_event: the channel is closed');
@@ -284,5 +288,9 @@ export async function model_get_cq_event(ibch: ibv_comp_channel): Promise<{ cq: 
 
 export function model_ack_cq_events(ibcq: ibv_cq, nevents: number): void {
   const cq = ibcq as ModelCq;
-  if (Number.isInteger(nevents) && nevents > 0) cq.compEventsAcked += nevents;
+  if (!(cq instanceof ModelCq) || cq.destroyed) throw new VerbsError(errno.EINVAL, 'ibv_ack_cq_events: not a live CQ of the model provider');
+  if (!Number.isInteger(nevents) || nevents < 0 || nevents > cq.compEventsReported - cq.compEventsAcked) {
+    throw new VerbsError(errno.EINVAL, `ibv_ack_cq_events: ${String(nevents)} events, ${cq.compEventsReported - cq.compEventsAcked} unacknowledged`);
+  }
+  cq.compEventsAcked += nevents;
 }

@@ -24,6 +24,7 @@ export function model_alloc_pd(ibctx: ibv_context): ibv_pd {
 
 export function model_dealloc_pd(ibpd: ibv_pd): number {
   const pd = ibpd as ModelPd;
+  if (!(pd instanceof ModelPd)) return errno.EINVAL;
   const ctx = pd.context;
   if (pd.destroyed || ctx.closed) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.DEALLOC_PD, { pdn: pd.pdn });
@@ -35,13 +36,14 @@ export function model_dealloc_pd(ibpd: ibv_pd): number {
 
 export function model_reg_mr(ibpd: ibv_pd, buf: Uint8Array, access: number): ibv_mr {
   const pd = ibpd as ModelPd;
+  if (!(pd instanceof ModelPd)) throw new VerbsError(errno.EINVAL, 'ibv_reg_mr: not an ibv_pd of the model provider');
   const ctx = pd.context;
   model_live(ctx, 'ibv_reg_mr');
   if (pd.destroyed) throw new VerbsError(errno.EINVAL, 'ibv_reg_mr: the PD was deallocated');
   if (buf.buffer !== ctx.mem.sab) {
     throw new VerbsError(errno.EINVAL, 'ibv_reg_mr: the buffer is not memory the device reaches (allocate it with rnic_alloc_buf)');
   }
-  if (!Number.isInteger(access) || access < 0) throw new VerbsError(errno.EINVAL, `ibv_reg_mr: bad access flags ${access}`);
+  if (!Number.isInteger(access) || access < 0) throw new VerbsError(errno.EINVAL, `ibv_reg_mr: bad access flags ${String(access)}`);
   const addr = ctx.mem.addrOf(buf);
   const out = model_cmd_or_throw(
     ctx,
@@ -57,6 +59,7 @@ export function model_reg_mr(ibpd: ibv_pd, buf: Uint8Array, access: number): ibv
 
 export function model_dereg_mr(ibmr: ibv_mr): number {
   const mr = ibmr as ModelMr;
+  if (!(mr instanceof ModelMr)) return errno.EINVAL;
   const ctx = mr.context;
   if (mr.destroyed || ctx.closed) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.DEREG_MR, { key: mr.lkey });

@@ -42,7 +42,8 @@ import { ringSqDoorbell } from '../../device/registers.js';
 import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG, WqeOff } from '../../device/wqe.js';
 import type { BadWr } from '../verbs/ops.js';
 import type { ibv_qp, ibv_recv_wr, ibv_send_wr, ibv_sge, ibv_srq } from '../verbs/types.js';
-import { ModelAh, type ModelQp, type ModelSrq } from './objects.js';
+import { isBits32, isU32, isU64 } from './check.js';
+import { ModelAh, ModelQp, ModelSrq } from './objects.js';
 
 // Send WQE: control segment.
 const CTRL_WR_ID = SEND_CTRL.f.wrId.decl.offset;
@@ -77,12 +78,17 @@ const SEND_FLAGS_MASK = 0x1f; // FENCE | SIGNALED | SOLICITED | INLINE | IP_CSUM
 /** Splits a bigint address into two 32-bit halves (inline data sources). */
 const SCRATCH = new DataView(new ArrayBuffer(8));
 
+/** An SGE whose fields fit their C types (uint64_t addr, uint32_t length and lkey). */
+function sgeOk(sge: ibv_sge | null | undefined): boolean {
+  return typeof sge === 'object' && sge !== null && isU64(sge.addr) && isU32(sge.length) && isU32(sge.lkey);
+}
+
 /** Write `n` data segments from `sgl` at `off`; false if an SGE is malformed. */
 function writeDataSegs(dv: DataView, off: number, sgl: ibv_sge[], n: number): boolean {
   for (let i = 0; i < n; i++) {
     const sge = sgl[i]!;
+    if (!sgeOk(sge)) return false;
     const addr = sge.addr;
-    if (typeof addr !== 'bigint') return false;
     dv.setBigUint64(off + DS_ADDR, addr, true);
     DS_LENGTH.set(dv, off, sge.length);
     DS_LKEY.set(dv, off, sge.lkey);
@@ -98,14 +104,17 @@ function writeDataSegs(dv: DataView, off: number, sgl: ibv_sge[], n: number): bo
 function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): number {
   const mem = qp.context.mem;
   const dv = mem.dv;
+  if (typeof wr !== 'object') return errno.EINVAL;
   const op = wr.opcode;
-  if ((op & 15) !== op || ((qp.opMask >>> op) & 1) === 0) return errno.EINVAL;
+  if (typeof op !== 'number' || (op & 15) !== op || ((qp.opMask >>> op) & 1) === 0) return errno.EINVAL;
   const ns = wr.num_sge;
-  if ((ns & 0xff) !== ns || ns > qp.maxSendSge) return errno.EINVAL;
+  if (typeof ns !== 'number' || (ns & 0xff) !== ns || ns > qp.maxSendSge) return errno.EINVAL;
   const sgl = wr.sg_list;
-  if (ns > 0 && (sgl === null || sgl === undefined || sgl.length < ns)) return errno.EINVAL;
-  if (typeof wr.wr_id !== 'bigint') return errno.EINVAL;
-  const flags = wr.send_flags & SEND_FLAGS_MASK;
+  if (ns > 0 && (!Array.isArray(sgl) || sgl.length < ns)) return errno.EINVAL;
+  if (!isU64(wr.wr_id)) return errno.EINVAL;
+  const sf = wr.send_flags;
+  if (sf !== undefined && !isU32(sf)) return errno.EINVAL;
+  const flags = sf & SEND_FLAGS_MASK;
   const isAtomic = op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD;
   const inline = (flags & IBV_SEND_INLINE) !== 0 && op !== IBV_WR_RDMA_READ && !isAtomic && op !== IBV_WR_LOCAL_INV;
 
@@ -120,25 +129,28 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
       : op === IBV_WR_SEND_WITH_INV || op === IBV_WR_LOCAL_INV
         ? wr.invalidate_rkey
         : 0;
-  CTRL_IMM.set(dv, off, imm === undefined ? 0 : imm);
+  if (imm !== undefined && !isBits32(imm)) return errno.EINVAL;
+  CTRL_IMM.set(dv, off, imm === undefined ? 0 : imm >>> 0);
 
   // Address segments.
   if (qp.sqDataOff === WqeOff.UD_DATA) {
-    const ud = wr.wr?.ud;
-    const ah = ud?.ah;
-    if (!(ah instanceof ModelAh) || ah.destroyed) return errno.EINVAL;
+    const ud = typeof wr.wr === 'object' && wr.wr !== null ? wr.wr.ud : undefined;
+    const ah = typeof ud === 'object' && ud !== null ? ud.ah : undefined;
+    if (!(ah instanceof ModelAh) || ah.destroyed || ah.context !== qp.context) return errno.EINVAL;
+    // A QPN of more than 24 bits is masked, as mlx5 writes it; NaN or a bigint is refused.
+    if (!isU32(ud!.remote_qpn) || !isU32(ud!.remote_qkey)) return errno.EINVAL;
     dv.setUint32(off + UD_QPN_WORD, ud!.remote_qpn & 0xffffff, true);
     UD_QKEY.set(dv, off + WqeOff.UD, ud!.remote_qkey);
     mem.u8.set(ah.av, off + UD_AV);
   } else if (isAtomic) {
-    const at = wr.wr?.atomic;
-    if (at === undefined || typeof at.remote_addr !== 'bigint' || typeof at.compare_add !== 'bigint') return errno.EINVAL;
-    if (ns !== 1 || sgl![0]!.length !== 8) return errno.EINVAL;
+    const at = typeof wr.wr === 'object' && wr.wr !== null ? wr.wr.atomic : undefined;
+    if (typeof at !== 'object' || at === null || !isU64(at.remote_addr) || !isU64(at.compare_add) || !isU32(at.rkey)) return errno.EINVAL;
+    if (ns !== 1 || !sgeOk(sgl![0]) || sgl![0]!.length !== 8) return errno.EINVAL;
     dv.setBigUint64(off + RADDR_ADDR, at.remote_addr, true);
     if ((dv.getUint8(off + RADDR_ADDR) & 7) !== 0) return errno.EINVAL;
     RADDR_RKEY.set(dv, off + WqeOff.RADDR, at.rkey);
     if (op === IBV_WR_ATOMIC_CMP_AND_SWP) {
-      if (typeof at.swap !== 'bigint') return errno.EINVAL;
+      if (!isU64(at.swap)) return errno.EINVAL;
       dv.setBigUint64(off + ATOMIC_SWAP_ADD, at.swap, true);
       dv.setBigUint64(off + ATOMIC_COMPARE, at.compare_add, true);
     } else {
@@ -146,8 +158,8 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
       dv.setBigUint64(off + ATOMIC_COMPARE, 0n, true);
     }
   } else if (op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ) {
-    const rdma = wr.wr?.rdma;
-    if (rdma === undefined || typeof rdma.remote_addr !== 'bigint') return errno.EINVAL;
+    const rdma = typeof wr.wr === 'object' && wr.wr !== null ? wr.wr.rdma : undefined;
+    if (typeof rdma !== 'object' || rdma === null || !isU64(rdma.remote_addr) || !isU32(rdma.rkey)) return errno.EINVAL;
     dv.setBigUint64(off + RADDR_ADDR, rdma.remote_addr, true);
     RADDR_RKEY.set(dv, off + WqeOff.RADDR, rdma.rkey);
   }
@@ -160,15 +172,17 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
   }
   CTRL_NUM_DS.set(dv, off, 0);
   let total = 0;
-  for (let i = 0; i < ns; i++) total += sgl![i]!.length >>> 0;
+  for (let i = 0; i < ns; i++) {
+    if (!sgeOk(sgl![i])) return errno.EINVAL;
+    total += sgl![i]!.length;
+  }
   if (total > qp.maxInline) return errno.EINVAL;
   INLINE_COUNT.set(dv, data, total);
   const u8 = mem.u8;
   let dst = data + WqeOff.INLINE_BYTES;
   for (let i = 0; i < ns; i++) {
     const sge = sgl![i]!;
-    const len = sge.length >>> 0;
-    if (typeof sge.addr !== 'bigint') return errno.EINVAL;
+    const len = sge.length;
     // The address as a number without Number(bigint), which boxes a heap number.
     SCRATCH.setBigUint64(0, sge.addr, true);
     const src = SCRATCH.getUint32(4, true) * 4294967296 + SCRATCH.getUint32(0, true) - mem.baseNum;
@@ -182,15 +196,20 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
 export function model_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number {
   const qp = ibqp as ModelQp;
   if (bad_wr) bad_wr.wr = null;
+  if (!(qp instanceof ModelQp)) return errno.EINVAL;
   let rc = 0;
   let cur: ibv_send_wr | null = wr;
   let pi = qp.sqPi;
-  if (qp.state < IBV_QPS_RTS || qp.destroyed) {
+  if (typeof wr !== 'object' || wr === null) {
+    // C passes a WR by pointer: NULL is no list at all, not an empty one.
+    rc = errno.EINVAL;
+  } else if (qp.state < IBV_QPS_RTS || qp.destroyed || qp.context.closed) {
     rc = errno.EINVAL;
   } else {
     const ringOff = qp.sqRingOff;
     const logStride = qp.sqLogStride;
-    while (cur) {
+    // `next` ends the list at null (or left out); anything else must be a WR.
+    while (cur !== null && cur !== undefined) {
       if (((pi - qp.sqCi) >>> 0) >= qp.sqSize) {
         rc = errno.ENOMEM;
         break;
@@ -214,11 +233,12 @@ export function model_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ib
 
 /** Validate and write one receive WR (RQ layout) at `off`. */
 function writeRecvWqe(dv: DataView, wr: ibv_recv_wr, off: number, maxSge: number): number {
+  if (typeof wr !== 'object') return errno.EINVAL;
   const ns = wr.num_sge;
-  if ((ns & 0xff) !== ns || ns > maxSge) return errno.EINVAL;
+  if (typeof ns !== 'number' || (ns & 0xff) !== ns || ns > maxSge) return errno.EINVAL;
   const sgl = wr.sg_list;
-  if (ns > 0 && (sgl === null || sgl === undefined || sgl.length < ns)) return errno.EINVAL;
-  if (typeof wr.wr_id !== 'bigint') return errno.EINVAL;
+  if (ns > 0 && (!Array.isArray(sgl) || sgl.length < ns)) return errno.EINVAL;
+  if (!isU64(wr.wr_id)) return errno.EINVAL;
   dv.setBigUint64(off + RECV_WR_ID, wr.wr_id, true);
   RECV_NUM_DS.set(dv, off, ns);
   return ns === 0 || writeDataSegs(dv, off + WqeOff.RECV_DATA, sgl!, ns) ? 0 : errno.EINVAL;
@@ -227,14 +247,16 @@ function writeRecvWqe(dv: DataView, wr: ibv_recv_wr, off: number, maxSge: number
 export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number {
   const qp = ibqp as ModelQp;
   if (bad_wr) bad_wr.wr = null;
+  if (!(qp instanceof ModelQp)) return errno.EINVAL;
   let rc = 0;
   let cur: ibv_recv_wr | null = wr;
   let pi = qp.rqPi;
-  if (qp.state === IBV_QPS_RESET || qp.destroyed || qp.srq !== null) {
+  if (typeof wr !== 'object' || wr === null || qp.state === IBV_QPS_RESET || qp.destroyed || qp.context.closed || qp.srq !== null) {
     rc = errno.EINVAL;
   } else {
     const dv = qp.context.mem.dv;
-    while (cur) {
+    // `next` ends the list at null (or left out); anything else must be a WR.
+    while (cur !== null && cur !== undefined) {
       if (((pi - qp.rqCi) >>> 0) >= qp.rqSize) {
         rc = errno.ENOMEM;
         break;
@@ -259,18 +281,24 @@ export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ib
 export function model_post_srq_recv(ibsrq: ibv_srq, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number {
   const srq = ibsrq as ModelSrq;
   if (bad_wr) bad_wr.wr = null;
+  if (!(srq instanceof ModelSrq)) return errno.EINVAL;
   let rc = 0;
   let cur: ibv_recv_wr | null = wr;
   const start = srq.pi;
-  if (srq.destroyed) {
+  if (typeof wr !== 'object' || wr === null || srq.destroyed || srq.context.closed) {
     rc = errno.EINVAL;
   } else {
     const dv = srq.context.mem.dv;
-    while (cur) {
+    // `next` ends the list at null (or left out); anything else must be a WR.
+    while (cur !== null && cur !== undefined) {
       // mlx5's order: a malformed WR is EINVAL even when the SRQ is full.
+      if (typeof cur !== 'object') {
+        rc = errno.EINVAL;
+        break;
+      }
       const ns = cur.num_sge;
       const sgl = cur.sg_list;
-      if ((ns & 0xff) !== ns || ns > srq.maxSge || (ns > 0 && (sgl === null || sgl === undefined || sgl.length < ns)) || typeof cur.wr_id !== 'bigint') {
+      if (typeof ns !== 'number' || (ns & 0xff) !== ns || ns > srq.maxSge || (ns > 0 && (!Array.isArray(sgl) || sgl.length < ns)) || !isU64(cur.wr_id)) {
         rc = errno.EINVAL;
         break;
       }

@@ -63,7 +63,7 @@ import { model_drop_async_events } from './async.js';
 import { ahAttrFrom, avValues, prefixed } from './av.js';
 import { model_cmd } from './cmd.js';
 import { model_live, type ModelContext } from './context.js';
-import { ModelCq, ModelQp, ModelSrq, type ModelPd } from './objects.js';
+import { ModelCq, ModelPd, ModelQp, ModelSrq } from './objects.js';
 
 const bit = (op: number) => 1 << op;
 
@@ -87,6 +87,7 @@ function isCount(v: unknown, max: number): v is number {
 
 export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   const pd = ibpd as ModelPd;
+  if (!(pd instanceof ModelPd)) throw new VerbsError(errno.EINVAL, 'ibv_create_qp: not an ibv_pd of the model provider');
   const ctx = pd.context;
   model_live(ctx, 'ibv_create_qp');
   const fail = (n: number, why: string): never => {
@@ -95,22 +96,23 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   if (pd.destroyed) fail(errno.EINVAL, 'the PD was deallocated');
   const type = init.qp_type;
   if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD) {
-    fail(Number.isInteger(type) ? errno.EOPNOTSUPP : errno.EINVAL, `QP type ${type} is not supported (RC, UC, UD)`);
+    fail(Number.isInteger(type) ? errno.EOPNOTSUPP : errno.EINVAL, `QP type ${String(type)} is not supported (RC, UC, UD)`);
   }
   const scq = init.send_cq as ModelCq | null;
   const rcq = init.recv_cq as ModelCq | null;
   if (!(scq instanceof ModelCq) || scq.context !== ctx || scq.destroyed) fail(errno.EINVAL, 'send_cq is not a CQ of this context');
   if (!(rcq instanceof ModelCq) || rcq.context !== ctx || rcq.destroyed) fail(errno.EINVAL, 'recv_cq is not a CQ of this context');
   const srq = (init.srq ?? null) as ModelSrq | null;
-  if (srq && (!(srq instanceof ModelSrq) || srq.context !== ctx || srq.destroyed)) fail(errno.EINVAL, 'srq is not an SRQ of this context');
+  if (srq !== null && (!(srq instanceof ModelSrq) || srq.context !== ctx || srq.destroyed)) fail(errno.EINVAL, 'srq is not an SRQ of this context');
   const cap = init.cap ?? newQpCap();
+  if (typeof cap !== 'object') fail(errno.EINVAL, 'cap is not an ibv_qp_cap');
   const L = ctx.limits;
-  if (!isCount(cap.max_send_wr, L.maxQpWr)) fail(errno.EINVAL, `max_send_wr ${cap.max_send_wr} > ${L.maxQpWr}`);
-  if (!isCount(cap.max_send_sge, L.maxSge)) fail(errno.EINVAL, `max_send_sge ${cap.max_send_sge} > ${L.maxSge}`);
-  if (!isCount(cap.max_inline_data, L.maxInlineData)) fail(errno.EINVAL, `max_inline_data ${cap.max_inline_data} > ${L.maxInlineData}`);
+  if (!isCount(cap.max_send_wr, L.maxQpWr)) fail(errno.EINVAL, `max_send_wr ${String(cap.max_send_wr)} > ${L.maxQpWr}`);
+  if (!isCount(cap.max_send_sge, L.maxSge)) fail(errno.EINVAL, `max_send_sge ${String(cap.max_send_sge)} > ${L.maxSge}`);
+  if (!isCount(cap.max_inline_data, L.maxInlineData)) fail(errno.EINVAL, `max_inline_data ${String(cap.max_inline_data)} > ${L.maxInlineData}`);
   if (!srq) {
-    if (!isCount(cap.max_recv_wr, L.maxQpWr)) fail(errno.EINVAL, `max_recv_wr ${cap.max_recv_wr} > ${L.maxQpWr}`);
-    if (!isCount(cap.max_recv_sge, L.maxSge)) fail(errno.EINVAL, `max_recv_sge ${cap.max_recv_sge} > ${L.maxSge}`);
+    if (!isCount(cap.max_recv_wr, L.maxQpWr)) fail(errno.EINVAL, `max_recv_wr ${String(cap.max_recv_wr)} > ${L.maxQpWr}`);
+    if (!isCount(cap.max_recv_sge, L.maxSge)) fail(errno.EINVAL, `max_recv_sge ${String(cap.max_recv_sge)} > ${L.maxSge}`);
   }
 
   // Send queue geometry.
@@ -215,6 +217,7 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
 /** ibv_destroy_qp (EBUSY while reported async events are unacknowledged). */
 export function model_destroy_qp(ibqp: ibv_qp): number {
   const qp = ibqp as ModelQp;
+  if (!(qp instanceof ModelQp)) return errno.EINVAL;
   const ctx = qp.context;
   if (qp.destroyed || ctx.closed) return errno.EINVAL;
   if (qp.asyncEventsReported !== qp.asyncEventsAcked) return errno.EBUSY;
@@ -232,26 +235,30 @@ export function model_destroy_qp(ibqp: ibv_qp): number {
 function modifyInput(ctx: ModelContext, qp: ModelQp, attr: Partial<ibv_qp_attr>, mask: number): Record<string, unknown> | number {
   const v: Record<string, unknown> = { qpn: qp.qp_num, attrMask: mask >>> 0 };
   const num = (x: unknown) => (x === undefined ? 0 : x);
+  // Whole numbers are cut to their C width (a PSN to 24 bits, as the kernel does); anything else
+  // (NaN, 1.5, a bigint, a string) goes to the device as it is and fails its field's range check.
+  const whole = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x);
   if (mask & IBV_QP_STATE) v['qpState'] = num(attr.qp_state);
   if (mask & IBV_QP_CUR_STATE) v['curQpState'] = num(attr.cur_qp_state);
   if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) v['enSqdAsyncNotify'] = attr.en_sqd_async_notify ? 1 : 0;
-  if (mask & IBV_QP_ACCESS_FLAGS) v['qpAccessFlags'] = typeof attr.qp_access_flags === 'number' ? attr.qp_access_flags >>> 0 : num(attr.qp_access_flags);
+  if (mask & IBV_QP_ACCESS_FLAGS) v['qpAccessFlags'] = whole(attr.qp_access_flags) ? attr.qp_access_flags >>> 0 : num(attr.qp_access_flags);
   if (mask & IBV_QP_PKEY_INDEX) v['pkeyIndex'] = num(attr.pkey_index);
   if (mask & IBV_QP_PORT) v['portNum'] = num(attr.port_num);
-  if (mask & IBV_QP_QKEY) v['qkey'] = typeof attr.qkey === 'number' ? attr.qkey >>> 0 : num(attr.qkey);
+  if (mask & IBV_QP_QKEY) v['qkey'] = whole(attr.qkey) ? attr.qkey >>> 0 : num(attr.qkey);
   if (mask & IBV_QP_PATH_MTU) v['pathMtu'] = num(attr.path_mtu);
   if (mask & IBV_QP_TIMEOUT) v['timeout'] = num(attr.timeout);
   if (mask & IBV_QP_RETRY_CNT) v['retryCnt'] = num(attr.retry_cnt);
   if (mask & IBV_QP_RNR_RETRY) v['rnrRetry'] = num(attr.rnr_retry);
-  if (mask & IBV_QP_RQ_PSN) v['rqPsn'] = typeof attr.rq_psn === 'number' ? attr.rq_psn & 0xffffff : num(attr.rq_psn);
-  if (mask & IBV_QP_SQ_PSN) v['sqPsn'] = typeof attr.sq_psn === 'number' ? attr.sq_psn & 0xffffff : num(attr.sq_psn);
+  if (mask & IBV_QP_RQ_PSN) v['rqPsn'] = whole(attr.rq_psn) ? attr.rq_psn & 0xffffff : num(attr.rq_psn);
+  if (mask & IBV_QP_SQ_PSN) v['sqPsn'] = whole(attr.sq_psn) ? attr.sq_psn & 0xffffff : num(attr.sq_psn);
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) v['maxRdAtomic'] = num(attr.max_rd_atomic);
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) v['maxDestRdAtomic'] = num(attr.max_dest_rd_atomic);
   if (mask & IBV_QP_MIN_RNR_TIMER) v['minRnrTimer'] = num(attr.min_rnr_timer);
   if (mask & IBV_QP_PATH_MIG_STATE) v['pathMigState'] = num(attr.path_mig_state);
-  if (mask & IBV_QP_DEST_QPN) v['destQpNum'] = typeof attr.dest_qp_num === 'number' ? attr.dest_qp_num & 0xffffff : num(attr.dest_qp_num);
+  if (mask & IBV_QP_DEST_QPN) v['destQpNum'] = whole(attr.dest_qp_num) ? attr.dest_qp_num & 0xffffff : num(attr.dest_qp_num);
   if (mask & IBV_QP_RATE_LIMIT) v['rateLimit'] = num(attr.rate_limit);
   if (mask & IBV_QP_CAP) {
+    if (attr.cap !== undefined && (typeof attr.cap !== 'object' || attr.cap === null)) return errno.EINVAL;
     const c = attr.cap ?? newQpCap();
     v['capMaxSendWr'] = num(c.max_send_wr);
     v['capMaxRecvWr'] = num(c.max_recv_wr);
@@ -280,8 +287,10 @@ function modifyInput(ctx: ModelContext, qp: ModelQp, attr: Partial<ibv_qp_attr>,
 /** ibv_modify_qp: 0 or a positive errno; nothing changes on failure. */
 export function model_modify_qp(ibqp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: number): number {
   const qp = ibqp as ModelQp;
+  if (!(qp instanceof ModelQp)) return errno.EINVAL;
   const ctx = qp.context;
-  if (qp.destroyed || ctx.closed || !attr || typeof attr !== 'object' || !Number.isInteger(mask)) return errno.EINVAL;
+  // attr_mask is a C int of IBV_QP_* bits: a number that is not a 32-bit pattern is no mask.
+  if (qp.destroyed || ctx.closed || !attr || typeof attr !== 'object' || typeof mask !== 'number' || (mask >>> 0 !== mask && (mask | 0) !== mask)) return errno.EINVAL;
   const input = modifyInput(ctx, qp, attr, mask);
   if (typeof input === 'number') return input;
   const r = model_cmd(ctx, Cmd.MODIFY_QP, input);
@@ -306,6 +315,7 @@ export function model_modify_qp(ibqp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: 
  */
 export function model_query_qp(ibqp: ibv_qp, attr: ibv_qp_attr, mask: number, init: ibv_qp_init_attr): number {
   const qp = ibqp as ModelQp;
+  if (!(qp instanceof ModelQp)) return errno.EINVAL;
   const ctx = qp.context;
   if (qp.destroyed || ctx.closed) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.QUERY_QP, { qpn: qp.qp_num });

@@ -8,7 +8,7 @@ import { Cmd } from '../../device/commands.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { ibv_context, ibv_device_attr, ibv_gid, ibv_port_attr } from '../verbs/types.js';
 import { model_cmd } from './cmd.js';
-import type { ModelContext } from './context.js';
+import { ModelContext } from './context.js';
 
 function ascii(b: Uint8Array): string {
   let s = '';
@@ -18,7 +18,7 @@ function ascii(b: Uint8Array): string {
 
 export function model_query_device(ibctx: ibv_context, attr: ibv_device_attr): number {
   const ctx = ibctx as ModelContext;
-  if (ctx.closed) return errno.EINVAL;
+  if (!(ctx instanceof ModelContext) || ctx.closed || typeof attr !== 'object' || attr === null) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.QUERY_DEVICE);
   if (r.errno) return r.errno;
   const o = r.out;
@@ -68,7 +68,7 @@ export function model_query_device(ibctx: ibv_context, attr: ibv_device_attr): n
 
 export function model_query_port(ibctx: ibv_context, port_num: number, attr: ibv_port_attr): number {
   const ctx = ibctx as ModelContext;
-  if (ctx.closed) return errno.EINVAL;
+  if (!(ctx instanceof ModelContext) || ctx.closed || typeof attr !== 'object' || attr === null) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.QUERY_PORT, { portNum: port_num });
   if (r.errno) return r.errno;
   const o = r.out;
@@ -101,7 +101,7 @@ export function model_query_port(ibctx: ibv_context, port_num: number, attr: ibv
 
 export function model_query_gid(ibctx: ibv_context, port_num: number, index: number, gid: ibv_gid): number {
   const ctx = ibctx as ModelContext;
-  if (ctx.closed) return errno.EINVAL;
+  if (!(ctx instanceof ModelContext) || ctx.closed || typeof gid !== 'object' || gid === null) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.QUERY_GID, { portNum: port_num, index });
   if (r.errno) return r.errno;
   const g = r.out['gid'] as Uint8Array;
@@ -113,6 +113,7 @@ export function model_query_gid(ibctx: ibv_context, port_num: number, index: num
 /** The P_Key at `index`; throws a VerbsError (C returns it through a pointer). */
 export function model_query_pkey(ibctx: ibv_context, port_num: number, index: number): number {
   const ctx = ibctx as ModelContext;
+  if (!(ctx instanceof ModelContext)) throw new VerbsError(errno.EINVAL, 'ibv_query_pkey: not an ibv_context of the model provider');
   if (ctx.closed) throw new VerbsError(errno.EINVAL, 'ibv_query_pkey: the context is closed');
   const r = model_cmd(ctx, Cmd.QUERY_PKEY, { portNum: port_num, index });
   if (r.errno) throw new VerbsError(r.errno, `ibv_query_pkey: ${r.what}`);

@@ -18,7 +18,7 @@ import type { ibv_pd, ibv_srq, ibv_srq_attr, ibv_srq_init_attr } from '../verbs/
 import { model_drop_async_events } from './async.js';
 import { model_cmd } from './cmd.js';
 import { model_live } from './context.js';
-import { ModelSrq, type ModelPd } from './objects.js';
+import { ModelPd, ModelSrq } from './objects.js';
 
 const SRQ_NEXT = SRQ_WQE_HDR.f.nextWqeIndex;
 
@@ -28,6 +28,7 @@ function nextPow2(n: number): number {
 
 export function model_create_srq(ibpd: ibv_pd, init: ibv_srq_init_attr): ibv_srq {
   const pd = ibpd as ModelPd;
+  if (!(pd instanceof ModelPd)) throw new VerbsError(errno.EINVAL, 'ibv_create_srq: not an ibv_pd of the model provider');
   const ctx = pd.context;
   model_live(ctx, 'ibv_create_srq');
   const fail = (n: number, why: string): never => {
@@ -35,14 +36,14 @@ export function model_create_srq(ibpd: ibv_pd, init: ibv_srq_init_attr): ibv_srq
   };
   if (pd.destroyed) fail(errno.EINVAL, 'the PD was deallocated');
   const a = init?.attr;
-  if (!a) return fail(errno.EINVAL, 'no attributes');
+  if (!a || typeof a !== 'object') return fail(errno.EINVAL, 'no attributes');
   const L = ctx.limits;
   // One entry is the free list's sentinel: max_wr + 1 entries must fit maxSrqWr.
   if (!Number.isInteger(a.max_wr) || a.max_wr < 1 || a.max_wr + 1 > nextPow2(L.maxSrqWr)) {
-    fail(errno.EINVAL, `max_wr ${a.max_wr} not in 1..${nextPow2(L.maxSrqWr) - 1}`);
+    fail(errno.EINVAL, `max_wr ${String(a.max_wr)} not in 1..${nextPow2(L.maxSrqWr) - 1}`);
   }
-  if (!Number.isInteger(a.max_sge) || a.max_sge < 0 || a.max_sge > L.maxSrqSge) fail(errno.EINVAL, `max_sge ${a.max_sge} > ${L.maxSrqSge}`);
-  if (!Number.isInteger(a.srq_limit) || a.srq_limit < 0 || a.srq_limit > a.max_wr) fail(errno.EINVAL, `srq_limit ${a.srq_limit} > max_wr`);
+  if (!Number.isInteger(a.max_sge) || a.max_sge < 0 || a.max_sge > L.maxSrqSge) fail(errno.EINVAL, `max_sge ${String(a.max_sge)} > ${L.maxSrqSge}`);
+  if (!Number.isInteger(a.srq_limit) || a.srq_limit < 0 || a.srq_limit > a.max_wr) fail(errno.EINVAL, `srq_limit ${String(a.srq_limit)} > max_wr`);
   const size = nextPow2(a.max_wr + 1);
   const stride = recvWqeStride(a.max_sge);
   const logSize = log2(size);
@@ -90,8 +91,9 @@ export function model_create_srq(ibpd: ibv_pd, init: ibv_srq_init_attr): ibv_srq
 /** ibv_modify_srq: IBV_SRQ_LIMIT (re)arms the limit event; resizing (IBV_SRQ_MAX_WR) is EINVAL. */
 export function model_modify_srq(ibsrq: ibv_srq, attr: ibv_srq_attr, mask: number): number {
   const srq = ibsrq as ModelSrq;
+  if (!(srq instanceof ModelSrq)) return errno.EINVAL;
   const ctx = srq.context;
-  if (srq.destroyed || ctx.closed || !attr || !Number.isInteger(mask)) return errno.EINVAL;
+  if (srq.destroyed || ctx.closed || !attr || typeof mask !== 'number' || (mask >>> 0 !== mask && (mask | 0) !== mask)) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.MODIFY_SRQ, {
     srqn: srq.srqn,
     attrMask: mask >>> 0,
@@ -103,6 +105,7 @@ export function model_modify_srq(ibsrq: ibv_srq, attr: ibv_srq_attr, mask: numbe
 
 export function model_query_srq(ibsrq: ibv_srq, attr: ibv_srq_attr): number {
   const srq = ibsrq as ModelSrq;
+  if (!(srq instanceof ModelSrq)) return errno.EINVAL;
   const ctx = srq.context;
   if (srq.destroyed || ctx.closed) return errno.EINVAL;
   const r = model_cmd(ctx, Cmd.QUERY_SRQ, { srqn: srq.srqn });
@@ -116,6 +119,7 @@ export function model_query_srq(ibsrq: ibv_srq, attr: ibv_srq_attr): number {
 /** ibv_destroy_srq (EBUSY while QPs use it, or while reported async events are unacknowledged). */
 export function model_destroy_srq(ibsrq: ibv_srq): number {
   const srq = ibsrq as ModelSrq;
+  if (!(srq instanceof ModelSrq)) return errno.EINVAL;
   const ctx = srq.context;
   if (srq.destroyed || ctx.closed) return errno.EINVAL;
   if (srq.asyncEventsReported !== srq.asyncEventsAcked) return errno.EBUSY;

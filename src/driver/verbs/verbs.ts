@@ -16,10 +16,78 @@ import type {
 
 type OpsContext = ibv_context & { ops: VerbsContextOps };
 
-function ops(ctx: ibv_context): VerbsContextOps {
+/*
+ * Argument checks common to every provider. libibverbs dereferences what it
+ * is given (a NULL or stale pointer is a crash in C); here an argument that
+ * is not an object of the right kind is EINVAL: returned by int verbs,
+ * thrown as a VerbsError by pointer verbs, a rejected Promise for the ones
+ * that wait. The provider checks that the object is its own and alive.
+ */
+function isObj(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null;
+}
+
+/*
+ * libibverbs' dummy_ops: a provider gives the ops it has; each missing one
+ * fails with EOPNOTSUPP in the way of its verb (an int returned, a
+ * VerbsError thrown, a rejected Promise, a negative count from poll_cq).
+ */
+const INT_OPS = [
+  'query_device', 'query_port', 'query_gid', 'close_device', 'dealloc_pd', 'dereg_mr', 'destroy_comp_channel', 'destroy_cq', 'req_notify_cq',
+  'modify_srq', 'query_srq', 'destroy_srq', 'post_srq_recv', 'modify_qp', 'query_qp', 'destroy_qp', 'post_send', 'post_recv', 'destroy_ah',
+] as const;
+const THROW_OPS = [
+  'query_pkey', 'alloc_pd', 'reg_mr', 'alloc_buf', 'free_buf', 'create_comp_channel', 'create_cq', 'ack_cq_events', 'create_srq', 'create_qp',
+  'create_ah', 'ack_async_event', 'read_counters',
+] as const;
+const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
+const DUMMY_OPS: VerbsContextOps = (() => {
+  const d: Record<string, unknown> = {};
+  const unsupported = (k: string) => new VerbsError(errno.EOPNOTSUPP, `${k}: the provider does not implement it`);
+  for (const k of INT_OPS) d[k] = () => errno.EOPNOTSUPP;
+  for (const k of THROW_OPS)
+    d[k] = () => {
+      throw unsupported(k);
+    };
+  for (const k of ASYNC_OPS) d[k] = () => Promise.reject(unsupported(k));
+  d['poll_cq'] = () => -errno.EOPNOTSUPP;
+  return Object.freeze(d) as unknown as VerbsContextOps;
+})();
+const completed = new WeakMap<object, VerbsContextOps>();
+
+/** The ops of an open context (missing ones filled with the dummies), or null. */
+function opsOrNull(ctx: unknown): VerbsContextOps | null {
+  if (!isObj(ctx)) return null;
   const o = (ctx as Partial<OpsContext>).ops;
-  if (!o) throw new VerbsError(errno.EINVAL, 'not an open ibv_context');
+  if (!isObj(o)) return null;
+  let full = completed.get(o);
+  if (!full) {
+    full = { ...DUMMY_OPS };
+    for (const [k, v] of Object.entries(o)) if (typeof v === 'function') (full as unknown as Record<string, unknown>)[k] = v;
+    completed.set(o, full);
+  }
+  return full;
+}
+
+/** The ops of the context an object (pd, cq, qp, ...) belongs to, or null. */
+function objOps(obj: unknown): VerbsContextOps | null {
+  return isObj(obj) ? opsOrNull(obj['context']) : null;
+}
+
+function ops(ctx: ibv_context, verb = 'verbs'): VerbsContextOps {
+  const o = opsOrNull(ctx);
+  if (!o) throw new VerbsError(errno.EINVAL, `${verb}: not an open ibv_context`);
   return o;
+}
+
+function opsOfObj(obj: unknown, verb: string, what: string): VerbsContextOps {
+  const o = objOps(obj);
+  if (!o) throw new VerbsError(errno.EINVAL, `${verb}: not an ${what}`);
+  return o;
+}
+
+function rejected(verb: string, what: string): Promise<never> {
+  return Promise.reject(new VerbsError(errno.EINVAL, `${verb}: not an ${what}`));
 }
 
 /** All devices of every provider (C: ibv_get_device_list(&num)). */
@@ -32,48 +100,58 @@ export function ibv_free_device_list(_list: ibv_device[]): void {
 }
 
 export function ibv_get_device_name(device: ibv_device): string {
+  if (!isObj(device) || typeof device.name !== 'string') throw new VerbsError(errno.EINVAL, 'ibv_get_device_name: not a device from ibv_get_device_list');
   return device.name;
 }
 
 export function ibv_get_device_guid(device: ibv_device): bigint {
   const d = device as ProviderDevice;
-  if (!d.provider) throw new VerbsError(errno.EINVAL, 'not a device from ibv_get_device_list');
+  if (!isObj(d) || !isObj(d.provider) || typeof d.provider.guid !== 'function') throw new VerbsError(errno.EINVAL, 'not a device from ibv_get_device_list');
   return d.provider.guid(d);
 }
 
 export function ibv_open_device(device: ibv_device): ibv_context {
   const d = device as ProviderDevice;
-  if (!d || !d.provider) throw new VerbsError(errno.EINVAL, 'ibv_open_device: not a device from ibv_get_device_list');
+  if (!isObj(d) || !isObj(d.provider) || typeof d.provider.open !== 'function') throw new VerbsError(errno.EINVAL, 'ibv_open_device: not a device from ibv_get_device_list');
   return d.provider.open(d);
 }
 
 export function ibv_close_device(context: ibv_context): number {
-  return ops(context).close_device(context);
+  const o = opsOrNull(context);
+  return o ? o.close_device(context) : errno.EINVAL;
 }
 
 export function ibv_query_device(context: ibv_context, device_attr: ibv_device_attr): number {
-  return ops(context).query_device(context, device_attr);
+  const o = opsOrNull(context);
+  if (!o || !isObj(device_attr)) return errno.EINVAL;
+  return o.query_device(context, device_attr);
 }
 
 export function ibv_query_port(context: ibv_context, port_num: number, port_attr: ibv_port_attr): number {
-  return ops(context).query_port(context, port_num, port_attr);
+  const o = opsOrNull(context);
+  if (!o || !isObj(port_attr) || typeof port_num !== 'number') return errno.EINVAL;
+  return o.query_port(context, port_num, port_attr);
 }
 
 export function ibv_query_gid(context: ibv_context, port_num: number, index: number, gid: ibv_gid): number {
-  return ops(context).query_gid(context, port_num, index, gid);
+  const o = opsOrNull(context);
+  if (!o || !isObj(gid) || typeof port_num !== 'number' || typeof index !== 'number') return errno.EINVAL;
+  return o.query_gid(context, port_num, index, gid);
 }
 
 /** Returns the P_Key, or throws (C returns it through a pointer). */
 export function ibv_query_pkey(context: ibv_context, port_num: number, index: number): number {
-  return ops(context).query_pkey(context, port_num, index);
+  if (typeof port_num !== 'number' || typeof index !== 'number') throw new VerbsError(errno.EINVAL, 'ibv_query_pkey: port_num and index are numbers');
+  return ops(context, 'ibv_query_pkey').query_pkey(context, port_num, index);
 }
 
 export function ibv_alloc_pd(context: ibv_context): ibv_pd {
-  return ops(context).alloc_pd(context);
+  return ops(context, 'ibv_alloc_pd').alloc_pd(context);
 }
 
 export function ibv_dealloc_pd(pd: ibv_pd): number {
-  return ops(pd.context).dealloc_pd(pd);
+  const o = objOps(pd);
+  return o ? o.dealloc_pd(pd) : errno.EINVAL;
 }
 
 /**
@@ -82,12 +160,15 @@ export function ibv_dealloc_pd(pd: ibv_pd): number {
  * the peer puts in RETHs; lkey and rkey are the keys.
  */
 export function ibv_reg_mr(pd: ibv_pd, buf: Uint8Array, access: number): ibv_mr {
+  const o = opsOfObj(pd, 'ibv_reg_mr', 'ibv_pd');
   if (!(buf instanceof Uint8Array)) throw new VerbsError(errno.EINVAL, 'ibv_reg_mr: buf must be a Uint8Array');
-  return ops(pd.context).reg_mr(pd, buf, access);
+  if (typeof access !== 'number' || !Number.isInteger(access) || access < 0 || access > 0xffffffff) throw new VerbsError(errno.EINVAL, `ibv_reg_mr: bad access flags ${String(access)}`);
+  return o.reg_mr(pd, buf, access);
 }
 
 export function ibv_dereg_mr(mr: ibv_mr): number {
-  return ops(mr.context).dereg_mr(mr);
+  const o = objOps(mr);
+  return o ? o.dereg_mr(mr) : errno.EINVAL;
 }
 
 /**
@@ -96,110 +177,153 @@ export function ibv_dereg_mr(mr: ibv_mr): number {
  * buffers come from this call.
  */
 export function rnic_alloc_buf(context: ibv_context, length: number, align = 64): Uint8Array {
-  if (!Number.isInteger(length) || length < 0) throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad length ${length}`);
-  return ops(context).alloc_buf(context, length, align);
+  const o = ops(context, 'rnic_alloc_buf');
+  if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad length ${String(length)}`);
+  if (typeof align !== 'number') throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad alignment ${String(align)}`);
+  return o.alloc_buf(context, length, align);
 }
 
 export function rnic_free_buf(context: ibv_context, buf: Uint8Array): void {
-  ops(context).free_buf(context, buf);
+  const o = ops(context, 'rnic_free_buf');
+  if (!(buf instanceof Uint8Array)) throw new VerbsError(errno.EINVAL, 'rnic_free_buf: buf must be a Uint8Array from rnic_alloc_buf');
+  o.free_buf(context, buf);
 }
 
 export function ibv_create_comp_channel(context: ibv_context): ibv_comp_channel {
-  return ops(context).create_comp_channel(context);
+  return ops(context, 'ibv_create_comp_channel').create_comp_channel(context);
 }
 
 export function ibv_destroy_comp_channel(channel: ibv_comp_channel): number {
-  return ops(channel.context).destroy_comp_channel(channel);
+  const o = objOps(channel);
+  return o ? o.destroy_comp_channel(channel) : errno.EINVAL;
 }
 
 export function ibv_create_cq(context: ibv_context, cqe: number, cq_context: unknown, channel: ibv_comp_channel | null, comp_vector: number): ibv_cq {
-  return ops(context).create_cq(context, cqe, cq_context, channel, comp_vector);
+  const o = ops(context, 'ibv_create_cq');
+  if (channel !== null && channel !== undefined && !objOps(channel)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq: channel is not an ibv_comp_channel');
+  return o.create_cq(context, cqe, cq_context, channel ?? null, comp_vector);
 }
 
 export function ibv_destroy_cq(cq: ibv_cq): number {
-  return ops(cq.context).destroy_cq(cq);
+  const o = objOps(cq);
+  return o ? o.destroy_cq(cq) : errno.EINVAL;
 }
 
 export function ibv_req_notify_cq(cq: ibv_cq, solicited_only: number): number {
-  return ops(cq.context).req_notify_cq(cq, solicited_only);
+  const o = objOps(cq);
+  if (!o || typeof solicited_only !== 'number') return errno.EINVAL;
+  return o.req_notify_cq(cq, solicited_only);
 }
 
 /** Resolves with the CQ that has an event (C blocks in read() on the channel fd). */
 export function ibv_get_cq_event(channel: ibv_comp_channel): Promise<{ cq: ibv_cq; cq_context: unknown }> {
-  return ops(channel.context).get_cq_event(channel);
+  const o = objOps(channel);
+  return o ? o.get_cq_event(channel) : rejected('ibv_get_cq_event', 'ibv_comp_channel');
 }
 
 export function ibv_ack_cq_events(cq: ibv_cq, nevents: number): void {
-  ops(cq.context).ack_cq_events(cq, nevents);
+  const o = opsOfObj(cq, 'ibv_ack_cq_events', 'ibv_cq');
+  if (typeof nevents !== 'number' || !Number.isInteger(nevents) || nevents < 0) throw new VerbsError(errno.EINVAL, `ibv_ack_cq_events: bad nevents ${String(nevents)}`);
+  o.ack_cq_events(cq, nevents);
 }
 
 /** Fills wc[0..n) and returns n, or a negative errno. `wc` entries are reused if present. */
 export function ibv_poll_cq(cq: ibv_cq, num_entries: number, wc: ibv_wc[]): number {
-  return ops(cq.context).poll_cq(cq, num_entries, wc);
+  const o = objOps(cq);
+  // C's `int num_entries`: a negative count is a mistake, not "poll nothing".
+  if (!o || typeof num_entries !== 'number' || (num_entries | 0) !== num_entries || num_entries < 0 || !Array.isArray(wc)) return -errno.EINVAL;
+  return o.poll_cq(cq, num_entries, wc);
 }
 
 export function ibv_create_srq(pd: ibv_pd, srq_init_attr: ibv_srq_init_attr): ibv_srq {
-  return ops(pd.context).create_srq(pd, srq_init_attr);
+  const o = opsOfObj(pd, 'ibv_create_srq', 'ibv_pd');
+  if (!isObj(srq_init_attr)) throw new VerbsError(errno.EINVAL, 'ibv_create_srq: no attributes');
+  return o.create_srq(pd, srq_init_attr);
 }
 
 export function ibv_modify_srq(srq: ibv_srq, srq_attr: ibv_srq_attr, srq_attr_mask: number): number {
-  return ops(srq.context).modify_srq(srq, srq_attr, srq_attr_mask);
+  const o = objOps(srq);
+  if (!o || !isObj(srq_attr) || typeof srq_attr_mask !== 'number') return errno.EINVAL;
+  return o.modify_srq(srq, srq_attr, srq_attr_mask);
 }
 
 export function ibv_query_srq(srq: ibv_srq, srq_attr: ibv_srq_attr): number {
-  return ops(srq.context).query_srq(srq, srq_attr);
+  const o = objOps(srq);
+  if (!o || !isObj(srq_attr)) return errno.EINVAL;
+  return o.query_srq(srq, srq_attr);
 }
 
 export function ibv_destroy_srq(srq: ibv_srq): number {
-  return ops(srq.context).destroy_srq(srq);
+  const o = objOps(srq);
+  return o ? o.destroy_srq(srq) : errno.EINVAL;
 }
 
 export function ibv_post_srq_recv(srq: ibv_srq, recv_wr: ibv_recv_wr, bad_recv_wr?: BadWr<ibv_recv_wr>): number {
-  return ops(srq.context).post_srq_recv(srq, recv_wr, bad_recv_wr);
+  const o = objOps(srq);
+  if (!o || (bad_recv_wr !== undefined && bad_recv_wr !== null && !isObj(bad_recv_wr))) return errno.EINVAL;
+  return o.post_srq_recv(srq, recv_wr, bad_recv_wr ?? undefined);
 }
 
 export function ibv_create_qp(pd: ibv_pd, qp_init_attr: ibv_qp_init_attr): ibv_qp {
-  return ops(pd.context).create_qp(pd, qp_init_attr);
+  const o = opsOfObj(pd, 'ibv_create_qp', 'ibv_pd');
+  if (!isObj(qp_init_attr)) throw new VerbsError(errno.EINVAL, 'ibv_create_qp: no attributes');
+  return o.create_qp(pd, qp_init_attr);
 }
 
 export function ibv_modify_qp(qp: ibv_qp, attr: Partial<ibv_qp_attr>, attr_mask: number): number {
-  return ops(qp.context).modify_qp(qp, attr, attr_mask);
+  const o = objOps(qp);
+  if (!o || !isObj(attr) || typeof attr_mask !== 'number') return errno.EINVAL;
+  return o.modify_qp(qp, attr, attr_mask);
 }
 
 export function ibv_query_qp(qp: ibv_qp, attr: ibv_qp_attr, attr_mask: number, init_attr: ibv_qp_init_attr): number {
-  return ops(qp.context).query_qp(qp, attr, attr_mask, init_attr);
+  const o = objOps(qp);
+  if (!o || !isObj(attr) || !isObj(init_attr) || typeof attr_mask !== 'number') return errno.EINVAL;
+  return o.query_qp(qp, attr, attr_mask, init_attr);
 }
 
 export function ibv_destroy_qp(qp: ibv_qp): number {
-  return ops(qp.context).destroy_qp(qp);
+  const o = objOps(qp);
+  return o ? o.destroy_qp(qp) : errno.EINVAL;
 }
 
 export function ibv_post_send(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number {
-  return ops(qp.context).post_send(qp, wr, bad_wr);
+  const o = objOps(qp);
+  if (!o || (bad_wr !== undefined && bad_wr !== null && !isObj(bad_wr))) return errno.EINVAL;
+  return o.post_send(qp, wr, bad_wr ?? undefined);
 }
 
 export function ibv_post_recv(qp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number {
-  return ops(qp.context).post_recv(qp, wr, bad_wr);
+  const o = objOps(qp);
+  if (!o || (bad_wr !== undefined && bad_wr !== null && !isObj(bad_wr))) return errno.EINVAL;
+  return o.post_recv(qp, wr, bad_wr ?? undefined);
 }
 
 export function ibv_create_ah(pd: ibv_pd, attr: ibv_ah_attr): ibv_ah {
-  return ops(pd.context).create_ah(pd, attr);
+  const o = opsOfObj(pd, 'ibv_create_ah', 'ibv_pd');
+  if (!isObj(attr)) throw new VerbsError(errno.EINVAL, 'ibv_create_ah: no attributes');
+  return o.create_ah(pd, attr);
 }
 
 export function ibv_destroy_ah(ah: ibv_ah): number {
-  return ops(ah.context).destroy_ah(ah);
+  const o = objOps(ah);
+  return o ? o.destroy_ah(ah) : errno.EINVAL;
 }
 
 export function ibv_get_async_event(context: ibv_context): Promise<ibv_async_event> {
-  return ops(context).get_async_event(context);
+  const o = opsOrNull(context);
+  return o ? o.get_async_event(context) : rejected('ibv_get_async_event', 'open ibv_context');
 }
 
 export function ibv_ack_async_event(event: ibv_async_event): void {
-  const ctx = event.element.qp?.context ?? event.element.cq?.context ?? event.element.srq?.context;
-  if (ctx) ops(ctx).ack_async_event(event);
+  const el = isObj(event) && isObj(event.element) ? event.element : null;
+  if (!el) throw new VerbsError(errno.EINVAL, 'ibv_ack_async_event: not an event from ibv_get_async_event');
+  const owner = el.qp ?? el.cq ?? el.srq;
+  if (owner === undefined || owner === null) return; // port and device events hold nothing to release
+  opsOfObj(owner, 'ibv_ack_async_event', 'event from ibv_get_async_event').ack_async_event(event);
 }
 
 /** Hardware counters of a port, by the names Linux drivers use. */
 export function rnic_read_counters(context: ibv_context, port_num = 1): Record<string, bigint> {
-  return ops(context).read_counters(context, port_num);
+  return ops(context, 'rnic_read_counters').read_counters(context, port_num);
 }
