@@ -108,7 +108,7 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
     reorderDepth: [1, 4],
     duplicateCopies: [1, 2],
   },
-  durationNs: 2_000_000_000,
+  durationNs: 250_000_000,
   quirks: { rxeRetryCnt7Infinite: true },
 } satisfies Campaign);
 

@@ -5,7 +5,7 @@
  */
 import type { Campaign } from './config.js';
 import type { ScenarioJson } from './generator.js';
-import { runJudged, runSeed, type SeedResult } from './run-seed.js';
+import { runJudged, runRecorded, runSeed, type RecordedRun, type SeedResult } from './run-seed.js';
 import type { Verdict } from './invariants.js';
 
 export type JudgedRun = Verdict & { eventsRun: number; virtualNs: number; crashed: string | null };
@@ -16,6 +16,8 @@ export interface Executor {
   seed(c: Campaign, seed: number): Promise<SeedResult>;
   /** Runs and judges a scenario (a shrinking candidate). */
   scenario(json: ScenarioJson, source: string): Promise<JudgedRun>;
+  /** Runs a scenario recording the frames its faults acted on. */
+  record(json: ScenarioJson, source: string): Promise<RecordedRun>;
   close(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ export function inlineExecutor(): Executor {
     jobs: 1,
     seed: (c, s) => serial(() => runSeed(c, s)),
     scenario: (json, source) => serial(() => runJudged(json, source)),
+    record: (json, source) => serial(() => runRecorded(json, source)),
     close: async () => {},
   };
 }

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Executor, JudgedRun } from './executor.js';
-import type { SeedResult } from './run-seed.js';
+import type { RecordedRun, SeedResult } from './run-seed.js';
 import type { CampaignTask } from './task.js';
 
 /** The compiled task entry (dist/workers/campaign-task.js), from built code or from sources (tests). */
@@ -31,6 +31,7 @@ export function poolExecutor(jobs: number): Executor {
     jobs,
     seed: (campaign, seed) => run<SeedResult>({ kind: 'seed', campaign, seed }),
     scenario: (json, source) => run<JudgedRun>({ kind: 'scenario', json, source }),
+    record: (json, source) => run<RecordedRun>({ kind: 'record', json, source }),
     close: () => pool.destroy(),
   };
 }

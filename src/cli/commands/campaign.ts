@@ -13,6 +13,7 @@ import { CampaignError, DEFAULT_CAMPAIGN, campaignJson, loadCampaign, parseCampa
 import { inlineExecutor, type Executor } from '../../campaign/executor.js';
 import { poolExecutor } from '../../campaign/pool.js';
 import { formatReport } from '../../campaign/report.js';
+import { shrinkScenario } from '../../campaign/shrink.js';
 import { Progress } from '../../campaign/progress.js';
 import { CliError, type Command } from '../command.js';
 
@@ -146,7 +147,7 @@ async function campaignMain(args: string[]): Promise<number> {
     process.once('SIGINT', onSig);
     let summary;
     try {
-      summary = await runCampaign({ campaign, firstSeed, seeds, executor, outDir, timeBudgetMs: budgetMs, progress, shrink: null, stop });
+      summary = await runCampaign({ campaign, firstSeed, seeds, executor, outDir, timeBudgetMs: budgetMs, progress, shrink: values['no-shrink'] ? null : async (r) => (await shrinkScenario(r.scenario!, r.primary ?? '', executor)).scenario, stop });
     } finally {
       process.off('SIGINT', onSig);
       await executor.close();

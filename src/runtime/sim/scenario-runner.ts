@@ -28,6 +28,7 @@ import {
 import type { ibv_cq, ibv_send_wr, ibv_wc } from '../../driver/verbs/index.js';
 import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
 import { localAckTimeoutNs, rnrTimerNs } from '../../pipeline/timer-tables.js';
+import { bthDestQp, bthOffset, bthPsn } from './frame-info.js';
 import { Random } from './random.js';
 import { consumesRecv, isAtomic, type Scenario, type ScenarioTraffic, type TrafficOp } from './scenario.js';
 import { buffer, closeHosts, guardDamage, makePair, openHosts, qpStateOf, ScenarioRunError, type HostDev, type QpEnd, type QpPair, type RegBuf } from './scenario-setup.js';
@@ -42,6 +43,25 @@ export interface RunScenarioOptions {
   observe?: FrameObserver;
   /** Lines worth telling as they happen (a stall). */
   log?: (line: string) => void;
+  /** Told of every frame a fault rule acted on (which rule, and the frame by its BTH), at the end of the run. */
+  onFault?: (hit: FaultHit) => void;
+}
+
+/**
+ * A fault rule that acted on a frame: the link and direction, the rule's
+ * index, and the frame by opcode, destination QP and PSN, with
+ * `occurrence`: how many frames with the same direction, opcode, QP and PSN
+ * went before it (0 for the first transmission, 1 for the first resend ...).
+ */
+export interface FaultHit {
+  readonly link: string;
+  readonly direction: 'a->b' | 'b->a';
+  readonly rule: number;
+  readonly opcode: number;
+  readonly qpn: number;
+  readonly psn: number;
+  readonly occurrence: number;
+  readonly ns: number;
 }
 
 /** A QP the watchdog gave up on. */
@@ -311,6 +331,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   });
   const timeline = new TimelineRecorder();
   const unobserve = [sim.observe(timeline.observe)];
+  const settleFaults = opts.onFault ? recordFaults(sim, opts.onFault, unobserve) : () => {};
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
   const verify: string[] = [];
   const stalls: StallReport[] = [];
@@ -581,7 +602,10 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         if (st.outstanding > 0 && !st.stalled && st.lastProgressNs >= 0) h = Math.min(h, st.lastProgressNs + st.watchdogNs);
       }
       sim.horizon = h;
-      const got = pollAll();
+      let got = pollAll();
+      // A CQE may have landed while a later CQ of the round was polled (an empty poll runs
+      // events): look once more before concluding that nothing happens until the horizon.
+      if (got === 0 && sim.scheduler.nextTime() > h) got = pollAll();
       watchdog();
       // Nothing happens before then (ibv_poll_cq ran no event): move the clock there.
       if (got === 0 && sim.scheduler.nextTime() > h) sim.advance(Math.max(1, h - sim.now()));
@@ -594,6 +618,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (pollAll() > 0) continue;
     }
     pollAll();
+    settleFaults();
     for (const st of streams) {
       if (st.retired < st.posted && !st.stalled) finding(st, 'outstanding', `${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy})`);
       if (st.posted < st.t.count && !st.failed && !st.stalled) finding(st, 'unposted', `only ${st.posted} of ${st.t.count} WRs were posted before the run ended`);
@@ -728,6 +753,55 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
     }
   }
   return wr;
+}
+
+/**
+ * Watches every link's fault injector: a frame's transmit tap runs just
+ * before the injector sees it, so the rule counters that moved by the next
+ * frame (or the end) tell which rule acted on it. Returns the final settle.
+ */
+function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve: (() => void)[]): () => void {
+  interface Pending { direction: 'a->b' | 'b->a'; opcode: number; qpn: number; psn: number; occurrence: number; ns: number }
+  interface LinkWatch { name: string; faults: NonNullable<SimModel['links'][number]['faults']>; fired: number[]; pending: Pending | null }
+  const byPort = new Map<string, { w: LinkWatch; direction: 'a->b' | 'b->a' }>();
+  const watches: LinkWatch[] = [];
+  for (const l of sim.links) {
+    if (!l.faults) continue;
+    const w: LinkWatch = { name: l.name, faults: l.faults, fired: l.faults.stats().rules.map((r) => r.fired), pending: null };
+    watches.push(w);
+    byPort.set(l.a, { w, direction: 'a->b' });
+    byPort.set(l.b, { w, direction: 'b->a' });
+  }
+  const seen = new Map<string, number>();
+  const settle = (w: LinkWatch): void => {
+    const now = w.faults.stats().rules;
+    for (let i = 0; i < now.length; i++) {
+      const d = now[i]!.fired - w.fired[i]!;
+      if (d > 0 && w.pending) onFault({ link: w.name, rule: i, ...w.pending });
+      w.fired[i] = now[i]!.fired;
+    }
+    w.pending = null;
+  };
+  if (watches.length > 0) {
+    unobserve.push(sim.observe((e) => {
+      if (e.dir !== 'tx') return;
+      const pw = byPort.get(`${e.device}:${e.portNum}`);
+      if (!pw) return;
+      settle(pw.w);
+      const bth = bthOffset(e.frame);
+      if (bth < 0) return;
+      const opcode = e.frame[bth]!;
+      const qpn = bthDestQp(e.frame, bth);
+      const psn = bthPsn(e.frame, bth);
+      const key = `${pw.direction}/${opcode}/${qpn}/${psn}`;
+      const occurrence = seen.get(key) ?? 0;
+      seen.set(key, occurrence + 1);
+      pw.w.pending = { direction: pw.direction, opcode, qpn, psn, occurrence, ns: e.ns };
+    }));
+  }
+  return () => {
+    for (const w of watches) settle(w);
+  };
 }
 
 function readCounters(h: HostDev): Record<string, Record<string, number>> {
