@@ -15,8 +15,9 @@ import {
   readPcapHeader,
 } from './pcap.js';
 import { PcapWriter } from './pcap-writer.js';
+import { RXE_PAIR_CAPTURE } from '../../test/fixtures/fixtures.js';
 
-const REAL_CAPTURE = '/work/shared/captures/rxe-pair-roce.pcap';
+const REAL_CAPTURE = RXE_PAIR_CAPTURE;
 const TSHARK = '/usr/bin/tshark';
 
 let tmp: string;
@@ -495,7 +496,7 @@ describe('malformed input gives WIRE_BAD_PCAP', () => {
 });
 
 describe('real capture', () => {
-  it(`reads ${REAL_CAPTURE}`, () => {
+  it('reads the Soft-RoCE capture of test/fixtures', () => {
     const bytes = u8(fs.readFileSync(REAL_CAPTURE));
     const file = readPcap(bytes);
     expect(file.linktype).toBe(LINKTYPE_ETHERNET);

@@ -1,6 +1,6 @@
 /**
  * The real-world judge: 571 RoCE v2 frames captured between two Linux
- * Soft-RoCE (rdma_rxe) hosts (shared/captures/README.md).
+ * Soft-RoCE (rdma_rxe) hosts (test/fixtures/README.md).
  *
  *  1. every frame decodes, with ICRC and IPv4-checksum verification on;
  *  2. every ICRC is also recomputed here, independently of src/wire/icrc.ts,
@@ -16,8 +16,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -31,17 +29,10 @@ import {
   type Packet,
   type PcapRecord,
 } from '../../src/wire/index.js';
+import { RXE_PAIR_CAPTURE } from '../fixtures/fixtures.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, '../..');
-const CAPTURE_NAME = 'captures/rxe-pair-roce.pcap';
-/** shared/ sits beside the work tree (locally /work/shared; in CI beside the clone). */
-const CAPTURE_CANDIDATES = [
-  process.env['RNIC_REAL_CAPTURE'],
-  path.resolve(REPO, '..', 'shared', CAPTURE_NAME),
-  path.join('/work/shared', CAPTURE_NAME),
-].filter((p): p is string => typeof p === 'string' && p.length > 0);
-const CAPTURE = CAPTURE_CANDIDATES.find((p) => fs.existsSync(p)) ?? CAPTURE_CANDIDATES[1]!;
+/** A checked-in fixture: missing is a failure, never a skip. */
+const CAPTURE = RXE_PAIR_CAPTURE;
 const TSHARK = ['/usr/bin/tshark', '/usr/local/bin/tshark'].find((p) => fs.existsSync(p)) ?? '/usr/bin/tshark';
 const EXPECTED_FRAMES = 571;
 
@@ -96,7 +87,7 @@ let linktype = -1;
 
 beforeAll(() => {
   if (!fs.existsSync(CAPTURE)) {
-    throw new Error(`reference capture not found; looked in: ${CAPTURE_CANDIDATES.join(', ')} (set RNIC_REAL_CAPTURE)`);
+    throw new Error(`the reference capture ${CAPTURE} is missing: it is a checked-in fixture (test/fixtures/README.md)`);
   }
   const file = readPcap(new Uint8Array(fs.readFileSync(CAPTURE)));
   records = file.records;
@@ -354,7 +345,7 @@ describe.skipIf(!fs.existsSync(TSHARK))('real capture: every field agrees with t
   let frames: Layers[] = [];
 
   beforeAll(() => {
-    if (!fs.existsSync(CAPTURE)) return;
+    if (!fs.existsSync(CAPTURE)) throw new Error(`the reference capture ${CAPTURE} is missing: it is a checked-in fixture (test/fixtures/README.md)`);
     const names = [...new Set([...FIELDS.map((f) => f.ts), ...EXTRA_FIELDS])];
     const args = [
       '-r', CAPTURE,

@@ -2,14 +2,10 @@
  * What the model provider checks of the objects and numbers a verb is
  * given. libibverbs hands a provider whatever pointer the program passed;
  * here a program can pass anything at all, so every verb makes sure the
- * object is one of this provider's, of the right kind, of the right
- * context and alive, and that every number fits its C type, before it
- * touches the device. A failure is EINVAL, never a TypeError.
+ * object is one of this provider's (instanceof), of the right context and
+ * alive, and that every number fits its C type (below), before it touches
+ * the device. A failure is EINVAL, never a TypeError.
  */
-import { errno } from '../../device/abi/constants.js';
-import { VerbsError } from '../verbs/errno-error.js';
-import { ModelContext } from './context.js';
-
 export const U64_MAX = 0xffff_ffff_ffff_ffffn;
 
 /** A C `uint32_t`: an integer 0..2^32−1 (not NaN, not a bigint, not a string). */
@@ -25,15 +21,4 @@ export function isBits32(v: unknown): v is number {
 /** A C `uint64_t` as a bigint: 0..2^64−1. */
 export function isU64(v: unknown): v is bigint {
   return typeof v === 'bigint' && v >= 0n && v <= U64_MAX;
-}
-
-export function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null;
-}
-
-/** An open context of this provider; throws EINVAL otherwise. */
-export function liveContext(ctx: unknown, verb: string): ModelContext {
-  if (!(ctx instanceof ModelContext)) throw new VerbsError(errno.EINVAL, `${verb}: not an ibv_context of the model provider`);
-  if (ctx.closed) throw new VerbsError(errno.EINVAL, `${verb}: the context is closed`);
-  return ctx;
 }
