@@ -163,7 +163,7 @@ function twoHostConfig(extraCaps: Record<string, unknown> = {}, memoryBytes?: nu
 }
 
 /** One campaign seed's setup and teardown in the sim runtime (no traffic). */
-async function seedSetup(): Promise<void> {
+export async function seedSetup(): Promise<void> {
   await startSimModel({ ...twoHostConfig(), workers: 0, seed: 1 });
   const devs = ibv_get_device_list();
   const ctxs = devs.slice(0, 2).map((d) => ibv_open_device(d));

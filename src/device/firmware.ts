@@ -15,9 +15,18 @@ import { HwCounters } from './counters.js';
 import type { HostMemory } from './host-memory.js';
 import { Bar } from './registers.js';
 
-/** FIFO pool of free indices [first, count): O(1), reuses the least recently freed. */
+/**
+ * FIFO pool of free indices [first, count): O(1), reuses the least recently
+ * freed. Never-used indices come first, in ascending order, then freed ones
+ * in the order they were freed, exactly as a ring initialised with
+ * [first, count) would hand them out; but nothing is filled at creation (a
+ * device with 262,144 MR slots starts in microseconds) and the ring of freed
+ * indices grows only as far as indices are freed.
+ */
 export class IndexPool {
-  private readonly ring: Int32Array;
+  /** The next never-used index. */
+  private fresh: number;
+  private ring = new Int32Array(16);
   private head = 0;
   private size = 0;
   private readonly live: Uint8Array;
@@ -26,17 +35,19 @@ export class IndexPool {
     readonly first: number,
     readonly count: number,
   ) {
-    this.ring = new Int32Array(Math.max(count - first, 0));
-    this.live = new Uint8Array(count);
-    for (let i = first; i < count; i++) this.ring[this.size++] = i;
+    this.fresh = first;
+    this.live = new Uint8Array(Math.max(count, 0));
   }
 
   /** A free index, or -1 when exhausted. */
   alloc(): number {
-    if (this.size === 0) return -1;
-    const i = this.ring[this.head]!;
-    this.head = (this.head + 1) % this.ring.length;
-    this.size--;
+    let i: number;
+    if (this.fresh < this.count) i = this.fresh++;
+    else if (this.size > 0) {
+      i = this.ring[this.head]!;
+      this.head = (this.head + 1) & (this.ring.length - 1);
+      this.size--;
+    } else return -1;
     this.live[i] = 1;
     return i;
   }
@@ -44,8 +55,16 @@ export class IndexPool {
   free(i: number): void {
     if (!this.isLive(i)) return;
     this.live[i] = 0;
-    this.ring[(this.head + this.size) % this.ring.length] = i;
+    if (this.size === this.ring.length) this.grow();
+    this.ring[(this.head + this.size) & (this.ring.length - 1)] = i;
     this.size++;
+  }
+
+  private grow(): void {
+    const next = new Int32Array(this.ring.length * 2);
+    for (let k = 0; k < this.size; k++) next[k] = this.ring[(this.head + k) & (this.ring.length - 1)]!;
+    this.ring = next;
+    this.head = 0;
   }
 
   isLive(i: number): boolean {
@@ -53,7 +72,7 @@ export class IndexPool {
   }
 
   get inUse(): number {
-    return this.count - this.first - this.size;
+    return this.fresh - this.first - this.size;
   }
 }
 
