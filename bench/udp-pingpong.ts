@@ -28,7 +28,8 @@ async function freeUdpPort(): Promise<number> {
 
 async function side(role: 'ping' | 'echo', iters: number, size: number, send: (m: Msg) => void, next: () => Promise<Msg>): Promise<Msg> {
   const v = await import('../src/index.js');
-  const { currentModel, stopModel } = await import('../src/boot.js');
+  const { currentModel, stopModel, ensureModel } = await import('../src/boot.js');
+  if (process.env.RNIC_SPIN_NS) ensureModel(undefined, { tuning: { spinNs: Number(process.env.RNIC_SPIN_NS) } });
   const [dev] = v.ibv_get_device_list();
   const ctx = v.ibv_open_device(dev!);
   const pd = v.ibv_alloc_pd(ctx);

@@ -93,8 +93,8 @@ export class DeviceHost {
    * Promises that resolve when a frame arrives on a ring cable from another
    * thread (or a socket), or when a ring with frames waiting to go has room.
    */
-  ringWaits(ms: number): Promise<unknown>[] {
-    return this.rings.map((r) => r.wait(ms));
+  ringWaits(): Promise<unknown>[] {
+    return this.rings.map((r) => r.wait());
   }
 
   /** Frames waiting for room in a TX ring. */

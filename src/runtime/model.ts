@@ -197,7 +197,11 @@ function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<numb
       host.poll();
       const ms = Math.min(1000, (host.nextDeadline() - host.clock.now()) / 1e6);
       if (ms < 1) await new Promise<void>((r) => setImmediate(r));
-      else await Promise.race(host.ringWaits(ms));
+      else {
+        let t: NodeJS.Timeout | null = null;
+        await Promise.race([...host.ringWaits(), new Promise<void>((r) => (t = setTimeout(r, ms)).unref())]);
+        clearTimeout(t!);
+      }
     }
   };
   const service = () => {

@@ -16,6 +16,35 @@ import { FrameRing } from '../fabric/frame-ring.js';
 type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };
 const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 
+/**
+ * Atomics.waitAsync on one word, at most one waiter at a time: a loop that
+ * sleeps often would otherwise leave a waiter behind at every sleep (each
+ * until its timeout), and every notify would wake them all, one task each
+ * on this thread's event loop. A waiter without timeout is kept while the
+ * word still holds the value it waits on, and reused.
+ */
+export class WordWaiter {
+  private array: Int32Array | null = null;
+  private index = 0;
+  private value = 0;
+  private pending: Promise<unknown> | null = null;
+
+  /** Resolves when `array[index]` no longer holds `value` (at once if it already does not). */
+  wait(w: { readonly array: Int32Array; readonly index: number; readonly value: number }): Promise<unknown> {
+    if (this.pending && this.array === w.array && this.index === w.index && this.value === w.value) return this.pending;
+    const r = waitAsync(w.array, w.index, w.value);
+    if (!r.async) return Promise.resolve();
+    this.array = w.array;
+    this.index = w.index;
+    this.value = w.value;
+    const p = (r.value as Promise<string>).then(() => {
+      if (this.pending === p) this.pending = null;
+    });
+    this.pending = p;
+    return p;
+  }
+}
+
 /** Frames delivered per poll at most, so a flood cannot starve the transmit side. */
 const RX_BUDGET = 256;
 
@@ -32,6 +61,8 @@ export class RingEnd implements CableEnd {
   private readonly tx: FrameRing;
   private readonly rx: FrameRing;
   private readonly overflow: Uint8Array[] = [];
+  private readonly rxWaiter = new WordWaiter();
+  private readonly txWaiter = new WordWaiter();
   private overflowHead = 0;
   private overflowBytes = 0;
 
@@ -113,19 +144,17 @@ export class RingEnd implements CableEnd {
 
   /**
    * Resolves when there is something to do: a frame from the other thread,
-   * or (with frames in the overflow queue) room in the TX ring; or at the
-   * timeout. Resolves at once when there is already something to do.
+   * or (with frames in the overflow queue) room in the TX ring. Resolves
+   * at once when there is already something to do. No timeout: the caller
+   * races it with its own timer.
    */
-  wait(ms: number): Promise<unknown> {
-    const ws = [this.rx.dataWaitWord()];
-    if (this.pendingTx > 0) ws.push(this.tx.spaceWaitWord());
-    const out: Promise<unknown>[] = [];
-    for (const w of ws) {
-      if (!w) return Promise.resolve();
-      const r = waitAsync(w.array, w.index, w.value, ms);
-      if (!r.async) return Promise.resolve();
-      out.push(r.value as Promise<string>);
-    }
-    return out.length === 1 ? out[0]! : Promise.race(out);
+  wait(): Promise<unknown> {
+    const d = this.rx.dataWaitWord();
+    if (!d) return Promise.resolve();
+    const rx = this.rxWaiter.wait(d);
+    if (this.pendingTx === 0) return rx;
+    const s = this.tx.spaceWaitWord();
+    if (!s) return Promise.resolve();
+    return Promise.race([rx, this.txWaiter.wait(s)]);
   }
 }

@@ -11,9 +11,18 @@
  */
 import { Reg, type Bar } from '../device/registers.js';
 import type { DeviceHost } from './device-host.js';
+import { WordWaiter } from './ring-end.js';
 
 export interface LoopTuning {
-  /** Idle passes before yielding to the event loop. */
+  /**
+   * How long an idle loop keeps polling before it yields and sleeps, ns.
+   * Short on purpose: a sleeping loop wakes in tens of µs (a doorbell or a
+   * ring's notify), while a spinning one takes a core that, on a machine
+   * with fewer cores than busy threads, the thread with work is waiting for
+   * (docs/pipeline.md, "Threads").
+   */
+  spinNs: number;
+  /** At most this many idle passes before yielding, whatever the time. */
   spinPasses: number;
   /** Event-loop turns before sleeping. */
   yieldTurns: number;
@@ -21,16 +30,21 @@ export interface LoopTuning {
   maxSleepMs: number;
 }
 
-export const DEFAULT_TUNING: LoopTuning = Object.freeze({ spinPasses: 20_000, yieldTurns: 8, maxSleepMs: 50 });
-
-type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };
-const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
+export const DEFAULT_TUNING: LoopTuning = Object.freeze({ spinNs: 50_000, spinPasses: 20_000, yieldTurns: 8, maxSleepMs: 50 });
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
+
+function sleepMs(ms: number): { promise: Promise<void>; cancel(): void } {
+  let t: NodeJS.Timeout | null = null;
+  const promise = new Promise<void>((r) => (t = setTimeout(r, ms)));
+  return { promise, cancel: () => clearTimeout(t!) };
+}
 
 export async function runDeviceLoop(host: DeviceHost, bars: Bar[], stop: Int32Array, tuning: LoopTuning = DEFAULT_TUNING): Promise<void> {
   let idle = 0;
   let sinceTurn = 0;
+  let idleSince = 0;
+  const dbWaiters = bars.map(() => new WordWaiter());
   while (Atomics.load(stop, 0) === 0) {
     const work = host.poll();
     if (work > 0) {
@@ -42,8 +56,11 @@ export async function runDeviceLoop(host: DeviceHost, bars: Bar[], stop: Int32Ar
       }
       continue;
     }
-    idle++;
-    if (idle < tuning.spinPasses) continue;
+    if (idle++ === 0) idleSince = host.clock.now();
+    if (idle < tuning.spinPasses) {
+      if ((idle & 15) !== 0 || host.clock.now() - idleSince < tuning.spinNs) continue;
+      idle = tuning.spinPasses;
+    }
     if (idle < tuning.spinPasses + tuning.yieldTurns) {
       await turn();
       continue;
@@ -60,16 +77,12 @@ export async function runDeviceLoop(host: DeviceHost, bars: Bar[], stop: Int32Ar
     for (const b of bars) Atomics.store(b.i32, Reg.DEVICE_SLEEPING, 1);
     const seen = bars.map((b) => Atomics.load(b.i32, Reg.DB_SEQ));
     if (host.poll() === 0) {
-      const waits: Promise<unknown>[] = [host.kicked(), ...host.ringWaits(ms)];
-      for (let i = 0; i < bars.length; i++) {
-        const r = waitAsync(bars[i]!.i32, Reg.DB_SEQ, seen[i]!, ms);
-        if (!r.async) {
-          waits.length = 0;
-          break;
-        }
-        waits.push(r.value as Promise<string>);
-      }
-      if (waits.length > 0) await Promise.race(waits);
+      // One waiter per word, reused across sleeps (WordWaiter), and one timer.
+      const timer = sleepMs(ms);
+      const waits: Promise<unknown>[] = [timer.promise, host.kicked(), ...host.ringWaits()];
+      for (let i = 0; i < bars.length; i++) waits.push(dbWaiters[i]!.wait({ array: bars[i]!.i32, index: Reg.DB_SEQ, value: seen[i]! }));
+      await Promise.race(waits);
+      timer.cancel();
     }
     for (const b of bars) Atomics.store(b.i32, Reg.DEVICE_SLEEPING, 0);
     idle = tuning.spinPasses; // after a sleep, go back to polling without a long spin
