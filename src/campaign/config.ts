@@ -310,3 +310,8 @@ function deepFreeze<T>(v: T): T {
   }
   return v;
 }
+
+/** A campaign file as text: two-space JSON with short lists on one line. */
+export function formatCampaign(c: Campaign): string {
+  return JSON.stringify(campaignJson(c), null, 2).replace(/\[\s*([^[\]{}]*?)\s*\]/g, (_, inner: string) => `[${inner.split(/,\s*/).join(', ')}]`) + '\n';
+}

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runCampaign } from '../../campaign/campaign.js';
-import { CampaignError, DEFAULT_CAMPAIGN, campaignJson, loadCampaign, parseCampaign, type Campaign } from '../../campaign/config.js';
+import { CampaignError, DEFAULT_CAMPAIGN, campaignJson, formatCampaign, loadCampaign, parseCampaign, type Campaign } from '../../campaign/config.js';
 import { inlineExecutor, type Executor } from '../../campaign/executor.js';
 import { poolExecutor } from '../../campaign/pool.js';
 import { formatReport } from '../../campaign/report.js';
@@ -133,7 +133,7 @@ async function campaignMain(args: string[]): Promise<number> {
     for (const s of values.set ?? []) setKey(base, s);
     const campaign: Campaign = parseCampaign(base, values.campaign ?? 'campaign');
     if (values['print-campaign']) {
-      process.stdout.write(JSON.stringify(campaignJson(campaign), null, 2) + '\n');
+      process.stdout.write(formatCampaign(campaign));
       return 0;
     }
     const outDir = values.out ?? join('campaign-failures', campaign.name);
