@@ -543,18 +543,30 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (!(st.pair.spec.type === 'UC') && !allBytes(buf.subarray(off + hdr + p.size, off + st.recvSlot), filler(k))) finding(st, 'tail', `${p.op} ${j} (${p.size} B): bytes after it in receive buffer ${k} changed`, { op: p.op });
     };
 
+    // One round of the application's poll loop: every CQ is looked at at the
+    // same virtual instant (an empty ibv_poll_cq may not move time while
+    // another CQ holds a completion the program has yet to react to, such as
+    // a receive to post again); only a round that found nothing lets time run
+    // on, as far as the next change.
     const pollAll = (): number => {
       let n = 0;
-      for (const [cq, u] of cqs) {
-        const got = ibv_poll_cq(cq, WC_BATCH, wcs);
-        if (got < 0) throw new ScenarioRunError(`ibv_poll_cq failed (${got})`);
-        const now = sim.now();
-        for (let k = 0; k < got; k++) {
-          if (u.recv) onRecvWc(u.stream, wcs[k]!);
-          else onSendWc(u.stream, wcs[k]!, now);
+      const horizon = sim.horizon;
+      sim.horizon = sim.now();
+      try {
+        for (const [cq, u] of cqs) {
+          const got = ibv_poll_cq(cq, WC_BATCH, wcs);
+          if (got < 0) throw new ScenarioRunError(`ibv_poll_cq failed (${got})`);
+          const now = sim.now();
+          for (let k = 0; k < got; k++) {
+            if (u.recv) onRecvWc(u.stream, wcs[k]!);
+            else onSendWc(u.stream, wcs[k]!, now);
+          }
+          n += got;
         }
-        n += got;
+      } finally {
+        sim.horizon = horizon;
       }
+      if (n === 0) sim.step();
       return n;
     };
 
