@@ -34,6 +34,15 @@ const TRANSPORT_OF_QPT: Record<number, number> = { [IBV_QPT_RC]: Transport.RC, [
 export class Nic implements NicCore {
   readonly env: NicEnv;
   private readonly qps = new Map<number, QpCtx>();
+  /**
+   * QPs whose local ACK or RNR timer may be running: all that serviceTimers
+   * and nextDeadline look at, so a pass costs O(running timers), not
+   * O(QPs ever used). Entries without a deadline leave lazily.
+   */
+  private readonly timed = new Set<QpCtx>();
+  /** Creation order of each QpCtx (the order of `qps`): timers due together fire in it. */
+  private readonly rank = new WeakMap<QpCtx, number>();
+  private nextRank = 0;
   /** QPs with something to send, in round-robin order. */
   private readonly ready: QpCtx[] = [];
   private readonly pairs = new Int32Array(1024);
@@ -119,15 +128,31 @@ export class Nic implements NicCore {
     const t = this.env.tables;
     const off = t.qpByNumber(qpn);
     if (off < 0) {
-      this.qps.delete(qpn);
+      this.dropQp(qpn);
       return null;
     }
     let q = this.qps.get(qpn);
-    if (!q) this.qps.set(qpn, (q = new QpCtx(qpn)));
+    if (!q) {
+      this.qps.set(qpn, (q = new QpCtx(qpn)));
+      this.rank.set(q, this.nextRank++);
+    }
     // UD has no path MTU attribute: its messages are bounded by the port's MTU (rxe get_mtu).
     if (q.refresh(t, off) && q.qpType === IBV_QPT_UD) q.mtu = this.env.caps.ports[q.portNum - 1]?.activeMtu ?? q.mtu;
     this.handleFlags(q, off);
     return { q, off };
+  }
+
+  /** Forget the private state of a destroyed QP. */
+  private dropQp(qpn: number): void {
+    const q = this.qps.get(qpn);
+    if (!q) return;
+    this.qps.delete(qpn);
+    this.timed.delete(q);
+  }
+
+  /** After a stage ran for `q`: track it if it left a timer running. */
+  private noteTimers(q: QpCtx): void {
+    if (q.ackDeadline !== Infinity || q.rnrUntil !== 0) this.timed.add(q);
   }
 
   /** Acts on RESET / ERR requested by the firmware (or by a stage via fail()). */
@@ -284,7 +309,7 @@ export class Nic implements NicCore {
     const q = this.qps.get(qpn);
     if (off < 0) {
       // Destroyed: its private state goes now (a later QP with this number starts fresh).
-      if (q) this.qps.delete(qpn);
+      if (q) this.dropQp(qpn);
       return;
     }
     const flags = t.qpFlags(off);
@@ -306,14 +331,22 @@ export class Nic implements NicCore {
     }
     for (const [qpn, q] of this.qps) {
       const off = t.qpByNumber(qpn);
-      if (off < 0) this.qps.delete(qpn);
+      if (off < 0) this.dropQp(qpn);
       else if (t.qpState(off) === IBV_QPS_RESET) q.clearTransport();
     }
   }
 
   private serviceTimers(now: number): number {
+    if (this.timed.size === 0) return 0;
+    let due: QpCtx[] | null = null;
+    for (const q of this.timed) {
+      if (q.ackDeadline <= now || (q.rnrUntil !== 0 && q.rnrUntil <= now)) (due ??= []).push(q);
+      else if (q.ackDeadline === Infinity && q.rnrUntil === 0) this.timed.delete(q);
+    }
+    if (due === null) return 0;
+    if (due.length > 1) due.sort((x, y) => this.rank.get(x)! - this.rank.get(y)!);
     let work = 0;
-    for (const q of this.qps.values()) {
+    for (const q of due) {
       if (q.ackDeadline <= now) {
         const s = this.qp(q.qpn);
         if (s) completerTimeout(this, s.q, now);
@@ -331,7 +364,7 @@ export class Nic implements NicCore {
   /** Earliest timer deadline (ns), or Infinity: the runtime may sleep until then. */
   nextDeadline(): number {
     let d = Infinity;
-    for (const q of this.qps.values()) {
+    for (const q of this.timed) {
       if (q.ackDeadline < d) d = q.ackDeadline;
       if (q.rnrUntil !== 0 && q.rnrUntil < d) d = q.rnrUntil;
     }
@@ -353,6 +386,7 @@ export class Nic implements NicCore {
       if (!s) continue;
       let n = responderTransmit(this, s.q, QP_BURST);
       if (n < QP_BURST) n += requesterTransmit(this, s.q, s.off, QP_BURST - n, now);
+      this.noteTimers(s.q);
       sent += n;
       const blocked = n === 0;
       // Still work to do: back on the schedule, unless only waiting (timer, neighbour, credits).
@@ -423,5 +457,6 @@ export class Nic implements NicCore {
     const s = this.qp(p.bth.destQp)!;
     if (info.isRequest) responderReceive(this, s.q, s.off, p, frame);
     else completerReceive(this, s.q, s.off, p, this.env.clock.now());
+    this.noteTimers(s.q);
   }
 }
