@@ -21,6 +21,11 @@
  * - A usage mistake returns 2 (C returns 1); numbers must be whole numbers
  *   (C's strtol reads "12abc" as 12).
  * - On failure the resources created so far are released before returning.
+ * - Without -g on an Ethernet (RoCE) port, GID index 3 is used (RoCE v2 over
+ *   the port's first IPv4 address, see docs/configuration.md): the C program
+ *   would send no GRH and fail to reach RTR (EINVAL), so the README's
+ *   `rnic rc_pingpong` / `rnic rc_pingpong 127.0.0.1` would not work as
+ *   written. `-g -1` keeps C's behaviour.
  *
  * The address exchange on the TCP connection is text, as in C: the client
  * sends "LLLL:QQQQQQ:PPPPPP:GGGG...(32 hex)" plus its NUL (52 bytes), the
@@ -113,6 +118,9 @@ import { errText, idle, processIo, type Io } from './common/io.js';
 import { sprintf } from './common/printf.js';
 import { MsgSocket, tcpAcceptOne, tcpConnect } from './common/sock.js';
 import { gid_to_wire_gid, pp_get_port_info, pp_mtu_to_enum, wire_gid_to_gid } from './pingpong.js';
+
+/** The GID a RoCE port uses without -g: index 3, RoCE v2 over its first IPv4 address. */
+export const ROCE_V2_IPV4_GID = 3;
 
 export const PINGPONG_RECV_WRID = 1;
 export const PINGPONG_SEND_WRID = 2;
@@ -713,7 +721,9 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
     io.err(`${argv0}: ${(e as Error).message}\n${usage(argv0)}`);
     return 2;
   }
-  const { servername, port, ib_devname, ib_port, size, mtu, rx_depth, iters, sl, use_event, gidx, validate_buf } = opts;
+  const { servername, port, ib_devname, ib_port, size, mtu, rx_depth, iters, sl, use_event, validate_buf } = opts;
+  let gidx = opts.gidx;
+  const gidGiven = argv.some((a) => a === '-g' || a.startsWith('-g') || a.startsWith('--gid-idx'));
 
   const dev_list = ibv_get_device_list();
   let ib_dev: ibv_device | undefined;
@@ -762,6 +772,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
       return 1;
     }
 
+    if (gidx < 0 && !gidGiven && ctx.portinfo.link_layer === IBV_LINK_LAYER_ETHERNET) gidx = ROCE_V2_IPV4_GID;
     if (gidx >= 0) {
       if (ibv_query_gid(ctx.context, ib_port, gidx, my_dest.gid)) {
         io.err(`can't read sgid of index ${gidx}\n`);

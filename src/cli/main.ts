@@ -10,6 +10,8 @@ import { rcPingpongCommand } from './commands/rc-pingpong.js';
 import { simCommand } from './commands/sim.js';
 import { pcapSampleCommand } from './pcap-sample.js';
 import { CliError, errorLine, type Command } from './command.js';
+import { stopModel } from '../boot.js';
+import { stopModelOnSignals } from './peer-model.js';
 
 const COMMANDS: Record<string, Command> = {
   demo: demoCommand,
@@ -61,4 +63,8 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-process.exitCode = await main(process.argv.slice(2));
+stopModelOnSignals();
+const code = await main(process.argv.slice(2));
+// Every way out stops the model: what it still had to send goes out, captures are complete.
+await stopModel();
+process.exitCode = code;
