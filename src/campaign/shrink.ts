@@ -13,10 +13,12 @@
  * the same way, shrinking goes on with the random rules.
  *
  * Candidates of one step are run `jobs` at a time and the first one in
- * list order that still fails is kept, so the result is the same on any
- * number of jobs.
+ * list order that still fails is kept, and runs are counted as a serial
+ * search counts them, so the result is the same on any number of jobs
+ * (unless the wall-time limit cuts a search short).
  */
 import type { FaultHit } from '../runtime/sim/scenario-runner.js';
+import { psnCount } from '../runtime/sim/timeline.js';
 import type { Executor } from './executor.js';
 import type { ScenarioJson } from './generator.js';
 
@@ -124,21 +126,22 @@ const passes: Pass[] = [
     return fitQueues(dropUnusedQps(j, base));
   }),
   // WRs: halves, quarters, ... single ones, per item.
-  (cur) => {
+  (cur, base) => {
     const out: ScenarioJson[] = [];
     items(cur).forEach((t, ti) => {
       for (const [start, n] of chunks(t.wrs.length, true)) {
         const j = clone(cur);
         const it = items(j)[ti]!;
+        const old = it.wrs.slice();
         it.wrs.splice(start, n);
         tidyItem(it);
-        out.push(j);
+        out.push(renumber(j, ti, old, it.wrs.map((_, k) => (k < start ? k : k + n)), base));
       }
     });
     return out;
   },
   // Sizes: 0, then halves.
-  (cur) => {
+  (cur, base) => {
     const out: ScenarioJson[] = [];
     items(cur).forEach((t, ti) => t.wrs.forEach((w, wi) => {
       const sz = w.size ?? 0;
@@ -146,8 +149,9 @@ const passes: Pass[] = [
       for (const smaller of [0, Math.floor(sz / 2)]) {
         if (smaller >= sz) continue;
         const j = clone(cur);
+        const old = items(j)[ti]!.wrs.map((x) => ({ ...x }));
         items(j)[ti]!.wrs[wi]!.size = smaller;
-        out.push(j);
+        out.push(renumber(j, ti, old, old.map((_, k) => k), base));
       }
     }));
     return out;
@@ -181,6 +185,65 @@ const passes: Pass[] = [
   },
 ];
 
+const PSN_MASK = 0xffffff;
+
+/** PSNs a WR uses (psnCount of the runner's timeline). */
+function psns(w: Wr, mtu: number, ud: boolean): number {
+  return psnCount(w.op, w.size ?? 8, mtu, ud);
+}
+
+/**
+ * With pinned faults, after item `ti`'s WRs changed from `old` to its
+ * current list (`from[k]`: the old index of new WR k), moves the rules on
+ * that item's packets to the PSNs those packets have now, and drops the
+ * rules on packets that are gone, so the faults keep hitting the same
+ * packets. A rule is on the item's packets when it names the item's QP
+ * and the direction of its requests (request opcodes) or of their
+ * responses (ACKs, READ responses, atomic ACKs).
+ */
+function renumber(j: ScenarioJson, ti: number, old: Wr[], from: number[], base: number | null | undefined): ScenarioJson {
+  if (base === undefined || base === null) return j;
+  const it = items(j)[ti]!;
+  const qi = j.qps.findIndex((q) => q.name === it.qp);
+  const q = j.qps[qi]!;
+  const mtu = (q.mtu as number | undefined) ?? 1024;
+  const ud = q.type === 'UD';
+  const fromB = it.from === 'b';
+  const start = ((fromB ? q.psn_b : q.psn_a) as number | undefined) ?? (fromB ? 0x2000 : 0x1000);
+  const oldOff: number[] = [];
+  let o = 0;
+  for (const w of old) {
+    oldOff.push(o);
+    o += psns(w, mtu, ud);
+  }
+  const oldTotal = o;
+  // old PSN offset -> new offset
+  const map = new Map<number, number>();
+  let n = 0;
+  it.wrs.forEach((w, k) => {
+    const src = from[k]!;
+    const cnt = psns(w, mtu, ud);
+    for (let p = 0; p < cnt; p++) map.set(oldOff[src]! + p, n + p);
+    n += cnt;
+  });
+  const qpn = base + qi;
+  const reqDir = fromB ? 'b->a' : 'a->b';
+  j.faults = j.faults.filter((f) => {
+    const m = f.match as { qpn?: number; psn?: [number, number]; opcode?: number } | undefined;
+    if (!m || m.qpn !== qpn || !m.psn || typeof m.opcode !== 'number') return true;
+    const response = m.opcode >= 13 && m.opcode <= 18; // RC READ responses, ACK, atomic ACK
+    if ((f.direction === reqDir) === response) return true;
+    const off = (m.psn[0] - start) & PSN_MASK;
+    if (off >= oldTotal) return true;
+    const to = map.get(off);
+    if (to === undefined) return false;
+    const psn = (start + to) & PSN_MASK;
+    m.psn = [psn, psn];
+    return true;
+  });
+  return j;
+}
+
 /**
  * Shrinks `json`, which fails with primary class `cls`. `jobs` candidates
  * run at a time on `exec`.
@@ -191,8 +254,9 @@ export async function shrinkScenario(json: ScenarioJson, cls: string, exec: Exec
   let cur = clone(json);
   let runs = 0;
   let steps = 0;
+  // Runs are counted as a serial search would count them (up to the first success of a batch),
+  // so that the run budget ends the search at the same point on any number of jobs.
   const fails = async (c: ScenarioJson): Promise<boolean> => {
-    runs++;
     const v = await exec.scenario(c, String(c.name));
     return !v.ok && v.primary === cls;
   };
@@ -212,6 +276,7 @@ export async function shrinkScenario(json: ScenarioJson, cls: string, exec: Exec
         tried.add(hits.length);
         const pinned = clone(cur);
         pinned.faults = pinFaults(cur.faults, hits);
+        runs++;
         if (await fails(pinned)) {
           cur = pinned;
           qpnBase = rec.qpnBase;
@@ -231,9 +296,10 @@ export async function shrinkScenario(json: ScenarioJson, cls: string, exec: Exec
         const cands = pass(cur, qpnBase);
         let found: ScenarioJson | null = null;
         for (let k = 0; k < cands.length && !found && runs < maxRuns && Date.now() < deadline; k += exec.jobs) {
-          const batch = cands.slice(k, k + exec.jobs);
+          const batch = cands.slice(k, k + Math.min(exec.jobs, maxRuns - runs));
           const ok = await Promise.all(batch.map(fails));
           const first = ok.indexOf(true);
+          runs += first >= 0 ? first + 1 : batch.length;
           if (first >= 0) found = batch[first]!;
         }
         if (!found) break;

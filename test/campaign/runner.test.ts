@@ -1,0 +1,135 @@
+/**
+ * The scenario runner's mixed work requests (`wrs`) and the checks the
+ * campaign relies on, on the real model in the simulator.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseScenario } from '../../src/runtime/sim/scenario.js';
+import { runScenario } from '../../src/runtime/sim/scenario-runner.js';
+import { buffer, closeHosts, guardDamage, GUARD_BYTES, openHosts } from '../../src/runtime/sim/scenario-setup.js';
+import { currentModel, startSimModel, stopModel } from '../../src/boot.js';
+
+const ALL_RC = [
+  { op: 'send', size: 3000 }, { op: 'write', size: 40, inline: true, signaled: false }, { op: 'cmp_swap' },
+  { op: 'read', size: 5000 }, { op: 'send_imm', size: 0 }, { op: 'fetch_add', signaled: false }, { op: 'write_imm', size: 1500 },
+  { op: 'read', size: 0 }, { op: 'write', size: 12000 }, { op: 'fetch_add' }, { op: 'send', size: 64, inline: true },
+];
+
+function mixed(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    seed: 11,
+    duration: '50ms',
+    qps: [
+      { name: 'rc0', mtu: 1024, psn_a: 0xfffff0, psn_b: 12_000_000, timeout: 6, max_inline_data: 64 },
+      { name: 'uc0', type: 'UC', mtu: 512, psn_a: 0x900000 },
+      { name: 'ud0', type: 'UD', mtu: 1024 },
+    ],
+    traffic: [
+      { qp: 'rc0', from: 'a', depth: 4, wrs: ALL_RC },
+      { qp: 'rc0', from: 'b', depth: 2, recvDepth: 2, recvStartNs: '20us', wrs: [...ALL_RC].reverse() },
+      { qp: 'uc0', depth: 3, wrs: [{ op: 'send', size: 1200 }, { op: 'write_imm', size: 10 }, { op: 'write', size: 700 }, { op: 'send_imm', size: 5 }] },
+      { qp: 'ud0', depth: 3, wrs: [{ op: 'send', size: 1000 }, { op: 'send_imm', size: 0 }, { op: 'send', size: 16, signaled: false }, { op: 'send', size: 1 }] },
+    ],
+    ...extra,
+  };
+}
+
+describe('mixed work requests', () => {
+  it('every op on one RC QP both ways (PSNs past 2^23, receives late one way), UC and UD: all checks pass', async () => {
+    const r = await runScenario(parseScenario(mixed()));
+    expect(r.verify).toEqual([]);
+    expect(r.findings).toEqual([]);
+    expect(r.endedBy).toBe('complete');
+    const t = r.traffic;
+    expect(t.map((x) => [x.qp, x.from, x.op, x.ok])).toEqual([['rc0', 'a', 'mixed', 11], ['rc0', 'b', 'mixed', 11], ['uc0', 'a', 'mixed', 4], ['ud0', 'a', 'mixed', 4]]);
+    expect(t[1]!.naks['rnr-nak'] ?? 0, 'a SEND met the late receives').toBeGreaterThan(0);
+    expect(t[0]!.receives).toBe(4);
+    // The timeline knows each WR's own op and size.
+    expect(r.timeline.qps[0]!.wrs.map((w) => w.op)).toEqual(ALL_RC.map((w) => w.op));
+    expect((r.timeline.qps[0]!.wrs[8]!.psnLast - r.timeline.qps[0]!.wrs[8]!.psnFirst) & 0xffffff, 'a 12000-byte WRITE at MTU 1024').toBe(11);
+  });
+
+  it('the same under 5% loss, corruption, duplication, reordering and delay both ways', async () => {
+    const faults = [
+      { action: 'drop', probability: 0.05 }, { action: 'corrupt', probability: 0.05 }, { action: 'duplicate', probability: 0.05 },
+      { action: 'reorder', probability: 0.05, reorderDepth: 2 }, { action: 'delay', probability: 0.05, delayNs: '3us' },
+    ];
+    for (const seed of [1, 2, 3]) {
+      const r = await runScenario(parseScenario(mixed({ seed, faults, quirks: { rxeRetryCnt7Infinite: true } })));
+      expect(r.verify, `seed ${seed}`).toEqual([]);
+      expect(r.sim.links.l0!.faults!.dropped, `seed ${seed}`).toBeGreaterThan(0);
+    }
+  });
+
+  it('a WR that must fail is a finding with its class parts: QP type, kind, status', async () => {
+    const r = await runScenario(parseScenario({
+      duration: '10ms',
+      qps: [{ name: 'q', mtu: 1024, timeout: 4, retry_cnt: 0 }],
+      faults: [{ action: 'drop', direction: 'a->b', match: { opcode: 'write' } }],
+      traffic: [{ qp: 'q', depth: 2, wrs: [{ op: 'send', size: 10 }, { op: 'write', size: 100 }, { op: 'read', size: 10 }] }],
+    }));
+    const first = r.findings[0]!;
+    expect(first).toMatchObject({ kind: 'error-completion', qp: 'q', type: 'RC', op: 'write', status: 'IBV_WC_RETRY_EXC_ERR' });
+    expect(r.findings.length, 'the READ behind it is flushed: a consequence, not a finding').toBe(1);
+    expect(r.traffic[0]!.errors).toEqual({ IBV_WC_RETRY_EXC_ERR: 1, IBV_WC_WR_FLUSH_ERR: 1 });
+    expect(r.verify[0]).toBe('q: WR 1 (write 100 B) completed with IBV_WC_RETRY_EXC_ERR');
+  });
+
+  it('a signaled WR after depth-1 unsignaled ones, whatever the list says (the queue cannot fill with WRs nothing completes)', async () => {
+    const wrs = Array.from({ length: 9 }, () => ({ op: 'write', size: 8, signaled: false }));
+    const r = await runScenario(parseScenario({ duration: '5ms', qps: [{ name: 'q' }], traffic: [{ qp: 'q', depth: 3, wrs }] }));
+    expect(r.verify).toEqual([]);
+    expect(r.timeline.qps[0]!.wrs.map((w) => w.signaled)).toEqual([false, false, true, false, false, true, false, false, true]);
+  });
+
+  it('a CQE that lands while another CQ is polled is seen at once, not at the watchdog horizon', async () => {
+    // Found by the campaign (seed 11, shrunk): the runner used to jump the clock to the next watchdog deadline.
+    const r = await runScenario(parseScenario({
+      qps: [{ name: 'rc0', mtu: 256, timeout: 10 }, { name: 'ud0', type: 'UD', mtu: 2048 }],
+      traffic: [
+        { qp: 'rc0', depth: 1, wrs: [{ op: 'fetch_add' }, { op: 'write_imm', size: 1 }, { op: 'read', size: 0 }, { op: 'fetch_add' }, { op: 'write', size: 0 }], recvDepth: 1 },
+        { qp: 'ud0', depth: 1, wrs: [{ op: 'send', size: 0 }], recvDepth: 1 },
+      ],
+    }));
+    expect(r.verify).toEqual([]);
+    expect(r.endedBy).toBe('complete');
+    expect(r.endNs).toBeLessThan(100_000);
+  });
+
+  it('refuses a wrs entry that does not fit its QP, naming it', () => {
+    const bad = (t: Record<string, unknown>, q: Record<string, unknown> = {}) => {
+      try {
+        parseScenario({ qps: [{ name: 'q', ...q }], traffic: [{ qp: 'q', ...t }] }, 's.json');
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(bad({ wrs: [{ op: 'send', size: 1 }, { op: 'read', size: 5 }] }, { type: 'UC' })).toBe('s.json.traffic[0].wrs[1].op: a UC QP has no read');
+    expect(bad({ wrs: [{ op: 'send' }] })).toBe('s.json.traffic[0].wrs[0].size: required (bytes)');
+    expect(bad({ wrs: [{ op: 'send', size: 100, inline: true }] }, { max_inline_data: 64 })).toMatch(/^s\.json\.traffic\[0\]\.wrs\[0\]\.inline: inline needs/);
+    expect(bad({ wrs: [{ op: 'send', size: 2000 }] }, { type: 'UD', mtu: 1024 })).toBe('s.json.traffic[0].wrs[0].size: a UD message must fit the MTU (1024)');
+    expect(bad({ op: 'send', wrs: [{ op: 'send', size: 1 }] })).toMatch(/^s\.json\.traffic\[0\]\.op: not with wrs/);
+    expect(bad({ wrs: [] })).toBe('s.json.traffic[0].wrs: expected at least one work request');
+    expect(bad({ wrs: [{ op: 'write', size: 1, sigaled: false }] })).toMatch(/^s\.json\.traffic\[0\]\.wrs\[0\]\.sigaled: unknown setting/);
+  });
+});
+
+describe('guard bytes', () => {
+  it('bytes just outside a registered buffer are reported, bytes inside are not', async () => {
+    const s = parseScenario({});
+    await startSimModel({ workers: 0, devices: s.devices.map((d) => ({ ...d, ports: d.ports.map((p) => ({ ...p })) })), cables: s.links.map((l) => ({ kind: 'wire' as const, a: l.a, b: l.b })), quirks: {} });
+    const hosts = openHosts(s);
+    try {
+      const b = buffer(hosts.get('rnic0')!, 100);
+      expect(b.whole.length).toBe(100 + 2 * GUARD_BYTES);
+      b.bytes.fill(0xee);
+      expect(guardDamage(b)).toEqual([]);
+      b.whole[GUARD_BYTES - 1]! ^= 1;
+      b.whole[GUARD_BYTES + 100 + 3]! ^= 0x80;
+      expect(guardDamage(b)).toEqual([-1, 103]);
+    } finally {
+      closeHosts(hosts);
+      if (currentModel()) await stopModel();
+    }
+  });
+});
