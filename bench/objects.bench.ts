@@ -20,7 +20,7 @@ import {
   IBV_QP_DEST_QPN, IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MIN_RNR_TIMER, IBV_QP_PATH_MTU, IBV_QP_PKEY_INDEX,
   IBV_QP_PORT, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY, IBV_QP_RQ_PSN, IBV_QP_SQ_PSN, IBV_QP_STATE, IBV_QP_TIMEOUT, IBV_QPS_INIT,
   IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RC, IBV_MTU_1024, ibv_alloc_pd, ibv_close_device, ibv_create_cq, ibv_create_qp, ibv_dealloc_pd,
-  ibv_dereg_mr, ibv_destroy_cq, ibv_destroy_qp, ibv_get_device_list, ibv_modify_qp, ibv_open_device, ibv_query_gid,
+  ibv_dereg_mr, ibv_destroy_cq, ibv_destroy_qp, ibv_get_device_list, ibv_modify_qp, ibv_open_device, ibv_post_recv, ibv_query_gid,
   ibv_query_pkey, ibv_reg_mr, newAhAttr, newGid, newQpAttr, newQpCap, restartModel, rnic_alloc_buf, startSimModel, stopModel,
   type ibv_context, type ibv_cq, type ibv_pd, type ibv_qp, type ModelConfig,
 } from '../src/index.js';
@@ -120,13 +120,19 @@ function verbRows(ctx: ibv_context, n: number, rounds: number): ObjectsRow[] {
   return rows;
 }
 
-/** Create `count` QPs on one CQ: wall time, and heap / host memory per QP beyond the ring bytes. */
-function manyQps(ctx: ibv_context, count: number, rounds: number): ObjectsRow[] {
+/**
+ * Create `count` QPs on one CQ: wall time, and heap / host memory per QP
+ * beyond the ring bytes; with `measureActive` (devices on this thread, so
+ * the heap is theirs too) also the pipeline state each QP gets when first used.
+ */
+function manyQps(ctx: ibv_context, count: number, rounds: number, measureActive = false): ObjectsRow[] {
   const pd = ibv_alloc_pd(ctx);
   const cq = ibv_create_cq(ctx, 64, null, null, 0);
   const secs: number[] = [];
   const heap: number[] = [];
   const host: number[] = [];
+  const active: number[] = [];
+  const recvMr = ibv_reg_mr(pd, rnic_alloc_buf(ctx, 4096, 4096), IBV_ACCESS_LOCAL_WRITE);
   // 16 send WQEs of 64 B and 16 receive WQEs of 32 B (1 SGE): the ring bytes.
   const probe = createQp(pd, cq);
   const ringBytes = (probe as unknown as { sqSize: number; sqLogStride: number; rqSize: number; rqLogStride: number });
@@ -143,15 +149,35 @@ function manyQps(ctx: ibv_context, count: number, rounds: number): ObjectsRow[] 
     gc();
     heap.push((process.memoryUsage().heapUsed - h0) / count);
     host.push((hostUsed(ctx) - m0) / count - rings);
+    if (measureActive) {
+      // The pipeline's own state (QpCtx) is made when a QP is first met: a receive doorbell here.
+      const h1 = process.memoryUsage().heapUsed;
+      for (const q of qps) {
+        const a = newQpAttr();
+        a.qp_state = IBV_QPS_INIT;
+        a.port_num = 1;
+        a.pkey_index = 0;
+        a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+        ok(ibv_modify_qp(q, a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS));
+        ok(ibv_post_recv(q, { wr_id: 1n, next: null, num_sge: 1, sg_list: [{ addr: recvMr.addr, length: 64, lkey: recvMr.lkey }] }));
+      }
+      gc();
+      active.push((process.memoryUsage().heapUsed - h1) / count);
+    }
     for (const q of qps) ibv_destroy_qp(q);
   }
+  ibv_dereg_mr(recvMr);
   ibv_destroy_cq(cq);
   ibv_dealloc_pd(pd);
   const k = `${count / 1000} K`;
+  const extra: ObjectsRow[] = active.length
+    ? [{ name: `${k} QPs to INIT, a receive posted: more JS heap per QP`, unit: 'B', value: spread(active), note: 'the pipeline\'s per-QP state, made on first use' }]
+    : [];
   return [
     { name: `${k} ibv_create_qp`, unit: 's', value: spread(secs), note: count >= 100_000 ? 'target ≤ 5 s' : '' },
     { name: `${k} QPs: JS heap per QP`, unit: 'B', value: spread(heap), note: 'driver + firmware + pipeline objects' },
     { name: `${k} QPs: host memory per QP beyond its ${rings} ring bytes`, unit: 'B', value: spread(host), note: 'record + alignment; target heap + this ≤ 2 KiB' },
+    ...extra,
   ];
 }
 
@@ -272,7 +298,7 @@ export async function benchObjects(opts: ObjectsBenchOptions = {}): Promise<Obje
     await restartModel({ ...twoHostConfig(), workers });
     const ctx = ibv_open_device(ibv_get_device_list()[0]!);
     const rows = verbRows(ctx, calls, rounds);
-    rows.push(...manyQps(ctx, 10_000, 1));
+    rows.push(...manyQps(ctx, 10_000, 1, workers === 0));
     ibv_close_device(ctx);
     await stopModel();
     out.push({ runtime: `realtime runtime, workers: ${workers}`, rows });
