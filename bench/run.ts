@@ -1,4 +1,5 @@
 /** `npm run bench`: every benchmark, each beside its in-run baseline. */
+import { benchCampaign, printCampaign } from './campaign.bench.js';
 import { benchObjects, printObjects } from './objects.bench.js';
 import { benchSimModel, printSimModel } from './sim-model.bench.js';
 import { benchLink, benchScheduler, printLink, printScheduler } from './sim.bench.js';
@@ -15,4 +16,5 @@ if (!only || only === 'sim') {
 if (!only || only === 'verbs') printVerbs(benchVerbs());
 if (!only || only === 'sim') printSimModel([await benchSimModel()]);
 if (!only || only === 'objects') printObjects(await benchObjects());
+if (!only || only === 'campaign') printCampaign(await benchCampaign());
 process.exit(0);
