@@ -110,6 +110,23 @@ try {
   port.close();
 }
 
+// The process is exiting (src/runtime/udp-io.ts closeSocketsOnExit): close the sockets now, say so.
+if (cables.length > 0) {
+  const exit = new Int32Array(cables[0]!.exit);
+  void (async () => {
+    while (Atomics.load(exit, 0) === 0) {
+      const r = waitAsync(exit, 0, 0);
+      if (r.async) await r.value;
+    }
+    for (const p of pumps) {
+      p.closing = true;
+      p.cable.close();
+    }
+    Atomics.add(exit, 1, 1);
+    Atomics.notify(exit, 1);
+  })();
+}
+
 port.on('message', (m: UdpIoRequest) => {
   if (m.type !== 'close') return;
   void (async () => {

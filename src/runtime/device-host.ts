@@ -38,6 +38,9 @@ export interface HostedDevice {
   readonly bar: Bar;
 }
 
+/** Room counted per packet when budgeting a pass: a 4096-byte MTU packet with every header (and a tag), rounded up. */
+const FULL_FRAME_BYTES = 4096 + 128;
+
 export class DeviceHost {
   readonly devices: HostedDevice[] = [];
   private readonly wires: InProcessCable[] = [];
@@ -76,6 +79,17 @@ export class DeviceHost {
     const [name, num] = ref.split(':') as [string, string];
     const dev = this.devices.find((d) => d.name === name);
     return dev ? { dev, portNum: Number(num) } : null;
+  }
+
+  /** Ring ends by device: what limits how much a device may send in a pass. */
+  private readonly deviceRings = new Map<HostedDevice, RingEnd[]>();
+
+  private plugRing(ref: { dev: HostedDevice; portNum: number }, ring: RingEnd, end: CableEnd = ring): void {
+    this.plug(ref, end);
+    this.rings.push(ring);
+    const l = this.deviceRings.get(ref.dev) ?? [];
+    l.push(ring);
+    this.deviceRings.set(ref.dev, l);
   }
 
   private plug(ref: { dev: HostedDevice; portNum: number }, end: CableEnd): void {
@@ -175,8 +189,7 @@ export class DeviceHost {
       this.udp = await UdpIoThread.open(udp);
       this.udp.ends.forEach((end, i) => {
         const u = udp[i]!;
-        this.plug(u.ref, this.faulty(end, u.inj, 'a->b'));
-        this.rings.push(end);
+        this.plugRing(u.ref, end, this.faulty(end, u.inj, 'a->b'));
       });
     }
     for (const c of cables) {
@@ -194,9 +207,7 @@ export class DeviceHost {
     for (const r of rings) {
       const p = this.portRef(r.port);
       if (!p) continue;
-      const end = new RingEnd(r.tx, r.rx);
-      this.plug(p, end);
-      this.rings.push(end);
+      this.plugRing(p, new RingEnd(r.tx, r.rx));
     }
   }
 
@@ -210,9 +221,28 @@ export class DeviceHost {
     let work = 0;
     for (const w of this.wires) work += w.drain();
     for (const r of this.rings) work += r.poll();
-    for (const d of this.devices) work += d.nic.poll();
+    for (const d of this.devices) work += d.nic.poll(this.budget(d));
     for (const w of this.wires) work += w.drain();
     return work;
+  }
+
+  /**
+   * Packets a device may send this pass: 256, or fewer when a ring cable of
+   * one of its ports has room for fewer full-size frames (the UDP I/O
+   * thread or the other engine is behind). Back-pressure instead of a
+   * queue: a packet the pipeline still holds is sent when it can be, with
+   * its timer started then.
+   */
+  private budget(d: HostedDevice): number {
+    const rings = this.deviceRings.get(d);
+    if (!rings) return 256;
+    let budget = 256;
+    for (const r of rings) {
+      const n = Math.max(0, Math.floor(r.txRoom() / FULL_FRAME_BYTES));
+      r.wantRoom = n < 256 && d.nic.busy();
+      if (n < budget) budget = n;
+    }
+    return budget;
   }
 
   /** Earliest transport timer of any device (ns), or Infinity. */

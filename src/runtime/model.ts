@@ -13,7 +13,7 @@ import type { ModelConfig } from './config.js';
 import { DeviceHost, type RingCable } from './device-host.js';
 import { createDevice, type DeviceOnHost } from './device-resources.js';
 import { monotonicClock, type LoopTuning } from './run-loop.js';
-import { createUdpCableShm, readUdpIoStats, type UdpCableShm, type UdpIoStats } from './udp-io.js';
+import { closeSocketsOnExit, createUdpCableShm, readUdpIoStats, type UdpCableShm, type UdpIoStats } from './udp-io.js';
 import { compiledWorker } from './worker-url.js';
 
 /** What the driver side gets for one device (the shape of the model provider's ModelDeviceHandle). */
@@ -74,10 +74,10 @@ async function irqWait(bar: Bar, vector: number, seen: number): Promise<number> 
 }
 
 /** Shared memory for every UDP cable of the configuration, by cable index. */
-function udpShmOf(config: ModelConfig): Map<number, UdpCableShm> {
+function udpShmOf(config: ModelConfig, exit: SharedArrayBuffer): Map<number, UdpCableShm> {
   const m = new Map<number, UdpCableShm>();
   config.cables.forEach((c, i) => {
-    if (c.kind === 'udp') m.set(i, createUdpCableShm());
+    if (c.kind === 'udp') m.set(i, createUdpCableShm(exit));
   });
   return m;
 }
@@ -98,8 +98,12 @@ function udpStatsOf(config: ModelConfig, shm: Map<number, UdpCableShm>): Record<
  */
 export function startModel(config: ModelConfig, opts: StartOptions = {}): RunningModel {
   const made: DeviceOnHost[] = config.devices.map(createDevice);
-  const udpShm = udpShmOf(config);
-  if (config.workers === 0) return startInline(config, made, udpShm);
+  const exitWord = new SharedArrayBuffer(8);
+  const udpShm = udpShmOf(config, exitWord);
+  if (config.workers === 0) {
+    const off = udpShm.size > 0 ? closeSocketsOnExit(exitWord, 1) : () => {};
+    return startInline(config, made, udpShm, off);
+  }
   const workers = Math.min(config.workers, made.length);
   const assign = made.map((_, i) => i % workers);
   const rings: RingCable[][] = Array.from({ length: workers }, () => []);
@@ -116,6 +120,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   const stop = new SharedArrayBuffer(4);
   const threads: Worker[] = [];
   const url = compiledWorker('device-engine');
+  const ioThreads = new Set<number>();
   for (let w = 0; w < workers; w++) {
     const devices = made.filter((_, i) => assign[i] === w).map((d) => d.resources);
     const names = new Set(devices.map((d) => d.name));
@@ -123,6 +128,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
       const c = config.cables[i]!;
       return c.kind === 'udp' && names.has(c.port.split(':')[0]!);
     });
+    if (udp.length > 0) ioThreads.add(w);
     const t = new Worker(url, {
       workerData: { devices, cables: config.cables, rings: rings[w], udp, quirks: config.quirks, seed: config.seed, stop, tuning: opts.tuning },
     });
@@ -134,6 +140,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     t.unref();
     threads.push(t);
   }
+  const offExit = ioThreads.size > 0 ? closeSocketsOnExit(exitWord, ioThreads.size) : () => {};
   const devices = made.map((d): DeviceHandle => ({
     name: d.resources.name,
     nodeGuid: d.nodeGuid,
@@ -172,12 +179,13 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
         // Draining (≤ 200 ms) and the UDP flush (≤ 2 s) come first; then give up.
         setTimeout(() => void t.terminate().then(() => r()), 5000).unref();
       })));
+      offExit();
     },
   };
 }
 
 /** All devices in the application's thread: they run when the driver rings or polls. */
-function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<number, UdpCableShm>): RunningModel {
+function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<number, UdpCableShm>, offExit: () => void): RunningModel {
   const host = new DeviceHost(made.map((d) => d.resources), monotonicClock(), config.quirks);
   let stopped = false;
   const ready = host.cable(config.cables, [], config.seed, udpShm);
@@ -236,6 +244,7 @@ function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<numb
       stopped = true;
       await host.drain();
       await host.close();
+      offExit();
     },
   };
 }

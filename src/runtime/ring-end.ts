@@ -105,6 +105,20 @@ export class RingEnd implements CableEnd {
     return this.overflow.length - this.overflowHead;
   }
 
+  /**
+   * Bytes the TX ring can take now (less what the overflow queue holds):
+   * the device loop sends no more than this in a pass, so the pipeline
+   * keeps its packets (and its timers do not run) while the other side is
+   * behind, as a NIC's transmit waits for the link, instead of queueing
+   * them where no retransmission timer can see how late they are.
+   */
+  txRoom(): number {
+    return this.tx.capacity - this.tx.usedBytes - this.overflowBytes;
+  }
+
+  /** Set by the device loop when it held packets back for want of room: wait for room too. */
+  wantRoom = false;
+
   /** Moves what the overflow queue holds into the TX ring, as far as it fits; returns how many. */
   flush(): number {
     let n = 0;
@@ -152,7 +166,7 @@ export class RingEnd implements CableEnd {
     const d = this.rx.dataWaitWord();
     if (!d) return Promise.resolve();
     const rx = this.rxWaiter.wait(d);
-    if (this.pendingTx === 0) return rx;
+    if (this.pendingTx === 0 && !this.wantRoom) return rx;
     const s = this.tx.spaceWaitWord();
     if (!s) return Promise.resolve();
     return Promise.race([rx, this.txWaiter.wait(s)]);

@@ -22,6 +22,32 @@ export interface UdpIoCable {
   tx: SharedArrayBuffer;
   /** Float64 per UDP_IO_STAT_NAMES, written by the I/O thread. */
   stats: SharedArrayBuffer;
+  /** UdpCableShm.exit. */
+  exit: SharedArrayBuffer;
+}
+
+/**
+ * A process that exits while a socket thread still receives can abort
+ * inside Node (a datagram arriving while the worker is torn down:
+ * "FATAL ERROR: v8::FromJust Maybe value is Nothing" in UDPWrap::OnRecv).
+ * So at 'exit' (synchronous) the application's thread tells every I/O
+ * thread to close its sockets and waits, at most `ms`, until they have.
+ * Returns the listener to remove once the model is stopped.
+ */
+export function closeSocketsOnExit(exit: SharedArrayBuffer, threads: number, ms = 200): () => void {
+  const w = new Int32Array(exit);
+  const listener = () => {
+    Atomics.store(w, 0, 1);
+    Atomics.notify(w, 0);
+    const end = Date.now() + ms;
+    for (let done = Atomics.load(w, 1); done < threads; done = Atomics.load(w, 1)) {
+      const left = end - Date.now();
+      if (left <= 0) break;
+      Atomics.wait(w, 1, done, left);
+    }
+  };
+  process.on('exit', listener);
+  return () => process.off('exit', listener);
 }
 
 export type UdpIoRequest = { type: 'close' };
@@ -44,15 +70,29 @@ export interface UdpCableShm {
   rx: SharedArrayBuffer;
   tx: SharedArrayBuffer;
   stats: SharedArrayBuffer;
+  /**
+   * Shared by every UDP cable of a model: Int32 [0] = the process is
+   * exiting, [1] = I/O threads that have closed their sockets since. See
+   * `closeSocketsOnExit`.
+   */
+  exit: SharedArrayBuffer;
 }
 
-/** 16 MiB each way: ~4,000 full-size RoCE frames, more than a 64 KiB × 128 window. */
-export const UDP_RING_BYTES = 16 << 20;
+/**
+ * RX: 16 MiB, ~4,000 full-size RoCE frames, a 64 KiB × 128 window and more:
+ * what the socket delivers is never held up for the device loop.
+ * TX: 1 MiB, ~240 frames, a few ms of sending: the device loop sends no
+ * more than fits (DeviceHost.budget), so a packet does not wait in a long
+ * queue behind the socket while its retransmission timer runs.
+ */
+export const UDP_RX_RING_BYTES = 16 << 20;
+export const UDP_TX_RING_BYTES = 1 << 20;
 
-export function createUdpCableShm(): UdpCableShm {
+export function createUdpCableShm(exit: SharedArrayBuffer = new SharedArrayBuffer(8)): UdpCableShm {
   return {
-    rx: FrameRing.create(UDP_RING_BYTES).buffer,
-    tx: FrameRing.create(UDP_RING_BYTES).buffer,
+    exit,
+    rx: FrameRing.create(UDP_RX_RING_BYTES).buffer,
+    tx: FrameRing.create(UDP_TX_RING_BYTES).buffer,
     stats: new SharedArrayBuffer(UDP_IO_STAT_NAMES.length * 8),
   };
 }
@@ -75,6 +115,7 @@ export class UdpIoThread {
       rx: c.shm.rx,
       tx: c.shm.tx,
       stats: c.shm.stats,
+      exit: c.shm.exit,
     }));
     const worker = new Worker(compiledWorker('udp-io'), { workerData: { cables: posted } });
     // Like the device engines, the I/O thread must not keep the application alive.
