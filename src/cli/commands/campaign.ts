@@ -19,7 +19,7 @@ import { CliError, type Command } from '../command.js';
 
 const USAGE = `usage: rnic campaign [--seeds N] [--first-seed S] [--campaign FILE] [--set KEY=JSON]...
                      [--jobs J] [--time-budget DURATION] [--out DIR] [--json FILE]
-                     [--no-shrink] [--quiet] [--print-campaign]
+                     [--no-shrink] [--max-shrink N] [--quiet] [--print-campaign]
 
 Runs seeds S..S+N-1 of a campaign: each seed generates a mixed workload (RC
 QPs both ways doing SEND, SEND_IMM, WRITE, WRITE_IMM, READ, CAS, FAA; a UC
@@ -44,6 +44,8 @@ fails the same way. The campaign file format is in docs/faults.md.
                      campaign-failures/<campaign>)
   --json FILE        write the summary as JSON (- for stdout)
   --no-shrink        save failures as generated, without shrinking
+  --max-shrink N     shrink at most the first N failures found (default 20);
+                     the others are saved as generated
   --quiet            no progress line
   --print-campaign   print the effective campaign file and exit
 
@@ -117,6 +119,7 @@ async function campaignMain(args: string[]): Promise<number> {
         out: { type: 'string' },
         json: { type: 'string' },
         'no-shrink': { type: 'boolean' },
+        'max-shrink': { type: 'string' },
         quiet: { type: 'boolean' },
         'print-campaign': { type: 'boolean' },
       },
@@ -140,6 +143,8 @@ async function campaignMain(args: string[]): Promise<number> {
     const quiet = values.quiet ?? false;
     const progress = new Progress(seeds, quiet ? null : (s) => process.stderr.write(s), process.stderr.isTTY === true);
     const executor: Executor = jobs === 1 ? inlineExecutor() : poolExecutor(jobs);
+    const maxShrink = count(values['max-shrink'], 'max-shrink', 20, 0);
+    let shrunk = 0;
     const stop = { requested: false };
     const onSig = () => {
       stop.requested = true;
@@ -147,7 +152,7 @@ async function campaignMain(args: string[]): Promise<number> {
     process.once('SIGINT', onSig);
     let summary;
     try {
-      summary = await runCampaign({ campaign, firstSeed, seeds, executor, outDir, timeBudgetMs: budgetMs, progress, shrink: values['no-shrink'] ? null : async (r) => (await shrinkScenario(r.scenario!, r.primary ?? '', executor)).scenario, stop });
+      summary = await runCampaign({ campaign, firstSeed, seeds, executor, outDir, timeBudgetMs: budgetMs, progress, shrink: values['no-shrink'] ? null : async (r) => (shrunk++ < maxShrink ? (await shrinkScenario(r.scenario!, r.primary ?? '', executor)).scenario : null), stop });
     } finally {
       process.off('SIGINT', onSig);
       await executor.close();
