@@ -176,6 +176,8 @@ export interface PerfParams {
   report_gbits: boolean;
   /** MTU in bytes; 0: the port's active MTU. */
   mtu: number;
+  /** -u: the RC QPs' local ACK timeout exponent (4.096 µs × 2^n; perftest's default 14, ~67 ms). */
+  qp_timeout: number;
 }
 
 const VERB_OF: Record<PerfTestName, [Verb, TestType]> = {
@@ -212,6 +214,7 @@ export function defaultParams(test: PerfTestName): PerfParams {
     connection_type: 'RC',
     report_gbits: false,
     mtu: 0,
+    qp_timeout: DEF_QP_TIME,
   };
 }
 
@@ -231,6 +234,7 @@ const OPTIONS: readonly OptionSpec[] = [
   { short: 's', long: 'size', arg: true },
   { short: 't', long: 'tx-depth', arg: true },
   { short: 'x', long: 'gid-index', arg: true },
+  { short: 'u', long: 'qp-timeout', arg: true },
   { long: 'report_gbits', arg: false },
   { long: 'loopback', arg: false },
   { long: 'peer-ib-dev', arg: true },
@@ -325,6 +329,9 @@ export function parsePerfArgs(argv: readonly string[]): PerfParams {
       case 'gid-index':
         p.gid_index = checkValue(o.value, o.as, 0, 64, 'GID index');
         break;
+      case 'qp-timeout':
+        p.qp_timeout = checkValue(o.value, o.as, 0, 31, 'QP timeout');
+        break;
       case 'report_gbits':
         p.report_gbits = true;
         break;
@@ -402,6 +409,7 @@ export function usage(argv0: string): string {
     `  -s, --size=<size>         message size (default ${DEF_SIZE_BW}; latency ${DEF_SIZE_LAT})`,
     `  -t, --tx-depth=<dep>      sends in flight, bandwidth tests (default ${DEF_TX_BW})`,
     '  -x, --gid-index=<index>   GID index (default: none on InfiniBand, 0 on Ethernet)',
+    `  -u, --qp-timeout=<n>      RC local ACK timeout, 4.096 µs × 2^n (default ${DEF_QP_TIME})`,
     '      --report_gbits        bandwidth in Gb/sec instead of MB/sec',
     '      --loopback            client and server in this process (two devices, or one device twice)',
     '      --peer-ib-dev=<dev>   with --loopback: the server side\'s device',
@@ -968,7 +976,7 @@ function connectSide(side: Side, p: PerfParams, mtu: number, gid_index: number):
     attr.sq_psn = my.psn;
     mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
     if (p.connection_type === 'RC') {
-      attr.timeout = DEF_QP_TIME;
+      attr.timeout = p.qp_timeout;
       attr.retry_cnt = 7;
       attr.rnr_retry = 7;
       attr.max_rd_atomic = dest.out_reads;
