@@ -14,7 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ModelConfig } from '../runtime/config.js';
 
-export const TWO_HOST_PORTS = [47001, 47002] as const;
+/** The two well-known ports; RNIC_TWO_HOSTS_PORTS="A,B" moves them (tests, or when they are taken). */
+export const TWO_HOST_PORTS: readonly [number, number] = (() => {
+  const m = /^(\d+),(\d+)$/.exec(process.env.RNIC_TWO_HOSTS_PORTS ?? '');
+  return m ? [Number(m[1]), Number(m[2])] : [47001, 47002];
+})();
 
 export interface TwoHostRole {
   role: 'A' | 'B';
@@ -70,7 +74,7 @@ export function twoHostConfig(role: 'A' | 'B'): ModelConfig {
  */
 export function takeTwoHostRole(dir = tmpdir()): TwoHostRole | null {
   for (const role of ['A', 'B'] as const) {
-    const lock = join(dir, `rnic-model-two-hosts-${role}.pid`);
+    const lock = join(dir, `rnic-model-two-hosts-${TWO_HOST_PORTS[0]}-${role}.pid`);
     if (!take(lock)) continue;
     process.once('exit', () => {
       try {
