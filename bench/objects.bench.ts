@@ -267,6 +267,8 @@ export interface ObjectsBenchOptions {
   big?: boolean;
   /** Realtime runtimes to measure beside the sim runtime (worker counts). */
   workers?: number[];
+  /** Measure the sim runtime (default true). */
+  sim?: boolean;
 }
 
 export async function benchObjects(opts: ObjectsBenchOptions = {}): Promise<ObjectsResult[]> {
@@ -275,7 +277,7 @@ export async function benchObjects(opts: ObjectsBenchOptions = {}): Promise<Obje
   const out: ObjectsResult[] = [];
 
   // Sim runtime.
-  {
+  if (opts.sim !== false) {
     const seeds: number[] = [];
     for (let r = 0; r < rounds * 4 + 1; r++) {
       const t0 = now();
