@@ -51,8 +51,9 @@ export function timelineFindings(r: ScenarioResult): Finding[] {
   return out;
 }
 
-export function judge(r: ScenarioResult): Verdict {
-  const typeOf = new Map<string, string>();
+/** `qpTypes`: each QP's type by name (for the classes of timeline findings). */
+export function judge(r: ScenarioResult, qpTypes: ReadonlyMap<string, string> = new Map()): Verdict {
+  const typeOf = new Map<string, string>(qpTypes);
   for (const f of r.findings) typeOf.set(f.qp, f.type);
   const all = [...r.findings, ...timelineFindings(r).map((f) => ({ ...f, type: typeOf.get(f.qp) ?? '' }))].sort((a, b) => a.ns - b.ns);
   const classes = [...new Set(all.map(classOf))].sort();

@@ -25,7 +25,7 @@ export async function runJudged(json: ScenarioJson, source: string): Promise<Ver
     const s = parseScenario(json, source);
     // No capture while judging (it costs); the saved scenario keeps the default one for `rnic sim`.
     const r = await runScenario({ ...s, capture: [] });
-    return { ...judge(r), eventsRun: r.eventsRun, virtualNs: r.endNs, crashed: null };
+    return { ...judge(r, new Map(s.qps.map((q) => [q.name, q.type]))), eventsRun: r.eventsRun, virtualNs: r.endNs, crashed: null };
   } catch (e) {
     const msg = `${(e as { code?: string }).code ?? (e as Error).name}: ${(e as Error).message}`;
     return { ok: false, classes: ['crash'], primary: 'crash', failures: [msg], eventsRun: 0, virtualNs: 0, crashed: msg };
@@ -66,7 +66,7 @@ export async function runRecorded(json: ScenarioJson, source: string): Promise<R
         else truncated = true;
       },
     });
-    const v = judge(r);
+    const v = judge(r, new Map(s.qps.map((q) => [q.name, q.type])));
     const index = new Map(s.qps.map((q, i) => [q.name, i]));
     const t0 = r.timeline.qps[0];
     const base = t0 ? t0.qpn - index.get(t0.qp)! : null;

@@ -88,8 +88,9 @@ describe('judging', () => {
 
   it('the timeline cross-check: a WR without a completion in a run that completed', () => {
     const r = { findings: [], stalls: [], endNs: 100, endedBy: 'complete', timeline: { qps: [{ qp: 'q', from: 'a', wrs: [{ index: 0, op: 'send', completedNs: 5, status: 'IBV_WC_SUCCESS' }, { index: 1, op: 'send', completedNs: null, status: null }] }] } } as never;
-    const v = judge(r);
+    const v = judge(r, new Map([['q', 'UC']]));
     expect(v.ok).toBe(false);
     expect(v.failures).toEqual(['q: WR 1 (send) has no completion in the timeline']);
+    expect(v.primary).toBe('UC timeline');
   });
 });
