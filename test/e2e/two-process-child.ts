@@ -10,6 +10,8 @@
  *   → { type: 'connected', id }
  *   → { type: 'recv', id, status, byteLen, imm, flags, payload, region }   when a SEND lands
  *   ← { type: 'region', id } → { type: 'region', id, region }              the WRITE target now
+ *   ← { type: 'echo', id, count }            answer the next `count` SENDs with the same bytes
+ *   ← { type: 'counters', id } → { type: 'counters', id, counters }       rnic_read_counters
  *   ← { type: 'exit' }                        clean up and exit
  *
  * Its MR: [0, HALF) is the parent's WRITE target (zeroed), [HALF, 2·HALF)
@@ -49,6 +51,10 @@ import {
   ibv_open_device,
   ibv_poll_cq,
   ibv_post_recv,
+  ibv_post_send,
+  rnic_read_counters,
+  IBV_SEND_SIGNALED,
+  IBV_WR_SEND,
   ibv_query_gid,
   ibv_reg_mr,
   newGid,
@@ -90,6 +96,10 @@ interface Session {
   region: Uint8Array;
   rbuf: Uint8Array;
   reported: boolean;
+  /** Echo mode: receives left to answer with a SEND of the same bytes. */
+  echo: number;
+  rlkey: number;
+  raddr: bigint;
 }
 
 async function main(): Promise<void> {
@@ -118,7 +128,7 @@ async function main(): Promise<void> {
     attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     must(ibv_modify_qp(qp, attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 'modify INIT');
     must(ibv_post_recv(qp, { wr_id: 1n, next: null, sg_list: [{ addr: rmr.addr, length: RECV_LEN, lkey: rmr.lkey }], num_sge: 1 }, {}), 'post_recv');
-    sessions.set(id, { id, qp, cq, region, rbuf, reported: false });
+    sessions.set(id, { id, qp, cq, region, rbuf, reported: false, echo: 0, rlkey: rmr.lkey, raddr: rmr.addr });
     send({ type: 'ready', id, qpn: qp.qp_num, gid: hex(gid.raw), psn: PSN, addr: mr.addr.toString(), rkey: mr.rkey, half: HALF });
   }
 
@@ -138,7 +148,8 @@ async function main(): Promise<void> {
     must(ibv_modify_qp(s.qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 'modify RTR');
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = PSN;
-    a.timeout = 14;
+    // ~17 s: the test is about bytes crossing processes, not about timing on a busy machine.
+    a.timeout = 22;
     a.retry_cnt = 7;
     a.rnr_retry = 7;
     a.max_rd_atomic = 4;
@@ -152,6 +163,11 @@ async function main(): Promise<void> {
       if (m.type === 'newqp') newSession(m.id);
       else if (m.type === 'connect') connect(sessions.get(m.id)!, m);
       else if (m.type === 'region') send({ type: 'region', id: m.id, region: hex(sessions.get(m.id)!.region.subarray(0, HALF)) });
+      else if (m.type === 'echo') {
+        const s = sessions.get(m.id)!;
+        s.echo = (m as unknown as { count: number }).count;
+        s.reported = true;
+      } else if (m.type === 'counters') send({ type: 'counters', id: m.id, counters: Object.fromEntries(Object.entries(rnic_read_counters(ctx)).map(([k, v]) => [k, String(v)])) });
       else if (m.type === 'exit') stop = true;
     } catch (e) {
       send({ type: 'error', message: `${(e as Error).message}\n${(e as Error).stack}` });
@@ -161,9 +177,22 @@ async function main(): Promise<void> {
 
   // Report each session's first receive (the parent's SEND), with the WRITE target's bytes then.
   const wc = newWcArray(4);
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 600_000;
   while (!stop) {
     for (const s of sessions.values()) {
+      if (s.echo > 0) {
+        const n = ibv_poll_cq(s.cq, 4, wc);
+        if (n < 0) throw new Error(`ibv_poll_cq: ${n}`);
+        for (let i = 0; i < n; i++) {
+          const w = wc[i]!;
+          if (w.status !== 0) throw new Error(`echo: completion status ${w.status}`);
+          if (w.wr_id !== 1n) continue; // our SEND done
+          must(ibv_post_recv(s.qp, { wr_id: 1n, next: null, sg_list: [{ addr: s.raddr, length: RECV_LEN, lkey: s.rlkey }], num_sge: 1 }, {}), 'post_recv');
+          must(ibv_post_send(s.qp, { wr_id: 2n, next: null, sg_list: [{ addr: s.raddr, length: w.byte_len, lkey: s.rlkey }], num_sge: 1, opcode: IBV_WR_SEND, send_flags: IBV_SEND_SIGNALED }, {}), 'post_send');
+          s.echo--;
+        }
+        continue;
+      }
       if (s.reported) continue;
       const n = ibv_poll_cq(s.cq, 4, wc);
       if (n < 0) throw new Error(`ibv_poll_cq: ${n}`);
@@ -174,7 +203,7 @@ async function main(): Promise<void> {
       }
     }
     if (Date.now() > deadline) throw new Error('the parent never finished');
-    await new Promise((r) => setTimeout(r, 1));
+    await new Promise((r) => ([...sessions.values()].some((x) => x.echo > 0) ? setImmediate(r) : setTimeout(r, 1)));
   }
   ibv_close_device(ctx);
   await stopModel();

@@ -21,6 +21,10 @@ import { IBV_QPT_RC, IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_SEND, IBV_WC_SU
 import * as H from './harness.js';
 
 const HALF = 65536;
+/** Deadlines here only catch a hang: a loaded machine makes everything slow, not wrong. */
+const HANG_MS = 60_000;
+/** ~17 s transport timeout: timing is not what is tested. */
+const PATIENT = { timeout: 22 };
 
 async function freeUdpPort(): Promise<number> {
   const s = createSocket('udp4');
@@ -50,7 +54,7 @@ class Mailbox {
       this.waiter?.();
     });
   }
-  async next(type: string, id?: number, ms = 10_000): Promise<Msg> {
+  async next(type: string, id?: number, ms = HANG_MS): Promise<Msg> {
     const end = Date.now() + ms;
     for (;;) {
       const err = this.queue.find((m) => m.type === 'error');
@@ -104,8 +108,8 @@ describe('two processes over a UDP cable', () => {
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     child.stdout!.on('data', (d: Buffer) => (stderr += d.toString()));
     box = new Mailbox(child, () => stderr);
-    await box.next('started', undefined, 20_000);
-  });
+    await box.next('started', undefined, HANG_MS);
+  }, 2 * HANG_MS);
 
   afterAll(async () => {
     if (child && child.exitCode === null) {
@@ -116,20 +120,20 @@ describe('two processes over a UDP cable', () => {
     if (dev) H.closeDev(dev);
     await stopModel();
     if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  }, HANG_MS);
 
   let nextId = 0;
   /** A connected RC QP pair: ours on rnic0, the child's on rnic1. */
   async function session(): Promise<{ id: number; ep: H.Ep; raddr: bigint; rkey: number }> {
     const id = ++nextId;
     child!.send({ type: 'newqp', id });
-    const ready = await box.next('ready', id, 20_000);
+    const ready = await box.next('ready', id);
     expect(ready['half']).toBe(HALF);
     const remote: H.RemoteQp = { qpn: ready['qpn'] as number, gid: { raw: Uint8Array.from(Buffer.from(ready['gid'] as string, 'hex')) } };
     const ep = H.createQp(dev, IBV_QPT_RC);
     H.toInit(ep);
     H.toRtr(ep, remote, ready['psn'] as number);
-    H.toRts(ep, 0x777);
+    H.toRts(ep, 0x777, PATIENT);
     child!.send({ type: 'connect', id, qpn: ep.qp.qp_num, gid: Buffer.from(dev.gid.raw).toString('hex'), psn: 0x777 });
     await box.next('connected', id);
     return { id, ep, raddr: BigInt(ready['addr'] as string), rkey: ready['rkey'] as number };
@@ -139,7 +143,7 @@ describe('two processes over a UDP cable', () => {
     const s = await session();
     const src = H.region(dev, 4096, H.ALL_ACCESS, { fill: (i) => i ^ 0xa5 });
     H.postSend(s.ep, H.wrWrite({ wrId: 1n, sge: [src.sge(0, 3000)], remote: { addr: s.raddr, rkey: s.rkey } }));
-    H.expectWc(await H.poll1(s.ep.scq, 'the first WRITE to the other process (ARP, then 3 packets)', 5000), { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
+    H.expectWc(await H.poll1(s.ep.scq, 'the first WRITE to the other process (ARP, then 3 packets)', HANG_MS), { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
     child!.send({ type: 'region', id: s.id });
     const r = await box.next('region', s.id);
     const region = Uint8Array.from(Buffer.from(r['region'] as string, 'hex'));
@@ -156,10 +160,10 @@ describe('two processes over a UDP cable', () => {
 
     // WRITE 20 000 B at offset 100 of the child's first half (20 packets).
     H.postSend(ep, H.wrWrite({ wrId: 1n, sge: [src.sge(0, wlen)], remote: { addr: raddr + 100n, rkey } }));
-    H.expectWc(await H.poll1(ep.scq, 'WRITE across processes', 10_000), { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
+    H.expectWc(await H.poll1(ep.scq, 'WRITE across processes', HANG_MS), { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
     // SEND with immediate, 3000 B, after the WRITE on the same QP: the child sees the WRITE's bytes when the SEND lands.
     H.postSend(ep, H.wrSend({ wrId: 2n, sge: [src.sge(wlen, 3000)], imm: 0xabcdef01 }));
-    H.expectWc(await H.poll1(ep.scq, 'SEND across processes', 10_000), { wr_id: 2n, status: IBV_WC_SUCCESS, opcode: IBV_WC_SEND }, 'send');
+    H.expectWc(await H.poll1(ep.scq, 'SEND across processes', HANG_MS), { wr_id: 2n, status: IBV_WC_SUCCESS, opcode: IBV_WC_SEND }, 'send');
     const got = await box.next('recv', id);
     expect({ status: got['status'], byteLen: got['byteLen'], imm: got['imm'], flags: got['flags'], wrId: got['wrId'] }).toEqual({
       status: IBV_WC_SUCCESS,
@@ -179,7 +183,7 @@ describe('two processes over a UDP cable', () => {
       H.wrRead({ wrId: 3n, sge: [back.sge(0, HALF / 2)], remote: { addr: raddr + BigInt(HALF), rkey } }),
       H.wrRead({ wrId: 4n, sge: [back.sge(HALF / 2, HALF / 2)], remote: { addr: raddr + BigInt(HALF + HALF / 2), rkey } }),
     ]);
-    const rd = await H.pollN(ep.scq, 2, 'two READs across processes', 10_000);
+    const rd = await H.pollN(ep.scq, 2, 'two READs across processes', HANG_MS);
     H.expectWc(rd[0]!, { wr_id: 3n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_READ, byte_len: HALF / 2 }, 'read 1');
     H.expectWc(rd[1]!, { wr_id: 4n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_READ, byte_len: HALF / 2 }, 'read 2');
     H.expectBytes(back.data, H.pattern(HALF, 77), 'bytes READ from the child');
@@ -190,5 +194,36 @@ describe('two processes over a UDP cable', () => {
     expect(d['sent_pkts'] ?? 0n, 'packets sent by rnic0').toBeGreaterThanOrEqual(25n);
     expect(d['rcvd_pkts'] ?? 0n, 'packets received by rnic0 (ACKs + 64 read responses)').toBeGreaterThanOrEqual(64n);
     expect(d['rx_icrc_encapsulated'] ?? 0n, 'ICRC errors').toBe(0n);
+  });
+
+  it('20 × 1 KiB SEND ping-pong: every byte back, and no packet sent twice (no loss on loopback, so no retransmission)', async () => {
+    const s = await session();
+    const out = H.region(dev, 1024, H.ALL_ACCESS);
+    const back = H.region(dev, 20 * 1024, H.ALL_ACCESS);
+    child!.send({ type: 'echo', id: s.id, count: 20 });
+    const before = H.counters(dev);
+    child!.send({ type: 'counters', id: s.id });
+    const childBefore = (await box.next('counters', s.id))['counters'] as Record<string, string>;
+    for (let i = 0; i < 20; i++) {
+      out.data.set(H.pattern(1024, 100 + i));
+      H.postRecv(s.ep, H.recvWr(BigInt(i), [back.sge(i * 1024, 1024)]));
+      H.postSend(s.ep, H.wrSend({ wrId: BigInt(i), sge: [out.sge(0, 1024)] }));
+      H.expectWc(await H.poll1(s.ep.scq, `ping ${i}`, HANG_MS), { wr_id: BigInt(i), status: IBV_WC_SUCCESS, opcode: IBV_WC_SEND }, `ping ${i}`);
+      H.expectWc(await H.poll1(s.ep.rcq, `pong ${i}`, HANG_MS), { wr_id: BigInt(i), status: IBV_WC_SUCCESS, byte_len: 1024 }, `pong ${i}`);
+      H.expectBytes(back.data.subarray(i * 1024, (i + 1) * 1024), H.pattern(1024, 100 + i), `pong ${i} payload`);
+    }
+    // Let the last ACK arrive before reading the counters.
+    child!.send({ type: 'counters', id: s.id });
+    let childAfter = (await box.next('counters', s.id))['counters'] as Record<string, string>;
+    for (let i = 0; i < 100 && BigInt(childAfter['rcvd_pkts']!) - BigInt(childBefore['rcvd_pkts']!) < 40n; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      child!.send({ type: 'counters', id: s.id });
+      childAfter = (await box.next('counters', s.id))['counters'] as Record<string, string>;
+    }
+    const d = H.counterDelta(before, H.counters(dev));
+    const dc = Object.fromEntries(Object.keys(childAfter).map((k) => [k, BigInt(childAfter[k]!) - BigInt(childBefore[k] ?? '0')]));
+    // 20 SENDs and 20 ACKs each way: one packet per message, none twice.
+    expect({ sent: d['sent_pkts'], rcvd: d['rcvd_pkts'], dup: d['duplicate_request'] ?? 0n, timeouts: d['local_ack_timeout_err'] ?? 0n }, 'rnic0').toEqual({ sent: 40n, rcvd: 40n, dup: 0n, timeouts: 0n });
+    expect({ sent: dc['sent_pkts'], rcvd: dc['rcvd_pkts'], dup: dc['duplicate_request'], timeouts: dc['local_ack_timeout_err'] }, 'rnic1 in the child').toEqual({ sent: 40n, rcvd: 40n, dup: 0n, timeouts: 0n });
   });
 });
