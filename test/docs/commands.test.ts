@@ -1,0 +1,279 @@
+/**
+ * Every command the README and docs/ show in a ```sh block, run exactly as
+ * written, the way a new user would: in a fresh checkout (the repository's
+ * files copied to a temporary directory, then the README's own
+ * `npm install && npm start`), one command at a time, each with a bound on
+ * how long it may take, checking its exit status and a meaningful part of
+ * what it prints or writes.
+ *
+ * - A line ending in `&` starts a server; the next line is its client. A
+ *   comment "in another shell: CMD" makes CMD the client of the line. The
+ *   server runs in the background until it listens on its TCP port, then the
+ *   client runs; both must succeed.
+ * - A block whose info string is `sh vm` runs inside a virtual machine the
+ *   reader brings (docs/fabric.md): reported as skipped, with the reason.
+ * - `requires=PROGRAM` in the info string (e.g. `sh requires=tshark`)
+ *   skips the block, saying so, only when PROGRAM is not installed.
+ * - Every command needs an entry in EXPECT below (status and output); a
+ *   command added to a document without one fails here.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '../..');
+const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+/** A fixed place, so npx's cache keeps one entry for it across runs. */
+const WORK = join(tmpdir(), 'rnic-doc-commands');
+/** What one command may take (npm install builds the package: minutes on a loaded machine). */
+const COMMAND_TIMEOUT_MS = 8 * 60_000;
+
+interface Expect {
+  status?: number;
+  /** Matched against stdout + stderr. */
+  out?: RegExp;
+  /** Files (relative to the checkout) the command must leave. */
+  files?: string[];
+  /** For a pair: what the client prints. */
+  clientOut?: RegExp;
+  /** Not run, and why. */
+  skip?: string;
+}
+
+const EXPECT: Record<string, Expect> = {
+  'npm install && npm start': { out: /== SEND\/RECV ping-pong[\s\S]*== RDMA WRITE bandwidth[\s\S]*== RDMA READ bandwidth[\s\S]*rnic1: .*rx_read_requests=\d+/, files: ['rnic-demo.pcap', 'dist/src/cli/main.js'] },
+  'npm test': { skip: 'it is the command that runs this test' },
+  'npx rnic demo --pcap run.pcap': { out: /== RDMA WRITE bandwidth/, files: ['run.pcap'] },
+  'npx rnic devinfo -v': { out: /hca_id:\trnic0[\s\S]*max_qp:\s+\d+[\s\S]*GID\[\s*3\]:/ },
+  'npx rnic rc_pingpong': { out: /8192000 bytes in [\d.]+ seconds/, clientOut: /remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.1\n8192000 bytes in/ },
+  'npx rnic perf write_bw --loopback -s 65536 -n 1000 -x 3': { out: /RDMA_Write BW Test[\s\S]*GID index\s+: 3[\s\S]*\n 65536\s+1000\s+[\d.]+\s+[\d.]+/ },
+  'npx rnic counters -v': { out: /rnic0 port 1:[\s\S]*rnic1 port 1:/ },
+  'npx rnic sim scenarios/drop-5th-packet.json --out run/': { out: /checks: all passed\n  wrote config\.json, timeline\.json, counters\.json, summary\.txt, capture\.pcap, capture-rnic1-1\.pcap in run\//, files: ['run/capture.pcap', 'run/counters.json'] },
+  'npx rnic pcap-sample --out sample.pcap': { out: /wrote \d+ Ethernet frames .* to sample\.pcap/, files: ['sample.pcap', 'sample-ib.pcap'] },
+  'npm run bench': { out: /## wire codec[\s\S]*## sim scheduler/ },
+  'npm run bench -- wire': { out: /## wire codec.*\n.*Mpps/ },
+  'RNIC_NO_MODEL=1 npx rnic rc-pingpong': { status: 1, out: /^no RDMA devices found\n/m },
+  'RNIC_CONFIG=examples/config/host-a.json npx rnic rc-pingpong -d rnic0 -g 3 -c -e': {
+    out: /remote address: .*GID ::ffff:192\.0\.2\.2\n8192000 bytes in/,
+    clientOut: /local address: .*GID ::ffff:192\.0\.2\.2\n  remote address: .*GID ::ffff:192\.0\.2\.1\n8192000 bytes in/,
+  },
+  'npx rnic sim scenarios/drop-5th-packet.json --out run1/': { out: /scenario drop-5th-packet, seed 1: ended \(complete\)[\s\S]*checks: all passed/, files: ['run1/capture.pcap'] },
+  "npx rnic sim scenarios/random-loss.json --seed 42 --fault 'delay:p=1%,delay=5us'": { out: /scenario random-loss, seed 42:[\s\S]*checks: all passed/, files: ['sim-out/random-loss/capture.pcap'] },
+};
+
+interface Command {
+  doc: string;
+  line: number;
+  cmd: string;
+  /** The client of a server command. */
+  client?: string;
+  skip?: string;
+}
+
+function have(program: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' }).status === 0;
+}
+
+/** `# comment` at the end of a line (outside quotes). */
+function splitComment(l: string): [string, string] {
+  let q: string | null = null;
+  for (let i = 0; i < l.length; i++) {
+    const c = l[i]!;
+    if (q) {
+      if (c === q) q = null;
+    } else if (c === "'" || c === '"') q = c;
+    else if (c === '#' && (i === 0 || /\s/.test(l[i - 1]!))) return [l.slice(0, i).trimEnd(), l.slice(i + 1).trim()];
+  }
+  return [l.trimEnd(), ''];
+}
+
+function commands(): Command[] {
+  const out: Command[] = [];
+  for (const doc of DOCS) {
+    const lines = readFileSync(join(ROOT, doc), 'utf8').split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const open = /^```(sh|bash|shell)\b(.*)$/.exec(lines[i]!);
+      if (!open) continue;
+      const attrs = open[2]!.trim().split(/\s+/).filter(Boolean);
+      let skip: string | undefined;
+      if (attrs.includes('vm')) skip = 'runs in a virtual machine the reader brings (docs/fabric.md)';
+      for (const a of attrs) {
+        const m = /^requires=(.+)$/.exec(a);
+        if (m && !have(m[1]!)) skip = `needs ${m[1]}, which is not installed`;
+      }
+      const block: { cmd: string; comment: string; line: number }[] = [];
+      let j = i + 1;
+      let pending = '';
+      for (; j < lines.length && !lines[j]!.startsWith('```'); j++) {
+        const raw = lines[j]!;
+        if (raw.endsWith('\\')) {
+          pending += raw.slice(0, -1) + ' ';
+          continue;
+        }
+        const [cmd, comment] = splitComment(pending + raw);
+        pending = '';
+        if (cmd.trim()) block.push({ cmd: cmd.trim(), comment, line: j + 1 });
+      }
+      i = j;
+      for (let k = 0; k < block.length; k++) {
+        const b = block[k]!;
+        const other = /in another shell: (.+)$/.exec(b.comment);
+        if (b.cmd.endsWith('&')) {
+          const client = block[++k];
+          out.push({ doc, line: b.line, cmd: b.cmd.slice(0, -1).trim(), ...(client ? { client: client.cmd } : {}), ...(skip ? { skip } : {}) });
+        } else out.push({ doc, line: b.line, cmd: b.cmd, ...(other ? { client: other[1]!.trim() } : {}), ...(skip ? { skip } : {}) });
+      }
+    }
+  }
+  return out;
+}
+
+const ALL = commands();
+
+// ---------------------------------------------------------------------------
+// Running
+
+interface Ran {
+  status: number | null;
+  out: string;
+  timedOut: boolean;
+}
+
+const children = new Set<number>();
+afterAll(() => {
+  for (const pid of children) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+});
+
+/** Environment of a user's shell: none of this test runner's, and npx may not fetch anything. */
+function userEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^(VITEST|RNIC_|NODE_OPTIONS$|NODE_ENV$|npm_)/.test(k)) env[k] = v;
+  env['npm_config_yes'] = 'false';
+  env['npm_config_update_notifier'] = 'false';
+  env['npm_config_fund'] = 'false';
+  env['npm_config_audit'] = 'false';
+  return env;
+}
+
+function start(cmd: string): { done: Promise<Ran>; pid: number; exited: () => boolean } {
+  const p = spawn('bash', ['-c', cmd], { cwd: WORK, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const pid = p.pid!;
+  children.add(pid);
+  let out = '';
+  let timedOut = false;
+  let exited = false;
+  p.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  p.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }, COMMAND_TIMEOUT_MS);
+  const done = new Promise<Ran>((resolve) => {
+    p.on('close', (status) => {
+      exited = true;
+      clearTimeout(timer);
+      children.delete(pid);
+      resolve({ status, out, timedOut });
+    });
+  });
+  return { done, pid, exited: () => exited };
+}
+
+/** Whether something listens on TCP `port` (IPv4 or IPv6), from /proc/net: no connection is made. */
+function listening(port: number): boolean {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(f, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const row of text.split('\n').slice(1)) {
+      const cols = row.trim().split(/\s+/);
+      if (cols[1]?.endsWith(`:${hex}`) && cols[3] === '0A') return true;
+    }
+  }
+  return false;
+}
+
+async function runPair(server: string, client: string): Promise<{ server: Ran; client: Ran }> {
+  const s = start(server);
+  // As a user would: start the client once the server is up (rc_pingpong's TCP port).
+  while (!listening(18515) && !s.exited()) await new Promise((r) => setTimeout(r, 100));
+  const c = await start(client).done;
+  return { server: await s.done, client: c };
+}
+
+function describeRan(r: Ran): string {
+  return `exit ${r.status}${r.timedOut ? ` (killed after ${COMMAND_TIMEOUT_MS / 1000} s)` : ''}; output:\n${r.out.slice(-3000)}`;
+}
+
+// ---------------------------------------------------------------------------
+// A fresh checkout: the files git would commit, as they are now.
+
+function checkout(): void {
+  rmSync(WORK, { recursive: true, force: true });
+  mkdirSync(WORK, { recursive: true });
+  const r = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`git ls-files failed: ${r.stderr}`);
+  for (const f of r.stdout.split('\0').filter(Boolean)) {
+    const from = join(ROOT, f);
+    if (!existsSync(from)) continue; // deleted in the working tree
+    const to = join(WORK, f);
+    mkdirSync(dirname(to), { recursive: true });
+    copyFileSync(from, to);
+    chmodSync(to, statSync(from).mode & 0o777);
+  }
+}
+
+let install: Ran | undefined;
+
+describe('every command in README.md and docs/, as written', () => {
+  beforeAll(async () => {
+    checkout();
+    // The README's first command, which every other one needs.
+    install = await start('npm install && npm start').done;
+  }, COMMAND_TIMEOUT_MS + 60_000);
+
+  it('the documents have commands, and each has an expectation here', () => {
+    expect(ALL.length).toBeGreaterThan(10);
+    expect(ALL.filter((c) => !c.skip && !EXPECT[c.cmd]).map((c) => `${c.doc}:${c.line}: ${c.cmd}`)).toEqual([]);
+    expect(ALL.find((c) => c.cmd === 'npx rnic rc_pingpong')?.client).toBe('npx rnic rc_pingpong 127.0.0.1');
+  });
+
+  for (const c of ALL) {
+    const e = EXPECT[c.cmd] ?? {};
+    const skip = c.skip ?? e.skip;
+    const title = `${c.doc}:${c.line}: ${c.cmd}${c.client ? `  +  ${c.client}` : ''}${skip ? ` — skipped: ${skip}` : ''}`;
+    it.skipIf(skip !== undefined)(
+      title,
+      async () => {
+        let r: Ran;
+        if (c.cmd === 'npm install && npm start') r = install!;
+        else if (c.client) {
+          const pair = await runPair(c.cmd, c.client);
+          expect(pair.client.status, `client ${c.client}: ${describeRan(pair.client)}`).toBe(0);
+          if (e.clientOut) expect(pair.client.out, `client ${c.client}`).toMatch(e.clientOut);
+          r = pair.server;
+        } else r = await start(c.cmd).done;
+        expect(r.status, `${c.cmd}: ${describeRan(r)}`).toBe(e.status ?? 0);
+        if (e.out) expect(r.out, c.cmd).toMatch(e.out);
+        for (const f of e.files ?? []) expect(existsSync(join(WORK, f)), `${c.cmd} leaves ${f}`).toBe(true);
+      },
+      COMMAND_TIMEOUT_MS * 2 + 10_000,
+    );
+  }
+});
