@@ -6,6 +6,7 @@
  */
 import { addModelDevice, removeModelDevice } from './driver/model/provider.js';
 import { onDeviceListing } from './driver/providers.js';
+import { syncRdmaCoreProvider } from './driver/rdma-core/provider.js';
 import { loadConfig, type ModelConfig } from './runtime/config.js';
 import { startModel, type RunningModel, type StartOptions } from './runtime/model.js';
 import type { SimModel, SimModelConfig } from './runtime/sim/sim-model.js';
@@ -67,4 +68,7 @@ export function disableAutoStart(): void {
 
 onDeviceListing(() => {
   if (!running && !disabled && process.env.RNIC_NO_MODEL !== '1') ensureModel();
+  // Real devices through libibverbs (src/driver/rdma-core), listed after the
+  // model's; none when the addon is not built, RNIC_NO_RDMA_CORE=1 hides them.
+  syncRdmaCoreProvider();
 });
