@@ -98,5 +98,5 @@ export async function runCampaign(o: CampaignRunOptions): Promise<CampaignSummar
   await Promise.all(saves);
   o.progress.end();
   results.sort((a, b) => a.seed - b.seed);
-  return summarizeCampaign({ campaign: o.campaign.name, firstSeed: o.firstSeed, seedsRequested: o.seeds, results, failures, jobs: o.executor.jobs, wallMs: seedWallMs, stoppedBy });
+  return summarizeCampaign({ campaign: o.campaign.name, firstSeed: o.firstSeed, seedsRequested: o.seeds, results, failures, jobs: o.executor.jobs, wallMs: seedWallMs, totalWallMs: elapsed(), stoppedBy });
 }

@@ -31,11 +31,15 @@ export interface CampaignSummary {
   readonly stoppedBy: 'done' | 'time-budget' | 'interrupted';
   /** Failed seeds per failure class (their primary class). */
   readonly failureClasses: Record<string, number>;
+  /** Per failure class, the seeds it was the first failure of (at most 20 listed). */
+  readonly primarySeeds: Record<string, readonly number[]>;
   /** Every class seen in any failed seed, with the seeds that showed it (at most 20 listed). */
   readonly classSeeds: Record<string, readonly number[]>;
   readonly failures: readonly FailureRecord[];
   readonly jobs: number;
+  /** Wall time running the seeds (what seeds/s is computed from), and in all, shrinking included. */
   readonly wallMs: number;
+  readonly totalWallMs: number;
   readonly seedsPerSec: number;
   readonly seedsPerSecPerJob: number;
   /** Median and maximum wall time of one seed, ms. */
@@ -63,15 +67,19 @@ export function summarizeCampaign(args: {
   failures: readonly FailureRecord[];
   jobs: number;
   wallMs: number;
+  totalWallMs: number;
   stoppedBy: CampaignSummary['stoppedBy'];
 }): CampaignSummary {
   const { results } = args;
   const failureClasses: Record<string, number> = {};
   const classSeeds: Record<string, number[]> = {};
+  const primarySeeds: Record<string, number[]> = {};
   for (const r of results) {
     if (r.ok) continue;
     const p = r.primary ?? 'unknown';
     failureClasses[p] = (failureClasses[p] ?? 0) + 1;
+    const ps = (primarySeeds[p] ??= []);
+    if (ps.length < 20) ps.push(r.seed);
     for (const c of r.classes) {
       const l = (classSeeds[c] ??= []);
       if (l.length < 20) l.push(r.seed);
@@ -89,10 +97,12 @@ export function summarizeCampaign(args: {
     failed: results.filter((r) => !r.ok).length,
     stoppedBy: args.stoppedBy,
     failureClasses: sortByCount(failureClasses),
+    primarySeeds,
     classSeeds,
     failures: [...args.failures].sort((a, b) => a.seed - b.seed),
     jobs: args.jobs,
     wallMs: Math.round(args.wallMs),
+    totalWallMs: Math.round(args.totalWallMs),
     seedsPerSec: round(seedsPerSec),
     seedsPerSecPerJob: round(seedsPerSec / args.jobs),
     seedMs: { median: round(ms[Math.floor(ms.length / 2)] ?? 0), max: round(ms.at(-1) ?? 0) },
@@ -114,12 +124,12 @@ export function formatReport(s: CampaignSummary): string {
   const last = s.firstSeed + s.seeds - 1;
   lines.push(
     `campaign ${s.campaign}: seeds ${s.firstSeed}..${last} (${s.seeds}${s.seeds < s.seedsRequested ? ` of ${s.seedsRequested}, stopped by the ${s.stoppedBy}` : ''}): ` +
-      `${s.passed} passed, ${s.failed} failed; ${(s.wallMs / 1000).toFixed(1)} s wall on ${s.jobs} job${s.jobs === 1 ? '' : 's'}, ` +
+      `${s.passed} passed, ${s.failed} failed; ${(s.wallMs / 1000).toFixed(1)} s wall${s.totalWallMs > s.wallMs + 1000 ? ` (${(s.totalWallMs / 1000).toFixed(1)} s with shrinking)` : ''} on ${s.jobs} job${s.jobs === 1 ? '' : 's'}, ` +
       `${s.seedsPerSec.toFixed(1)} seeds/s (${s.seedsPerSecPerJob.toFixed(1)} per job), a seed ${s.seedMs.median.toFixed(0)} ms median, ${s.seedMs.max.toFixed(0)} ms at most`,
   );
   if (s.failed > 0) {
     lines.push('  failure classes (failed seeds by first failure):');
-    for (const [c, n] of Object.entries(s.failureClasses)) lines.push(`    ${String(n).padStart(5)}  ${c}  (seeds ${(s.classSeeds[c] ?? []).slice(0, 8).join(', ')}${(s.classSeeds[c]?.length ?? 0) > 8 ? ', ...' : ''})`);
+    for (const [c, n] of Object.entries(s.failureClasses)) lines.push(`    ${String(n).padStart(5)}  ${c}  (seeds ${(s.primarySeeds[c] ?? []).slice(0, 8).join(', ')}${n > 8 ? ', ...' : ''})`);
     const shown = s.failures.slice(0, 10);
     lines.push(`  failures${s.failures.length > shown.length ? ` (first ${shown.length} of ${s.failures.length})` : ''}:`);
     for (const f of shown) {
