@@ -29,6 +29,9 @@ export interface ShrinkOptions {
   /** Most scenario runs spent on one failure (default 1000), and most wall time (default 2 min). */
   readonly maxRuns?: number;
   readonly maxWallMs?: number;
+  /** Give up (keeping what was found) at this Date.now() time, or when `stop.requested`. */
+  readonly deadline?: number;
+  readonly stop?: { readonly requested: boolean };
 }
 
 export interface ShrinkResult {
@@ -250,7 +253,8 @@ function renumber(j: ScenarioJson, ti: number, old: Wr[], from: number[], base: 
  */
 export async function shrinkScenario(json: ScenarioJson, cls: string, exec: Executor, opts: ShrinkOptions = {}): Promise<ShrinkResult> {
   const maxRuns = opts.maxRuns ?? 1000;
-  const deadline = Date.now() + (opts.maxWallMs ?? 120_000);
+  const deadline = Math.min(Date.now() + (opts.maxWallMs ?? 120_000), opts.deadline ?? Infinity);
+  const over = () => runs >= maxRuns || Date.now() >= deadline || opts.stop?.requested === true;
   let cur = clone(json);
   let runs = 0;
   let steps = 0;
@@ -287,15 +291,15 @@ export async function shrinkScenario(json: ScenarioJson, cls: string, exec: Exec
     }
   }
   let progress = true;
-  while (progress && runs < maxRuns && Date.now() < deadline) {
+  while (progress && !over()) {
     progress = false;
     for (const pass of passes) {
       // Within a pass, keep taking the first smaller candidate that still fails.
       for (;;) {
-        if (runs >= maxRuns || Date.now() >= deadline) break;
+        if (over()) break;
         const cands = pass(cur, qpnBase);
         let found: ScenarioJson | null = null;
-        for (let k = 0; k < cands.length && !found && runs < maxRuns && Date.now() < deadline; k += exec.jobs) {
+        for (let k = 0; k < cands.length && !found && !over(); k += exec.jobs) {
           const batch = cands.slice(k, k + Math.min(exec.jobs, maxRuns - runs));
           const ok = await Promise.all(batch.map(fails));
           const first = ok.indexOf(true);

@@ -39,7 +39,8 @@ fails the same way. The campaign file format is in docs/faults.md.
   --jobs J           worker threads (default: the number of cores); 1 runs
                      the seeds in this thread
   --time-budget D    start no seed after D of wall time ('10min', '30s'); the
-                     seeds started finish, and the summary says so
+                     seeds started finish, and the summary says so; shrinking
+                     stops a minute after it
   --out DIR          where failed seeds' scenarios go (default
                      campaign-failures/<campaign>)
   --json FILE        write the summary as JSON (- for stdout)
@@ -144,6 +145,8 @@ async function campaignMain(args: string[]): Promise<number> {
     const progress = new Progress(seeds, quiet ? null : (s) => process.stderr.write(s), process.stderr.isTTY === true);
     const executor: Executor = jobs === 1 ? inlineExecutor() : poolExecutor(jobs);
     const maxShrink = count(values['max-shrink'], 'max-shrink', 20, 0);
+    // With a time budget, shrinking gets at most a minute past it.
+    const shrinkDeadline = budgetMs === null ? undefined : Date.now() + budgetMs + 60_000;
     let shrunk = 0;
     const stop = { requested: false };
     const onSig = () => {
@@ -152,7 +155,7 @@ async function campaignMain(args: string[]): Promise<number> {
     process.once('SIGINT', onSig);
     let summary;
     try {
-      summary = await runCampaign({ campaign, firstSeed, seeds, executor, outDir, timeBudgetMs: budgetMs, progress, shrink: values['no-shrink'] ? null : async (r) => (shrunk++ < maxShrink ? (await shrinkScenario(r.scenario!, r.primary ?? '', executor)).scenario : null), stop });
+      summary = await runCampaign({ campaign, firstSeed, seeds, executor, outDir, timeBudgetMs: budgetMs, progress, shrink: values['no-shrink'] ? null : async (r) => (shrunk++ < maxShrink ? (await shrinkScenario(r.scenario!, r.primary ?? '', executor, { stop, deadline: shrinkDeadline })).scenario : null), stop });
     } finally {
       process.off('SIGINT', onSig);
       await executor.close();
