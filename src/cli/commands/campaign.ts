@@ -108,6 +108,7 @@ export const campaignCommand: Command = {
 
 async function campaignMain(args: string[]): Promise<number> {
   {
+    // Every option is checked before the worker pool starts.
     const { values, positionals } = parseArgs({
       args,
       options: {
@@ -143,8 +144,8 @@ async function campaignMain(args: string[]): Promise<number> {
     const outDir = values.out ?? join('campaign-failures', campaign.name);
     const quiet = values.quiet ?? false;
     const progress = new Progress(seeds, quiet ? null : (s) => process.stderr.write(s), process.stderr.isTTY === true);
-    const executor: Executor = jobs === 1 ? inlineExecutor() : poolExecutor(jobs);
     const maxShrink = count(values['max-shrink'], 'max-shrink', 20, 0);
+    const executor: Executor = jobs === 1 ? inlineExecutor() : poolExecutor(jobs);
     // With a time budget, shrinking gets at most a minute past it.
     const shrinkDeadline = budgetMs === null ? undefined : Date.now() + budgetMs + 60_000;
     let shrunk = 0;
