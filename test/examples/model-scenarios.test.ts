@@ -22,20 +22,31 @@ describe('rc_pingpong on the model', () => {
     expectPingpong(client, 32, 100);
   });
 
-  it('without -g on an Ethernet port the QP cannot reach RTR, as on real RoCE', async () => {
+  async function pair(args: string[]) {
     const { BufferIo } = await import('../../examples/common/io.js');
     const { main } = await import('../../examples/rc_pingpong.js');
     const sio = new BufferIo();
     const cio = new BufferIo();
     let port!: (p: number) => void;
     const portP = new Promise<number>((r) => (port = r));
-    const s = main(['-p', '0', '-n', '5'], { io: sio, onListening: port });
-    const c = main(['-p', String(await portP), '-n', '5', '127.0.0.1'], { io: cio });
+    const s = main(['-p', '0', '-n', '5', '-d', 'rnic0', ...args], { io: sio, onListening: port });
+    const c = main(['-p', String(await portP), '-n', '5', '-d', 'rnic1', ...args, '127.0.0.1'], { io: cio });
     const [sc, cc] = await Promise.all([s, c]);
+    return { sc, cc, sio, cio };
+  }
+
+  it('-g -1 on an Ethernet port: no GRH, the QP cannot reach RTR, as on real RoCE', async () => {
+    const { sc, cc, sio } = await pair(['-g', '-1']);
     expect(sc).toBe(1);
     expect(sio.stderr).toContain('Failed to modify QP to RTR (EINVAL)');
     expect(sio.stderr).toContain("Couldn't connect to remote QP");
     expect(cc).toBe(1);
+  });
+
+  it('without -g on an Ethernet port: GID 3 (RoCE v2, IPv4), so the README command works as written', async () => {
+    const { sc, cc, sio, cio } = await pair([]);
+    expect({ sc, cc, err: sio.stderr + cio.stderr }).toEqual({ sc: 0, cc: 0, err: '' });
+    expect(sio.stdout).toMatch(/local address: {2}LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.1/);
   });
 });
 
