@@ -54,18 +54,24 @@ const DUMMY_OPS: VerbsContextOps = (() => {
   return Object.freeze(d) as unknown as VerbsContextOps;
 })();
 const completed = new WeakMap<object, VerbsContextOps>();
+// The last table looked up: one provider is the rule, and a WeakMap lookup costs more than a post.
+let lastRaw: object | null = null;
+let lastFull: VerbsContextOps | null = null;
 
 /** The ops of an open context (missing ones filled with the dummies), or null. */
 function opsOrNull(ctx: unknown): VerbsContextOps | null {
   if (!isObj(ctx)) return null;
   const o = (ctx as Partial<OpsContext>).ops;
+  if (o === lastRaw && o !== null) return lastFull;
   if (!isObj(o)) return null;
+  lastRaw = o;
   let full = completed.get(o);
   if (!full) {
     full = { ...DUMMY_OPS };
     for (const [k, v] of Object.entries(o)) if (typeof v === 'function') (full as unknown as Record<string, unknown>)[k] = v;
     completed.set(o, full);
   }
+  lastFull = full;
   return full;
 }
 
