@@ -371,8 +371,12 @@ class Lane {
     return this.#fl.length - this.#flHead;
   }
 
-  /** A frame from `from`; the end has checked it is not closed. */
-  send(frame: Uint8Array): void {
+  /**
+   * A frame from `from`; the end has checked it is not closed. `owned`: the
+   * sender gave the frame away (sendOwned), so the link keeps it without a
+   * copy; otherwise it copies (the cable rule).
+   */
+  send(frame: Uint8Array, owned = false): void {
     const from = this.from.s;
     if (!this.link.up) {
       this.s.droppedLinkDown++;
@@ -384,7 +388,7 @@ class Lane {
     if (queued === 0 && nowNs * 1000 >= this.#busyUntilPs) {
       from.framesSent++;
       from.bytesSent += frame.length;
-      this.#startTx(frame.slice(), nowNs * 1000);
+      this.#startTx(owned ? frame : frame.slice(), nowNs * 1000);
       return;
     }
     if (queued >= this.#queueLimit) {
@@ -394,7 +398,7 @@ class Lane {
     }
     from.framesSent++;
     from.bytesSent += frame.length;
-    this.#q.push(frame.slice());
+    this.#q.push(owned ? frame : frame.slice());
     this.#qAt.push(nowNs);
     this.#qBytes += frame.length;
     if (queued + 1 > this.s.queueHighWater) this.s.queueHighWater = queued + 1;
@@ -582,6 +586,15 @@ class SimEnd implements CableEnd {
       return;
     }
     this.lane.send(frame);
+  }
+
+  /** Sends a frame the caller gives away: the link keeps it as its own copy (no copy made). */
+  sendOwned(frame: Uint8Array): void {
+    if (this.#link.closed) {
+      this.s.framesDropped++;
+      return;
+    }
+    this.lane.send(frame, true);
   }
 
   onReceive(handler: FrameHandler | null): void {

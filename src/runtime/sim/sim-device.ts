@@ -184,9 +184,16 @@ export class SimPort implements FrameSink {
       const frame = this.#fifo[this.#head]!;
       this.#fifo[this.#head] = undefined;
       this.#head++;
-      if (this.end) this.end.send(frame);
-      else this.dropped++;
-      releaseFrame(frame);
+      // The link takes the frame as its own copy (no copy); the receiving device recycles it.
+      if (this.end === null) {
+        this.dropped++;
+        releaseFrame(frame);
+      } else if (this.end.sendOwned) {
+        this.end.sendOwned(frame);
+      } else {
+        this.end.send(frame);
+        releaseFrame(frame);
+      }
       freed++;
     }
     this.#inTx = false;
@@ -489,6 +496,8 @@ export class SimDevice {
       this.#rx[this.#rxHead] = undefined;
       this.#rxHead++;
       this.nic.receive(port, f);
+      // The NIC keeps nothing of a frame once it is processed (as in device-host.ts): recycle the buffer.
+      releaseFrame(f);
     }
     if (this.#rxHead === this.#rx.length) {
       this.#rx = [];
