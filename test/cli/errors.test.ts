@@ -83,6 +83,14 @@ describe('rnic sim --seed', () => {
   });
 });
 
+describe('rnic demo with a negative number', () => {
+  it('names the option, not "argument is ambiguous"', () => {
+    const r = rnic(['demo', '--iters', '-5']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rnic demo: --iters must be a positive integer, got "-5"\n/);
+  });
+});
+
 describe('rnic sim --out DIR/', () => {
   it('names the files it wrote in full with a trailing slash', () => {
     const r = rnic(['sim', SCENARIO, '--out', 'run/']);

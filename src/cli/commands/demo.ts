@@ -12,7 +12,7 @@ import { decodePacket, iteratePcap, opcodeName } from '../../wire/index.js';
 import { ibv_close_device, ibv_get_device_list, ibv_open_device, rnic_read_counters } from '../../driver/verbs/index.js';
 import { runLoopback } from '../../../examples/perf.js';
 import { processIo } from '../../../examples/common/io.js';
-import { CliError, type Command } from '../command.js';
+import { CliError, joinDashValues, type Command } from '../command.js';
 
 const USAGE = `usage: rnic demo [--pcap FILE] [--iters N] [--size BYTES] [--workers N]
 
@@ -37,7 +37,7 @@ export const demoCommand: Command = {
   usage: USAGE,
   async run(args) {
     const { values } = parseArgs({
-      args,
+      args: joinDashValues(args, ['--iters', '--size', '--workers']),
       options: { pcap: { type: 'string' }, iters: { type: 'string' }, size: { type: 'string' }, workers: { type: 'string' } },
       strict: true,
     });
