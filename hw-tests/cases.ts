@@ -1,0 +1,386 @@
+/**
+ * The hw-tests: verbs end-to-end programs that run unchanged on the model
+ * (rnic0 + rnic1, cabled) and on a real device through rdma-core (rxe0 in
+ * the guest, two QPs on the one device looping back). Each returns nothing
+ * when it passes and throws Fail otherwise. Where rxe and the model differ
+ * by design, the test asserts each provider's behaviour and names it in
+ * DEVICE_DIFFERENCES (the report prints it as "difference").
+ */
+import {
+  IBV_EVENT_SRQ_LIMIT_REACHED, IBV_LINK_LAYER_ETHERNET, IBV_PORT_ACTIVE, IBV_QP_STATE, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RESET,
+  IBV_QPS_RTR, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD, IBV_WC_LOC_LEN_ERR,
+  IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR, IBV_WC_LOC_QP_OP_ERR,
+  IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND, IBV_WC_WITH_IMM, IBV_WC_WR_FLUSH_ERR, IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
+  ibv_ack_async_event, ibv_ack_cq_events, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
+  ibv_get_cq_event, ibv_get_device_guid, ibv_get_device_list, ibv_modify_qp, ibv_modify_srq, ibv_post_send, ibv_post_srq_recv,
+  ibv_poll_cq, ibv_query_device, ibv_query_pkey, ibv_query_port, ibv_query_qp, ibv_req_notify_cq, ibv_wc_status_str, newDeviceAttr,
+  newPortAttr, newQpAttr, newWcArray,
+} from '../src/driver/verbs/index.js';
+import type { BadWr, ibv_qp_init_attr, ibv_send_wr } from '../src/driver/verbs/index.js';
+import {
+  check, connectedPair, end, eq, Fail, fill, mem, PORT, pollN, post, postRecv, QKEY, sameBytes, sendWr, toInit, toRts, wcOk,
+  type Dev,
+} from './pair.js';
+
+export interface Target {
+  provider: string;
+  /** Whose behaviour to expect where devices differ: the model's, Linux rxe's, or another real device's. */
+  behaviour: 'model' | 'rxe' | 'other';
+  a: Dev;
+  b: Dev;
+}
+
+export interface Case {
+  name: string;
+  run(t: Target): Promise<void>;
+}
+
+/** Named device behaviours a test asserts per provider (the model follows the IBTA unless a quirk is set). */
+export const DEVICE_DIFFERENCES: Record<string, Partial<Record<Target['behaviour'], string>>> = {
+  'rc-recv-overflow': {
+    rxe: 'rxe (Linux 6.1) answers a SEND longer than the receive buffer with NAK remote operational error: sender REM_OP_ERR, receiver LOC_QP_OP_ERR (IBTA and the model: NAK invalid request, REM_INV_REQ_ERR and LOC_LEN_ERR)',
+  },
+  'rc-rem-access-error-flush': {
+    rxe: 'rxe (Linux 6.1) moves the responder QP to ERR but never completes a receive posted to it afterwards (the IBTA and the model flush it with WR_FLUSH_ERR)',
+  },
+};
+
+const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Fail(`${what}: nothing in ${ms} ms`)), ms).unref())]);
+
+export const CASES: Case[] = [
+  {
+    name: 'device-query',
+    async run({ a }) {
+      const dev = ibv_get_device_list().find((d) => d.name === a.name)!;
+      const da = newDeviceAttr();
+      eq(ibv_query_device(a.ctx, da), 0, 'ibv_query_device');
+      check(da.max_qp > 0 && da.max_cqe > 0 && da.max_mr > 0, `max_qp ${da.max_qp} max_cqe ${da.max_cqe} max_mr ${da.max_mr}`);
+      check(da.phys_port_cnt >= 1, `phys_port_cnt ${da.phys_port_cnt}`);
+      eq(typeof da.node_guid, 'bigint', 'node_guid is a bigint');
+      eq(da.node_guid, ibv_get_device_guid(dev), 'node_guid == ibv_get_device_guid');
+      const pa = newPortAttr();
+      eq(ibv_query_port(a.ctx, PORT, pa), 0, 'ibv_query_port');
+      eq(pa.state, IBV_PORT_ACTIVE, 'port state');
+      eq(pa.link_layer, IBV_LINK_LAYER_ETHERNET, 'link layer');
+      eq(ibv_query_pkey(a.ctx, PORT, 0), 0xffff, 'P_Key 0');
+      check(a.gid.raw[10] === 0xff && a.gid.raw[11] === 0xff, `an IPv4 RoCE v2 GID (index ${a.gidIndex})`);
+      eq(ibv_query_port(a.ctx, 99, pa), 22, 'ibv_query_port of port 99 is EINVAL');
+    },
+  },
+  {
+    name: 'rc-send',
+    async run({ a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 8192);
+      const dst = mem(b, 8192);
+      fill(src.buf, 1);
+      postRecv(y, dst, 0, 8192, 7n);
+      post(x, sendWr(IBV_WR_SEND, src, 0, 5000, 1n));
+      const [s] = await pollN(x.cq, 1, 'send completion');
+      wcOk(s!, 'send');
+      eq(s!.opcode, IBV_WC_SEND, 'sender opcode');
+      eq(s!.wr_id, 1n, 'sender wr_id');
+      const [r] = await pollN(y.cq, 1, 'recv completion');
+      wcOk(r!, 'recv');
+      eq(r!.opcode, IBV_WC_RECV, 'receiver opcode');
+      eq(r!.byte_len, 5000, 'byte_len');
+      eq(r!.wr_id, 7n, 'receiver wr_id');
+      eq(r!.qp_num, y.qp.qp_num, 'wc.qp_num');
+      sameBytes(dst.buf.subarray(0, 5000), src.buf.subarray(0, 5000), 'payload');
+    },
+  },
+  {
+    name: 'rc-send-imm-gather',
+    async run({ a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      fill(src.buf, 2);
+      postRecv(y, dst, 0, 4096, 9n);
+      const wr = sendWr(IBV_WR_SEND_WITH_IMM, src, 0, 100, 3n, { imm_data: 0x12345678 });
+      wr.sg_list!.push({ addr: src.mr.addr + 1000n, length: 200, lkey: src.mr.lkey });
+      wr.num_sge = 2;
+      post(x, wr);
+      wcOk((await pollN(x.cq, 1, 'send'))[0]!, 'send');
+      const [r] = await pollN(y.cq, 1, 'recv');
+      wcOk(r!, 'recv');
+      eq(r!.byte_len, 300, 'byte_len (two SGEs)');
+      check(r!.wc_flags & IBV_WC_WITH_IMM, 'IBV_WC_WITH_IMM');
+      eq(r!.imm_data, 0x12345678, 'imm_data (32 bits unchanged)');
+      sameBytes(dst.buf.subarray(0, 100), src.buf.subarray(0, 100), 'first SGE');
+      sameBytes(dst.buf.subarray(100, 300), src.buf.subarray(1000, 1200), 'second SGE');
+    },
+  },
+  {
+    name: 'rc-write',
+    async run({ a, b }) {
+      const [x] = connectedPair(a, b);
+      const src = mem(a, 16384);
+      const dst = mem(b, 16384);
+      fill(src.buf, 3);
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 10000, 4n, { wr: { rdma: { remote_addr: dst.mr.addr + 64n, rkey: dst.mr.rkey } } }));
+      const [s] = await pollN(x.cq, 1, 'write completion');
+      wcOk(s!, 'write');
+      eq(s!.opcode, IBV_WC_RDMA_WRITE, 'opcode');
+      sameBytes(dst.buf.subarray(64, 10064), src.buf.subarray(0, 10000), 'written bytes');
+      check(dst.buf.subarray(0, 64).every((v) => v === 0) && dst.buf.subarray(10064).every((v) => v === 0), 'bytes around the write untouched');
+    },
+  },
+  {
+    name: 'rc-write-imm',
+    async run({ a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      fill(src.buf, 4);
+      postRecv(y, dst, 0, 0, 11n);
+      post(x, sendWr(IBV_WR_RDMA_WRITE_WITH_IMM, src, 0, 2048, 5n, { imm_data: 0xa1b2c3d4, wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey } } }));
+      wcOk((await pollN(x.cq, 1, 'write'))[0]!, 'write');
+      const [r] = await pollN(y.cq, 1, 'recv');
+      wcOk(r!, 'recv');
+      eq(r!.opcode, IBV_WC_RECV_RDMA_WITH_IMM, 'opcode');
+      eq(r!.imm_data, 0xa1b2c3d4, 'imm_data');
+      eq(r!.byte_len, 2048, 'byte_len');
+      sameBytes(dst.buf.subarray(0, 2048), src.buf.subarray(0, 2048), 'written bytes');
+    },
+  },
+  {
+    name: 'rc-read',
+    async run({ a, b }) {
+      const [x] = connectedPair(a, b);
+      const local = mem(a, 16384);
+      const remote = mem(b, 16384);
+      fill(remote.buf, 5);
+      post(x, sendWr(IBV_WR_RDMA_READ, local, 0, 9000, 6n, { wr: { rdma: { remote_addr: remote.mr.addr + 100n, rkey: remote.mr.rkey } } }));
+      const [s] = await pollN(x.cq, 1, 'read completion');
+      wcOk(s!, 'read');
+      eq(s!.opcode, IBV_WC_RDMA_READ, 'opcode');
+      eq(s!.byte_len, 9000, 'byte_len');
+      sameBytes(local.buf.subarray(0, 9000), remote.buf.subarray(100, 9100), 'read bytes');
+    },
+  },
+  {
+    name: 'rc-atomics',
+    async run({ a, b }) {
+      const [x] = connectedPair(a, b);
+      const local = mem(a, 4096);
+      const remote = mem(b, 4096);
+      const rv = new DataView(remote.buf.buffer, remote.buf.byteOffset);
+      const lv = new DataView(local.buf.buffer, local.buf.byteOffset);
+      rv.setBigUint64(8, 1000n, true);
+      post(x, sendWr(IBV_WR_ATOMIC_FETCH_AND_ADD, local, 0, 8, 1n, { wr: { atomic: { remote_addr: remote.mr.addr + 8n, rkey: remote.mr.rkey, compare_add: 5n, swap: 0n } } }));
+      const [f] = await pollN(x.cq, 1, 'fetch-add');
+      wcOk(f!, 'fetch-add');
+      eq(f!.opcode, IBV_WC_FETCH_ADD, 'opcode');
+      eq(lv.getBigUint64(0, true), 1000n, 'fetched value');
+      eq(rv.getBigUint64(8, true), 1005n, 'added value');
+      post(x, sendWr(IBV_WR_ATOMIC_CMP_AND_SWP, local, 16, 8, 2n, { wr: { atomic: { remote_addr: remote.mr.addr + 8n, rkey: remote.mr.rkey, compare_add: 1005n, swap: 0xdeadbeefcafen } } }));
+      const [c] = await pollN(x.cq, 1, 'cmp-swap');
+      wcOk(c!, 'cmp-swap');
+      eq(c!.opcode, IBV_WC_COMP_SWAP, 'opcode');
+      eq(lv.getBigUint64(16, true), 1005n, 'compared value');
+      eq(rv.getBigUint64(8, true), 0xdeadbeefcafen, 'swapped value');
+    },
+  },
+  {
+    name: 'uc-write',
+    async run({ a, b }) {
+      const [x] = connectedPair(a, b, IBV_QPT_UC);
+      const src = mem(a, 8192);
+      const dst = mem(b, 8192);
+      fill(src.buf, 6);
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 3000, 8n, { wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey } } }));
+      wcOk((await pollN(x.cq, 1, 'UC write'))[0]!, 'UC write');
+      const t0 = Date.now();
+      while (dst.buf[2999] !== src.buf[2999] && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 2));
+      sameBytes(dst.buf.subarray(0, 3000), src.buf.subarray(0, 3000), 'written bytes');
+    },
+  },
+  {
+    name: 'ud-send',
+    async run({ a, b }) {
+      const x = end(a, IBV_QPT_UD);
+      const y = end(b, IBV_QPT_UD);
+      toInit(x);
+      toInit(y);
+      toRts(x, y);
+      toRts(y, x);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      fill(src.buf, 7);
+      postRecv(y, dst, 0, 40 + 1024, 21n);
+      const ah = ibv_create_ah(a.pd, { is_global: 1, port_num: PORT, dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, grh: { dgid: b.gid, sgid_index: a.gidIndex, hop_limit: 64, flow_label: 0, traffic_class: 0 } });
+      post(x, sendWr(IBV_WR_SEND, src, 0, 1000, 22n, { wr: { ud: { ah, remote_qpn: y.qp.qp_num, remote_qkey: QKEY } } }));
+      wcOk((await pollN(x.cq, 1, 'UD send'))[0]!, 'UD send');
+      const [r] = await pollN(y.cq, 1, 'UD recv');
+      wcOk(r!, 'UD recv');
+      eq(r!.byte_len, 1040, 'byte_len (GRH + payload)');
+      eq(r!.src_qp, x.qp.qp_num, 'src_qp');
+      sameBytes(dst.buf.subarray(40, 1040), src.buf.subarray(0, 1000), 'payload after the 40-byte GRH');
+    },
+  },
+  {
+    name: 'srq-recv-and-limit-event',
+    async run({ a, b }) {
+      const srq = ibv_create_srq(b.pd, { attr: { max_wr: 16, max_sge: 1, srq_limit: 0 } });
+      const x = end(a);
+      const y = end(b, IBV_QPT_RC, { srq });
+      toInit(x);
+      toInit(y);
+      toRts(x, y);
+      toRts(y, x);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      fill(src.buf, 8);
+      for (let i = 0; i < 4; i++) {
+        eq(ibv_post_srq_recv(srq, { wr_id: BigInt(100 + i), next: null, num_sge: 1, sg_list: [{ addr: dst.mr.addr + BigInt(i * 1024), length: 1024, lkey: dst.mr.lkey }] }), 0, 'ibv_post_srq_recv');
+      }
+      eq(ibv_modify_srq(srq, { max_wr: 0, max_sge: 0, srq_limit: 3 }, IBV_SRQ_LIMIT), 0, 'arm srq_limit 3');
+      const ev = ibv_get_async_event(b.ctx);
+      for (let i = 0; i < 2; i++) post(x, sendWr(IBV_WR_SEND, src, i * 100, 100, BigInt(i)));
+      const s = await pollN(x.cq, 2, 'sends');
+      s.forEach((w) => wcOk(w, 'send'));
+      const r = await pollN(y.cq, 2, 'SRQ receives');
+      r.forEach((w) => wcOk(w, 'SRQ recv'));
+      eq(r[0]!.wr_id, 100n, 'first SRQ WR consumed first');
+      sameBytes(dst.buf.subarray(1024, 1124), src.buf.subarray(100, 200), 'second message in the second SRQ buffer');
+      const e = await withTimeout(ev, 10_000, 'IBV_EVENT_SRQ_LIMIT_REACHED');
+      eq(e.event_type, IBV_EVENT_SRQ_LIMIT_REACHED, 'async event type');
+      eq(e.element.srq, srq, 'event element');
+      ibv_ack_async_event(e);
+    },
+  },
+  {
+    name: 'rc-rem-access-error-flush',
+    async run({ behaviour, a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 100, 1n, { wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey ^ 0x5a5a00 } } }));
+      post(x, sendWr(IBV_WR_SEND, src, 0, 10, 2n));
+      const [e, f] = await pollN(x.cq, 2, 'error and flush');
+      eq(ibv_wc_status_str(e!.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), 'bad rkey status');
+      eq(e!.wr_id, 1n, 'errored wr_id');
+      eq(ibv_wc_status_str(f!.status), ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR), 'next WR flushed');
+      eq(f!.wr_id, 2n, 'flushed wr_id');
+      const qa = newQpAttr();
+      const init = {} as ibv_qp_init_attr;
+      eq(ibv_query_qp(x.qp, qa, IBV_QP_STATE, init), 0, 'ibv_query_qp');
+      eq(qa.qp_state, IBV_QPS_ERR, 'requester QP state');
+      await new Promise((r) => setTimeout(r, 100));
+      eq(ibv_query_qp(y.qp, qa, IBV_QP_STATE, init), 0, 'ibv_query_qp (responder)');
+      eq(qa.qp_state, IBV_QPS_ERR, 'responder QP state');
+      postRecv(y, dst, 0, 10, 3n); // the responder QP is in error too: its receive is flushed
+      if (behaviour === 'rxe') {
+        const n = ibv_poll_cq(y.cq, 1, newWcArray(1));
+        await new Promise((r) => setTimeout(r, 1000));
+        eq(n + ibv_poll_cq(y.cq, 1, newWcArray(1)), 0, 'rxe: no flush completion for a receive posted in ERR');
+      } else {
+        const [g] = await pollN(y.cq, 1, 'responder flush');
+        eq(ibv_wc_status_str(g!.status), ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR), 'responder receive flushed');
+      }
+    },
+  },
+  {
+    name: 'rc-rnr-retry-exceeded',
+    async run({ a, b }) {
+      const [x] = connectedPair(a, b, IBV_QPT_RC, { rnrRetry: 0 });
+      const src = mem(a, 4096);
+      post(x, sendWr(IBV_WR_SEND, src, 0, 10, 1n));
+      const [e] = await pollN(x.cq, 1, 'RNR');
+      eq(ibv_wc_status_str(e!.status), ibv_wc_status_str(IBV_WC_RNR_RETRY_EXC_ERR), 'status');
+    },
+  },
+  {
+    name: 'rc-recv-overflow',
+    async run({ behaviour, a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      postRecv(y, dst, 0, 100, 5n);
+      post(x, sendWr(IBV_WR_SEND, src, 0, 500, 1n));
+      const rxe = behaviour === 'rxe';
+      const [s] = await pollN(x.cq, 1, 'sender');
+      eq(ibv_wc_status_str(s!.status), ibv_wc_status_str(rxe ? IBV_WC_REM_OP_ERR : IBV_WC_REM_INV_REQ_ERR), `sender status (${behaviour})`);
+      const [r] = await pollN(y.cq, 1, 'receiver');
+      eq(ibv_wc_status_str(r!.status), ibv_wc_status_str(rxe ? IBV_WC_LOC_QP_OP_ERR : IBV_WC_LOC_LEN_ERR), `receiver status (${behaviour})`);
+    },
+  },
+  {
+    name: 'completion-event',
+    async run({ a, b }) {
+      const ch = ibv_create_comp_channel(b.ctx);
+      const x = end(a);
+      const y = end(b, IBV_QPT_RC, { channel: ch });
+      toInit(x);
+      toInit(y);
+      toRts(x, y);
+      toRts(y, x);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      postRecv(y, dst, 0, 64, 1n);
+      eq(ibv_req_notify_cq(y.cq, 0), 0, 'ibv_req_notify_cq');
+      const ev = ibv_get_cq_event(ch);
+      let settled = false;
+      void ev.then(() => (settled = true), () => (settled = true));
+      await new Promise((r) => setTimeout(r, 20));
+      check(!settled, 'no event before anything completes');
+      post(x, sendWr(IBV_WR_SEND, src, 0, 64, 2n));
+      const got = await withTimeout(ev, 10_000, 'ibv_get_cq_event');
+      eq(got.cq, y.cq, 'the event names the CQ');
+      ibv_ack_cq_events(y.cq, 1);
+      wcOk((await pollN(y.cq, 1, 'recv after the event'))[0]!, 'recv');
+      wcOk((await pollN(x.cq, 1, 'send'))[0]!, 'send');
+    },
+  },
+  {
+    name: 'qp-state-machine',
+    async run({ a }) {
+      const x = end(a);
+      const qa = newQpAttr();
+      const init = {} as ibv_qp_init_attr;
+      eq(ibv_query_qp(x.qp, qa, IBV_QP_STATE, init), 0, 'query');
+      eq(qa.qp_state, IBV_QPS_RESET, 'new QP state');
+      eq(init.cap.max_send_wr >= 16, true, 'init_attr.cap.max_send_wr >= requested');
+      const r = newQpAttr();
+      r.qp_state = IBV_QPS_RTR;
+      eq(ibv_modify_qp(x.qp, r, IBV_QP_STATE), 22, 'RESET -> RTR is EINVAL');
+      toInit(x);
+      eq(ibv_query_qp(x.qp, qa, IBV_QP_STATE, init), 0, 'query');
+      eq(qa.qp_state, IBV_QPS_INIT, 'state after INIT');
+      eq(x.qp.state, IBV_QPS_INIT, 'ibv_qp.state cached');
+      const e = newQpAttr();
+      e.qp_state = IBV_QPS_ERR;
+      eq(ibv_modify_qp(x.qp, e, IBV_QP_STATE), 0, 'INIT -> ERR');
+      e.qp_state = IBV_QPS_RESET;
+      eq(ibv_modify_qp(x.qp, e, IBV_QP_STATE), 0, 'ERR -> RESET');
+      eq(ibv_query_qp(x.qp, qa, IBV_QP_STATE, init), 0, 'query');
+      eq(qa.qp_state, IBV_QPS_RESET, 'back in RESET');
+    },
+  },
+  {
+    name: 'post-send-bad-wr',
+    async run({ a, b }) {
+      const [x] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      const w1 = sendWr(IBV_WR_RDMA_WRITE, src, 0, 8, 1n, { wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey } } });
+      const w2 = sendWr(IBV_WR_RDMA_WRITE, src, 0, 8, 2n, { wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey } } });
+      const qa = newQpAttr();
+      const init = {} as ibv_qp_init_attr;
+      eq(ibv_query_qp(x.qp, qa, IBV_QP_STATE, init), 0, 'query');
+      const over = init.cap.max_send_sge + 1; // one SGE over what the QP has
+      w2.sg_list = Array.from({ length: over }, () => ({ ...w1.sg_list![0]! }));
+      w2.num_sge = over;
+      w1.next = w2;
+      const bad: BadWr<ibv_send_wr> = {};
+      eq(ibv_post_send(x.qp, w1, bad), 22, 'EINVAL');
+      eq(bad.wr, w2, 'bad_wr is the second WR');
+      const [c] = await pollN(x.cq, 1, 'the first WR still runs');
+      wcOk(c!, 'first WR');
+      eq(c!.wr_id, 1n, 'wr_id');
+    },
+  },
+];
