@@ -404,6 +404,12 @@ export class SimDevice {
         this.#backoffNs = Math.min(MAX_BACKOFF_NS, this.#backoffNs * 2);
       }
     }
+    this.#planTimer(now);
+  }
+
+  /** The transport timer event at the pipeline's nextDeadline() (or none). */
+  #planTimer(now: number): void {
+    const sched = this.sched;
     const d = this.nic.nextDeadline();
     const ev = this.#timerEv;
     if (d === Infinity) {
@@ -514,8 +520,11 @@ export class SimDevice {
       this.sched.schedule(this.#rxEv, this.#rxDue[this.#rxHead]!);
     }
     this.#backoffNs = FIRST_BACKOFF_NS;
-    // What the frames caused (responses, retransmissions, a stopped timer): poll now.
-    this.schedulePoll(now);
+    // What the frames caused (responses, retransmissions): poll now. A frame that gave the
+    // pipeline nothing to send (most packets of a WRITE) needs no poll: only the transport
+    // timer may have moved (started, stopped), and a timer due now has its own event now.
+    if (this.nic.busy()) this.schedulePoll(now);
+    else this.#planTimer(now);
   }
 
   // ---- posted writes: CQEs and events ---------------------------------------
