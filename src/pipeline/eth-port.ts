@@ -20,7 +20,7 @@
 import { bad, count, list, type ParamSpec, type ParamValues, resolveParams } from '../device/params.js';
 import { ArpOp, decodeArpFrame, encodeArpReply, encodeArpRequest } from '../wire/arp.js';
 import { RnicError } from '../wire/errors.js';
-import { EtherType, formatMac, parseMac, readEthernet } from '../wire/ethernet.js';
+import { ETH_HEADER_LENGTH, EtherType, formatMac, parseMac } from '../wire/ethernet.js';
 import { formatIpv4, formatIpv6, IP_PROTO_UDP, parseIpv4, parseIpv6 } from '../wire/ip.js';
 import {
   ALL_NODES_ADDRESS, decodeNdFrame, encodeNeighborAdvertisement, encodeNeighborSolicitation, Icmpv6Type,
@@ -265,6 +265,16 @@ function sameMac(a: Uint8Array, aOff: number, b: Uint8Array): boolean {
   return true;
 }
 
+/** a[aOff, aOff+n) equals b[bOff, bOff+n). */
+function sameBytes(a: Uint8Array, aOff: number, b: Uint8Array, n: number, bOff = 0): boolean {
+  for (let i = 0; i < n; i++) if (a[aOff + i] !== b[bOff + i]) return false;
+  return true;
+}
+
+function isStationMacAt(m: Uint8Array, o: number): boolean {
+  return (m[o]! & 1) === 0 && (m[o]! | m[o + 1]! | m[o + 2]! | m[o + 3]! | m[o + 4]! | m[o + 5]!) !== 0;
+}
+
 function isStationMac(m: Uint8Array): boolean {
   return (m[0]! & 1) === 0 && (m[0]! | m[1]! | m[2]! | m[3]! | m[4]! | m[5]!) !== 0;
 }
@@ -297,6 +307,12 @@ export class EthPort {
   readonly #neigh = new Map<AddrKey, NeighborEntry>();
   /** Unresolved addresses: when the last solicitation went out. */
   readonly #pending = new Map<AddrKey, bigint>();
+  /** Bumped on every change to #neigh (see #learnFromRoce's shortcut). */
+  #neighGen = 0;
+  /** The last RoCE source found in the table unchanged: address (4 or 16 bytes) at 0, MAC at 16. */
+  readonly #lastSrc = new Uint8Array(22);
+  #lastSrcLen = 0;
+  #lastSrcGen = -1;
   #sink: FrameSink | null = null;
   #capture: PcapWriter | null = null;
 
@@ -337,6 +353,7 @@ export class EthPort {
       this.#v6.push(bytes);
     }
     this.#own.set(key, bytes);
+    this.#neighGen++;
     this.#neigh.delete(key);
     this.#pending.delete(key);
   }
@@ -347,6 +364,7 @@ export class EthPort {
     const bytes = this.#own.get(key);
     if (!bytes) return false;
     this.#own.delete(key);
+    this.#neighGen++;
     this.#v4 = this.#v4.filter((a) => a !== bytes);
     this.#v6 = this.#v6.filter((a) => a !== bytes);
     return true;
@@ -456,10 +474,17 @@ export class EthPort {
     if (this.#capture) this.#capture.write(frame, this.#clock.nowNs());
     c[PortCtr.RX_PACKETS]!++;
     c[PortCtr.RX_BYTES]! += frame.length;
-    const e = readEthernet(frame, 0);
-    if (!e || !this.#acceptsDst(e.eth.dst)) return this.#ignore();
-    const p = e.next;
-    switch (e.eth.etherType) {
+    // The Ethernet header read in place (no views, no objects): dst at 0, src at 6.
+    if (frame.length < ETH_HEADER_LENGTH || !this.#acceptsDst(frame)) return this.#ignore();
+    let p = 12;
+    let etherType = (frame[12]! << 8) | frame[13]!;
+    if (etherType === EtherType.VLAN) {
+      if (frame.length < ETH_HEADER_LENGTH + 4) return this.#ignore();
+      p = 16;
+      etherType = (frame[16]! << 8) | frame[17]!;
+    }
+    p += 2;
+    switch (etherType) {
       case EtherType.ARP:
         this.#onArp(frame);
         return 'consumed';
@@ -469,8 +494,8 @@ export class EthPort {
       case EtherType.ROCE: {
         // GRH: SGID at +8, DGID at +24. A truncated one goes to the parser, which counts it.
         if (frame.length >= p + 40) {
-          if (!this.#own.has(keyAt(frame, p + 24, 16))) return this.#ignore();
-          this.#learnFromRoce(frame, p + 8, 16, e.eth.src);
+          if (!this.#ownsAt(frame, p + 24, 16)) return this.#ignore();
+          this.#learnFromRoce(frame, p + 8, 16);
         }
         return this.#rdma();
       }
@@ -480,8 +505,8 @@ export class EthPort {
         const udp = p + ihl;
         if (ihl < 20 || frame[p + 9] !== IP_PROTO_UDP || frame.length < udp + 4) return this.#ignore();
         if (((frame[udp + 2]! << 8) | frame[udp + 3]!) !== ROCE_V2_UDP_PORT) return this.#ignore();
-        if (!this.#own.has(keyAt(frame, p + 16, 4))) return this.#ignore();
-        this.#learnFromRoce(frame, p + 12, 4, e.eth.src);
+        if (!this.#ownsAt(frame, p + 16, 4)) return this.#ignore();
+        this.#learnFromRoce(frame, p + 12, 4);
         return this.#rdma();
       }
       case EtherType.IPV6: {
@@ -496,8 +521,8 @@ export class EthPort {
         const udp = p + 40;
         if (nh !== IP_PROTO_UDP || frame.length < udp + 4) return this.#ignore();
         if (((frame[udp + 2]! << 8) | frame[udp + 3]!) !== ROCE_V2_UDP_PORT) return this.#ignore();
-        if (!this.#own.has(keyAt(frame, p + 24, 16))) return this.#ignore();
-        this.#learnFromRoce(frame, p + 8, 16, e.eth.src);
+        if (!this.#ownsAt(frame, p + 24, 16)) return this.#ignore();
+        this.#learnFromRoce(frame, p + 8, 16);
         return this.#rdma();
       }
       default:
@@ -515,7 +540,22 @@ export class EthPort {
     return 'rdma';
   }
 
-  /** The MAC filter: our address, broadcast, PAUSE/PFC, IPv6 all-nodes and our solicited-node groups. */
+  /**
+   * Whether the address at frame[off, off+len) is one of ours, without a
+   * key: IPv4 as a number, IPv6 compared byte by byte with our few
+   * addresses (a v4-mapped GID as its IPv4).
+   */
+  #ownsAt(frame: Uint8Array, off: number, len: 4 | 16): boolean {
+    if (len === 16 && isV4Mapped(frame, off)) {
+      off += 12;
+      len = 4;
+    }
+    if (len === 4) return this.#own.has(((frame[off]! << 24) | (frame[off + 1]! << 16) | (frame[off + 2]! << 8) | frame[off + 3]!) >>> 0);
+    for (const a of this.#v6) if (sameBytes(frame, off, a, 16)) return true;
+    return false;
+  }
+
+  /** The MAC filter: our address, broadcast, PAUSE/PFC, IPv6 all-nodes and our solicited-node groups (dst at d[0..6)). */
   #acceptsDst(d: Uint8Array): boolean {
     if (this.params.promiscuous) return true;
     if ((d[0]! & 1) === 0) return sameMac(d, 0, this.#mac);
@@ -596,8 +636,16 @@ export class EthPort {
     }
   }
 
-  #learnFromRoce(frame: Uint8Array, srcOff: number, len: 4 | 16, srcMac: Uint8Array): void {
-    if (!isStationMac(srcMac)) return;
+  /**
+   * Learns the source of a RoCE frame (MAC at frame[6..12)). The steady
+   * state (the same neighbour again) builds no key: the last source learned
+   * or confirmed is remembered with the table's generation, and a frame
+   * from it while the table is unchanged returns at once.
+   */
+  #learnFromRoce(frame: Uint8Array, srcOff: number, len: 4 | 16): void {
+    const last = this.#lastSrc;
+    if (this.#lastSrcGen === this.#neighGen && this.#lastSrcLen === len && sameBytes(frame, srcOff, last, len) && sameBytes(frame, 6, last, 6, 16)) return;
+    if (!isStationMacAt(frame, 6)) return;
     // Never learn a multicast, broadcast, unspecified or own source.
     if (len === 4 || isV4Mapped(frame, srcOff)) {
       const b = frame[len === 4 ? srcOff : srcOff + 12]!;
@@ -608,17 +656,25 @@ export class EthPort {
     const key = keyAt(frame, srcOff, len);
     if (this.#own.has(key)) return;
     const e = this.#neigh.get(key);
-    if (e && sameMac(e.mac, 0, srcMac)) return; // the common case: nothing changed, nothing allocated
+    if (e && sameMac(frame, 6, e.mac)) {
+      // The common case: nothing changed. Remember it, so the next frame from it costs no key.
+      for (let i = 0; i < len; i++) last[i] = frame[srcOff + i]!;
+      for (let i = 0; i < 6; i++) last[16 + i] = frame[6 + i]!;
+      this.#lastSrcLen = len;
+      this.#lastSrcGen = this.#neighGen;
+      return;
+    }
     if (e) {
       // A RoCE frame is not proof of a new MAC (it is learned before its ICRC is
       // checked): only ARP, ND or a static entry moves a known neighbour.
       this.counterArray[PortCtr.NEIGH_LEARN_DROPPED]!++;
       return;
     }
-    this.#learn(key, frame.subarray(srcOff, srcOff + len), srcMac, 'roce');
+    this.#learn(key, frame.subarray(srcOff, srcOff + len), frame.subarray(6, 12), 'roce');
   }
 
   #learn(key: AddrKey, ip: Uint8Array, mac: Uint8Array, source: NeighborSource): void {
+    this.#neighGen++;
     const old = this.#neigh.get(key);
     this.#pending.delete(key);
     const now = this.#clock.nowNs();
@@ -707,6 +763,7 @@ export class EthPort {
 
   /** Forgets one neighbour (or all with no argument). */
   forgetNeighbor(ip?: Uint8Array): void {
+    this.#neighGen++;
     if (!ip) {
       this.#neigh.clear();
       this.#pending.clear();
