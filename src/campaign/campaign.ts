@@ -31,11 +31,28 @@ export interface CampaignRunOptions {
   readonly stop?: { requested: boolean };
 }
 
-/** A scenario file, one work request per line (readable, diffable). */
+/** A scenario file: two-space JSON, with each work request, fault rule and short object or list on one line. */
 export function formatScenario(json: ScenarioJson): string {
-  const text = JSON.stringify(json, null, 2);
-  // Collapse each WR object and fault rule onto one line.
-  return text.replace(/\{\n\s+("op"|"action")[^{}]*?\n\s+\}/g, (m) => m.replace(/\n\s+/g, ' ').replace('{ ', '{ ').replace(/ \}$/, ' }')) + '\n';
+  return `${pretty(json, '', 0)}\n`;
+}
+
+/** One line for a value whose JSON is short (or a WR or fault rule), otherwise one line per member. */
+function pretty(v: unknown, indent: string, depth: number): string {
+  const flat = JSON.stringify(v);
+  if (typeof v !== 'object' || v === null) return flat;
+  const isEntry = !Array.isArray(v) && ('op' in v || 'action' in v);
+  if (depth > 0 && (flat.length <= 100 || isEntry)) return oneLine(v);
+  const inner = indent + '  ';
+  if (Array.isArray(v)) return v.length === 0 ? '[]' : `[\n${v.map((x) => inner + pretty(x, inner, depth + 1)).join(',\n')}\n${indent}]`;
+  const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
+  return entries.length === 0 ? '{}' : `{\n${entries.map(([k, x]) => `${inner}${JSON.stringify(k)}: ${pretty(x, inner, depth + 1)}`).join(',\n')}\n${indent}}`;
+}
+
+function oneLine(v: unknown): string {
+  if (typeof v !== 'object' || v === null) return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(oneLine).join(', ')}]`;
+  const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
+  return entries.length === 0 ? '{}' : `{ ${entries.map(([k, x]) => `${JSON.stringify(k)}: ${oneLine(x)}`).join(', ')} }`;
 }
 
 export async function runCampaign(o: CampaignRunOptions): Promise<CampaignSummary> {

@@ -1,6 +1,9 @@
 /** Shrinking keeps the failure class and makes the scenario small; judging classes findings. */
 import { describe, expect, it } from 'vitest';
+import { formatScenario } from '../../src/campaign/campaign.js';
+import { DEFAULT_CAMPAIGN } from '../../src/campaign/config.js';
 import { inlineExecutor } from '../../src/campaign/executor.js';
+import { generateScenario } from '../../src/campaign/generator.js';
 import type { ScenarioJson } from '../../src/campaign/generator.js';
 import { classOf, judge } from '../../src/campaign/invariants.js';
 import { runJudged } from '../../src/campaign/run-seed.js';
@@ -92,5 +95,16 @@ describe('judging', () => {
     expect(v.ok).toBe(false);
     expect(v.failures).toEqual(['q: WR 1 (send) has no completion in the timeline']);
     expect(v.primary).toBe('UC timeline');
+  });
+});
+
+describe('scenario files', () => {
+  it('are the same JSON, one work request and one fault rule per line', () => {
+    const j = generateScenario(DEFAULT_CAMPAIGN, 42);
+    const text = formatScenario(j);
+    expect(JSON.parse(text)).toEqual(j);
+    const wrs = j.traffic.reduce((n, t) => n + (t.wrs as unknown[]).length, 0);
+    expect(text.split('\n').filter((l) => /^\s*\{ "op": /.test(l)).length).toBe(wrs);
+    expect(text.split('\n').filter((l) => /^\s*\{ "action": /.test(l)).length).toBe(j.faults.length);
   });
 });
