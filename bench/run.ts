@@ -1,12 +1,16 @@
 /** `npm run bench`: every benchmark, each beside its in-run baseline. */
 import { benchCampaign, printCampaign } from './campaign.bench.js';
 import { benchObjects, printObjects } from './objects.bench.js';
+import { saveBaseline, vsBaseline } from './baseline.js';
 import { benchSimModel, printSimModel } from './sim-model.bench.js';
+import { benchSimStream, printSimStream } from './sim-stream.bench.js';
 import { benchLink, benchScheduler, printLink, printScheduler } from './sim.bench.js';
 import { benchVerbs, printVerbs } from './verbs.bench.js';
 import { benchWire, printWire } from './wire.bench.js';
 
-const only = process.argv[2];
+const args = process.argv.slice(2);
+const save = args.includes('--save-baseline');
+const only = args.find((a) => !a.startsWith('--'));
 console.log(`rnic-model benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 if (!only || only === 'wire') printWire(benchWire());
 if (!only || only === 'sim') {
@@ -14,7 +18,11 @@ if (!only || only === 'sim') {
   printLink(benchLink());
 }
 if (!only || only === 'verbs') printVerbs(benchVerbs());
-if (!only || only === 'sim') printSimModel([await benchSimModel()]);
+if (!only || only === 'sim') {
+  printSimStream([await benchSimStream({ messageBytes: 65536 }), await benchSimStream({ messageBytes: 4096 })], vsBaseline);
+  printSimModel([await benchSimModel()]);
+}
 if (!only || only === 'objects') printObjects(await benchObjects());
 if (!only || only === 'campaign') printCampaign(await benchCampaign());
+if (save) saveBaseline();
 process.exit(0);

@@ -1,0 +1,58 @@
+/**
+ * The saved baseline a later `npm run bench` is compared with
+ * (bench/baseline.json, committed). Each entry is a figure's median and the
+ * same-run reference it was measured beside (the scheduler's no-queue loop),
+ * so a comparison can be read two ways: raw (this machine now vs then) and
+ * normalized by the reference (which cancels most of a shared machine's
+ * load). A normalized drop of more than 15% is flagged as a regression.
+ *
+ * `npm run bench -- sim --save-baseline` rewrites the entries it measured.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export interface BaselineEntry {
+  /** The figure's median (higher is better). */
+  value: number;
+  /** The same-run reference (no-queue loop callbacks/s). */
+  reference: number;
+  measured: string;
+}
+
+export interface BaselineFile {
+  note: string;
+  entries: Record<string, BaselineEntry>;
+}
+
+/** bench/baseline.json in the source tree (the bench runs from dist/bench). */
+const PATH = fileURLToPath(new URL('../../bench/baseline.json', import.meta.url));
+
+export function loadBaseline(): BaselineFile {
+  try {
+    return JSON.parse(readFileSync(PATH, 'utf8')) as BaselineFile;
+  } catch {
+    return { note: '', entries: {} };
+  }
+}
+
+const fresh: Record<string, BaselineEntry> = {};
+
+/** "vs baseline" text for one figure, and remembers it for saveBaseline(). */
+export function vsBaseline(key: string, value: number, reference: number): string {
+  fresh[key] = { value, reference, measured: new Date().toISOString() };
+  const b = loadBaseline().entries[key];
+  if (!b) return 'vs baseline: none saved';
+  const raw = value / b.value;
+  const norm = value / reference / (b.value / b.reference);
+  const flag = norm < 0.85 ? '  REGRESSION' : '';
+  return `vs baseline: x${raw.toFixed(2)} raw, x${norm.toFixed(2)} per no-queue callback${flag}`;
+}
+
+/** Writes what this run measured over the saved entries of the same keys. */
+export function saveBaseline(): void {
+  const f = loadBaseline();
+  f.note ||= 'medians of npm run bench, each beside the no-queue loop measured in the same run; rewrite with npm run bench -- sim --save-baseline';
+  Object.assign(f.entries, fresh);
+  writeFileSync(PATH, `${JSON.stringify(f, null, 2)}\n`);
+  console.log(`baseline saved: ${Object.keys(fresh).join(', ')} -> bench/baseline.json`);
+}
