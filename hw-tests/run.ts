@@ -1,0 +1,104 @@
+/**
+ * `npm run hw-test`: the hw-tests on the model (rnic0 + rnic1, on this host)
+ * and on a real device through the rdma-core provider (rxe0 in a QEMU guest,
+ * see guest.ts), then one table: per test and provider, passed, failed, or a
+ * named device difference.
+ *
+ *   npm run hw-test [-- test-name-substring ...]
+ *
+ * Exit status: 0 when nothing failed, 1 when a test failed, 3 when the
+ * guest cannot run here (no QEMU, not x86-64 Linux, packages missing): the
+ * model half still ran and is reported. RNIC_HW_ACCEL=kvm|tcg skips the KVM
+ * probe; RNIC_HW_TIMEOUT (seconds, default 600) bounds the guest run.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { boot, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
+import type { CaseResult } from './run-cases.js';
+
+const filter = process.argv.slice(2);
+const ENV_SKIP = 3;
+
+function parse(out: string): CaseResult[] {
+  return out.split('\n').filter((l) => l.startsWith('HWTEST ')).map((l) => JSON.parse(l.slice(7)) as CaseResult);
+}
+
+function say(s: string): void {
+  console.log(s);
+}
+
+// 1. The model, on this host (a child process: the model's threads end with it).
+const t0 = Date.now();
+const m = spawnSync(process.execPath, [join(PROJECT, 'dist/hw-tests/run-cases.js'), 'rnic0', 'rnic1', ...filter], {
+  encoding: 'utf8', env: { ...process.env, RNIC_NO_RDMA_CORE: '1' }, timeout: 300_000,
+});
+const model = parse(m.stdout);
+if (model.length === 0) say(`hw-test: the model run printed no results (exit ${m.status}):\n${m.stderr.slice(-2000)}`);
+say(`hw-test: model: ${model.length} tests in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+// 2. rxe0 in the guest.
+let real: CaseResult[] = [];
+let guestNote = '';
+let envProblem: string | null = qemuUsable();
+if (!envProblem && process.getuid?.() === 0) {
+  const missing = ensureHostPackages();
+  if (missing.length) envProblem = `missing Debian packages: ${missing.join(' ')}`;
+}
+if (!envProblem) envProblem = qemuUsable();
+if (!envProblem) {
+  const b = spawnSync(process.execPath, [join(PROJECT, 'src/driver/rdma-core/native/build.mjs')], {
+    encoding: 'utf8', env: { ...process.env, RNIC_RDMA_CORE_BUILD: 'require' },
+  });
+  if (b.status !== 0) {
+    say(`hw-test: the rdma-core addon does not build:\n${b.stdout}${b.stderr.slice(-3000)}`);
+    real.push({ test: 'addon-build', provider: 'rdma-core', device: '-', result: 'failed', detail: 'node-gyp failed', ms: 0 });
+  }
+}
+if (!envProblem && real.length === 0) {
+  try {
+    const k = ensureKernel();
+    const initrd = ensureInitramfs(k);
+    const accel = await pickAccel(k.vmlinuz, initrd);
+    const f = filter.map((x) => `'${x.replace(/'/g, '')}'`).join(' ');
+    const job = [
+      'export RNIC_NO_MODEL=1',
+      'rdma link add rxe0 type rxe netdev dummy0 || echo "rdma link add failed" >&2',
+      `node dist/hw-tests/run-cases.js rxe0 rxe0 ${f}`,
+      filter.length === 0 || filter.some((x) => /devinfo|pingpong/.test(x)) ? 'node dist/hw-tests/guest-examples.js rxe0 1' : '',
+      'exit 0',
+    ].join('\n') + '\n';
+    const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 600) * 1000;
+    const t1 = Date.now();
+    const r = await boot(accel, k.vmlinuz, initrd, job, timeout);
+    real = parse(r.stdout);
+    guestNote = `guest: ${accel.toUpperCase()}, ready in ${r.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s`;
+    if (r.timedOut) guestNote += `, killed after ${timeout / 1000} s`;
+    if (r.status === null || real.length === 0) {
+      say(`hw-test: the guest run did not complete (${guestNote}); console tail:\n${r.console.slice(-2500)}\nstderr:\n${r.stderr.slice(-2000)}`);
+      real.push({ test: 'guest-run', provider: 'rdma-core', device: 'rxe0', result: 'failed', detail: r.timedOut ? 'timed out' : 'no results', ms: 0 });
+    } else if (r.stderr.trim()) {
+      say(`hw-test: guest stderr:\n${r.stderr.trim().split('\n').slice(-15).join('\n')}`);
+    }
+  } catch (e) {
+    envProblem = `the guest could not be built: ${(e as Error).message}`;
+  }
+}
+
+// 3. The table.
+const names = [...new Set([...model, ...real].map((r) => r.test))];
+const cell = (r: CaseResult | undefined) => (r ? r.result : '-');
+const w = Math.max(...names.map((n) => n.length), 10);
+say('');
+say(`${'test'.padEnd(w)}  ${'model'.padEnd(10)}  rdma-core (rxe0)`);
+for (const n of names) {
+  const a = model.find((r) => r.test === n);
+  const b = real.find((r) => r.test === n);
+  say(`${n.padEnd(w)}  ${cell(a).padEnd(10)}  ${cell(b)}`);
+}
+const all = [...model, ...real];
+for (const r of all.filter((x) => x.result !== 'passed' && x.detail)) say(`  ${r.result}: ${r.test} on ${r.provider}: ${r.detail}`);
+const count = (k: CaseResult['result']) => all.filter((r) => r.result === k).length;
+if (guestNote) say(guestNote);
+if (envProblem) say(`hw-test: the real-device half did not run: ${envProblem}`);
+say(`hw-test: ${count('passed')} passed, ${count('failed')} failed, ${count('difference')} device differences${envProblem ? ' (guest not run)' : ''}`);
+process.exit(count('failed') > 0 || model.length === 0 ? 1 : envProblem ? ENV_SKIP : 0);
