@@ -67,7 +67,13 @@ export async function runCampaign(o: CampaignRunOptions): Promise<CampaignSummar
   const saves: Promise<void>[] = [];
 
   const onFailure = async (r: SeedResult): Promise<void> => {
-    const json = r.scenario!;
+    if (!r.scenario) {
+      // The seed never ran (its worker failed): nothing to save.
+      failures.push({ seed: r.seed, primary: r.primary ?? 'crash', classes: r.classes, failures: r.failures, file: null, original: null, size: { before: { qps: 0, wrs: 0, faults: 0, bytes: 0 }, after: null } });
+      o.progress.note(`seed ${r.seed} failed: ${r.failures[0] ?? r.primary}`);
+      return;
+    }
+    const json = r.scenario;
     let file: string | null = null;
     let original: string | null = null;
     let after: FailureRecord['size']['after'] = null;

@@ -27,11 +27,15 @@ export function poolExecutor(jobs: number): Executor {
     idleTimeout: 60_000,
   });
   const run = <T>(t: CampaignTask): Promise<T> => pool.run(t) as Promise<T>;
+  // A task that could not run at all (the worker died, its modules failed to load) is a crash
+  // of that seed, reported with the error, not the end of the campaign.
+  const why = (e: unknown) => `worker: ${(e as { code?: string }).code ?? (e as Error).name}: ${(e as Error).message}`;
+  const crash = (e: unknown) => ({ ok: false, classes: ['crash'], primary: 'crash', failures: [why(e)], eventsRun: 0, virtualNs: 0, crashed: why(e) });
   return {
     jobs,
-    seed: (campaign, seed) => run<SeedResult>({ kind: 'seed', campaign, seed }),
-    scenario: (json, source) => run<JudgedRun>({ kind: 'scenario', json, source }),
-    record: (json, source) => run<RecordedRun>({ kind: 'record', json, source }),
+    seed: (campaign, seed) => run<SeedResult>({ kind: 'seed', campaign, seed }).catch((e: unknown) => ({ ...crash(e), seed, wallMs: 0, scenario: null })),
+    scenario: (json, source) => run<JudgedRun>({ kind: 'scenario', json, source }).catch(crash),
+    record: (json, source) => run<RecordedRun>({ kind: 'record', json, source }).catch(() => ({ ok: false, primary: 'crash', hits: [], truncated: false, onsetNs: 0, qpnBase: null })),
     close: () => pool.destroy(),
   };
 }
