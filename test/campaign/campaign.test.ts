@@ -37,7 +37,7 @@ describe('rnic campaign', () => {
     } finally {
       await pool.close();
     }
-  });
+  }, 120_000);
 
   it('a clean campaign exits 0 with a summary', () => {
     const r = rnic('campaign', '--seeds', '6', '--jobs', '2', '--json', 'clean.json', '--quiet');
@@ -67,7 +67,7 @@ describe('rnic campaign', () => {
     expect(verify.join('\n')).toMatch(/completed with IBV_WC_RETRY_EXC_ERR/);
     // The original replays too.
     expect(rnic('sim', join('fails', `seed-${f.seed}.orig.json`), '--out', 'replay-orig', '--quiet').status).toBe(3);
-  });
+  }, 240_000);
 
   it('--time-budget stops starting seeds and says so', () => {
     const r = rnic('campaign', '--seeds', '100000', '--jobs', '1', '--time-budget', '2s', '--json', '-', '--quiet');
