@@ -15,7 +15,7 @@ import { QPC } from '../device/contexts.js';
 import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
 import { Op, OPCODES, Position, type Packet, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
-import { scatter, remoteOffset } from './dma.js';
+import { copyBytes, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
 import { psnAdd, psnCompare } from './psn.js';
 import type { QpCtx, ResponderResource } from './qp-ctx.js';
@@ -300,7 +300,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
     return false;
   }
   if (len > 0) {
-    mem.u8.set(p.payload, q.writeHostOff);
+    copyBytes(mem.u8, q.writeHostOff, p.payload, 0, len);
     q.writeHostOff += len;
     q.writeLeft -= len;
   }

@@ -1,6 +1,7 @@
 /** The responder's transmit side: ACKs, NAKs, read responses and atomic ACKs, in order. */
 import { Op } from '../wire/index.js';
 import type { NicCore } from './core.js';
+import { copyBytes } from './dma.js';
 import { connectedPath } from './paths.js';
 import { psnAdd } from './psn.js';
 import type { QpCtx } from './qp-ctx.js';
@@ -39,7 +40,7 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, single
         : last ? Op.RC_RDMA_READ_RESPONSE_LAST : Op.RC_RDMA_READ_RESPONSE_MIDDLE;
       path.setAeth(r.syndrome, q.msn);
       const b = path.begin(op, psnAdd(r.psn, r.sent), q.destQpn, 0, 0, n);
-      if (n > 0) b.payload.set(mem.u8.subarray(r.hostOff, r.hostOff + n));
+      if (n > 0) copyBytes(b.payload, 0, mem.u8, r.hostOff, n);
       frame = b.frame;
       r.hostOff += n;
       r.left -= n;
