@@ -65,13 +65,16 @@ if (!envProblem && real.length === 0) {
       'rdma link add rxe0 type rxe netdev dummy0 || echo "rdma link add failed" >&2',
       `node dist/hw-tests/run-cases.js rxe0 rxe0 ${f}`,
       filter.length === 0 || filter.some((x) => /devinfo|pingpong/.test(x)) ? 'node dist/hw-tests/guest-examples.js rxe0 1' : '',
+      filter.length === 0 || filter.includes('bench') ? 'node dist/bench/rdma-core.bench.js rxe0' : '',
       'exit 0',
     ].join('\n') + '\n';
     const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 600) * 1000;
     const t1 = Date.now();
     const r = await boot(accel, k.vmlinuz, initrd, job, timeout);
     real = parse(r.stdout);
-    guestNote = `guest: ${accel.toUpperCase()}, ready in ${r.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s`;
+    const bench = r.stdout.split('\n').filter((l) => / ns\/op$/.test(l));
+    if (bench.length) guestNote += `rdma-core binding on rxe0 (${accel.toUpperCase()} guest: inflated several times over hardware):\n  ${bench.join('\n  ')}\n`;
+    guestNote += `guest: ${accel.toUpperCase()}, ready in ${r.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s`;
     if (r.timedOut) guestNote += `, killed after ${timeout / 1000} s`;
     if (r.status === null || real.length === 0) {
       say(`hw-test: the guest run did not complete (${guestNote}); console tail:\n${r.console.slice(-2500)}\nstderr:\n${r.stderr.slice(-2000)}`);
