@@ -76,7 +76,11 @@ if (!envProblem && real.length === 0) {
     if (bench.length) guestNote += `rdma-core binding on rxe0 (${accel.toUpperCase()} guest: inflated several times over hardware):\n  ${bench.join('\n  ')}\n`;
     guestNote += `guest: ${accel.toUpperCase()}, ready in ${r.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s`;
     if (r.timedOut) guestNote += `, killed after ${timeout / 1000} s`;
-    if (r.status === null || real.length === 0) {
+    if (r.bootSeconds === null) {
+      // QEMU ran but the guest never came up: this machine, not the tests.
+      envProblem = `the guest did not boot under ${accel.toUpperCase()}; console tail:\n${r.console.slice(-1500)}`;
+      real = [];
+    } else if (r.status === null || real.length === 0) {
       say(`hw-test: the guest run did not complete (${guestNote}); console tail:\n${r.console.slice(-2500)}\nstderr:\n${r.stderr.slice(-2000)}`);
       real.push({ test: 'guest-run', provider: 'rdma-core', device: 'rxe0', result: 'failed', detail: r.timedOut ? 'timed out' : 'no results', ms: 0 });
     } else if (r.stderr.trim()) {
