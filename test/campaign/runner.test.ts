@@ -95,6 +95,23 @@ describe('mixed work requests', () => {
     expect(r.endNs).toBeLessThan(100_000);
   });
 
+  it('a 57 KB WRITE at MTU 256 under 17% loss is slow, not stalled: each go-back-N round acknowledges more of it', async () => {
+    // Found by a campaign with 64 KB messages (seed 356, shrunk): completions alone came further apart than the watchdog.
+    const r = await runScenario(parseScenario({
+      seed: 356,
+      duration: '250ms',
+      quirks: { rxeRetryCnt7Infinite: true },
+      qps: [{ name: 'rc1', mtu: 256, psn_a: 9176870, psn_b: 10981905, timeout: 9, min_rnr_timer: 9, max_rd_atomic: 11, max_dest_rd_atomic: 11, max_send_wr: 13, max_recv_wr: 7, cq_depth: 13 }],
+      faults: [{ action: 'corrupt', probability: 0.0696 }, { action: 'drop', probability: 0.0982 }],
+      traffic: [{ qp: 'rc1', from: 'b', depth: 13, wrs: [{ op: 'write', size: 57161 }, { op: 'write', size: 0 }] }],
+    }));
+    expect(r.verify).toEqual([]);
+    const t = r.traffic[0]!;
+    expect(t.ok).toBe(2);
+    // Longer than the watchdog (2 × 8 × the 2.1 ms ACK timeout) from post to completion.
+    expect(t.lastCompletionNs! - t.firstPostNs!).toBeGreaterThan(2 * 8 * 2_097_152);
+  });
+
   it('refuses a wrs entry that does not fit its QP, naming it', () => {
     const bad = (t: Record<string, unknown>, q: Record<string, unknown> = {}) => {
       try {

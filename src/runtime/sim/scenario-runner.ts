@@ -26,7 +26,7 @@ import {
   IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, ibv_poll_cq, ibv_post_recv, ibv_post_send, newWcArray, rnic_read_counters,
 } from '../../driver/verbs/index.js';
 import type { ibv_cq, ibv_send_wr, ibv_wc } from '../../driver/verbs/index.js';
-import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
+import { LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../../wire/index.js';
 import { localAckTimeoutNs, rnrTimerNs } from '../../pipeline/timer-tables.js';
 import { bthDestQp, bthOffset, bthPsn } from './frame-info.js';
 import { Random } from './random.js';
@@ -69,7 +69,7 @@ export interface StallReport {
   readonly qp: string;
   readonly from: string;
   readonly atNs: number;
-  /** Virtual time of its last completion (or of its first post). */
+  /** Virtual time of its last progress: a completion, or a response acknowledging a later PSN (or its first post). */
   readonly lastProgressNs: number;
   readonly state: string;
   readonly outstanding: number;
@@ -370,6 +370,27 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const tl = timeline.addQp({ qp: t.qp, from: t.from, device: req.dev.name, qpn: req.qp.qp_num, op: t.op }, devIndex.get(req.dev.name)!, resp.qp.qp_num);
       return new Stream(t, pair, tl, { local, remote, recv, atomic }, slot, recvSlot, pattern, defaultWatchdog(s, pair.spec));
     });
+    // Progress the watchdog also counts: a response on the wire (ACK, NAK, READ response, atomic
+    // ACK) reaching an RC requester with a later PSN than any before, as a protocol analyzer at its
+    // port would see. A long multi-packet message at a high loss rate completes only after many
+    // go-back-N rounds, each acknowledging more of it; a stuck transport acknowledges nothing new.
+    const responders = new Map<number, { st: Stream; maxPsn: number }>();
+    for (const st of streams) if (st.rc) responders.set(devIndex.get(st.req.dev.name)! * 0x1000000 + st.req.qp.qp_num, { st, maxPsn: (st.req.sqPsn - 1) & 0xffffff });
+    if (responders.size > 0) {
+      unobserve.push(sim.observe((e) => {
+        if (e.dir !== 'rx') return;
+        const bth = bthOffset(e.frame);
+        if (bth < 0) return;
+        const info = OPCODES[e.frame[bth]!];
+        if (!info || info.isRequest) return;
+        const w = responders.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
+        if (!w) return;
+        const psn = bthPsn(e.frame, bth);
+        if ((((psn - w.maxPsn) << 8) >> 8) <= 0) return;
+        w.maxPsn = psn;
+        if (w.st.lastProgressNs >= 0 && w.st.outstanding > 0) w.st.lastProgressNs = Math.max(w.st.lastProgressNs, e.ns);
+      }));
+    }
     const endNs = s.durationNs;
     // Each CQ has one user: a stream's send CQ at its requester, or its receive CQ at the responder.
     const cqs = new Map<ibv_cq, { stream: Stream; recv: boolean }>();
