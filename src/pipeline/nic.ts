@@ -14,7 +14,9 @@ import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
 import { serviceCommandDoorbell } from '../device/mailbox.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
 import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
-import { decodePacket, OPCODES, Transport } from '../wire/index.js';
+import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, Transport } from '../wire/index.js';
+
+const RX_DECODE: DecodeOptions = Object.freeze({});
 import { completerReceive, completerTimeout } from './completer.js';
 import type { NicCore } from './core.js';
 import type { EthPort } from './eth-port.js';
@@ -50,6 +52,8 @@ export class Nic implements NicCore {
   private readonly changed: Int32Array;
   private readonly scratch = new CqeFields();
   private readonly ipIds: number[];
+  /** The receive parser's reused decode objects (see decodePacket). */
+  private readonly rxScratch = new DecodeScratch();
   private readonly lanes: Float64Array[];
 
   constructor(env: NicEnv) {
@@ -420,7 +424,9 @@ export class Nic implements NicCore {
     const port = this.port(portNum);
     if (port.receive(frame) !== 'rdma') return;
     const ctr = this.ctr(portNum);
-    const d = decodePacket(frame);
+    // One decode per frame into the NIC's own scratch: nothing allocated but the payload view.
+    // The stages below use the packet during this call only (they copy what they keep).
+    const d = decodePacket(frame, LINKTYPE_ETHERNET, RX_DECODE, this.rxScratch);
     if (!d.ok) {
       ctr[Ctr.PORT_RCV_ERRORS]!++;
       if (d.error.code === 'WIRE_BAD_ICRC') ctr[Ctr.RX_ICRC_ENCAPSULATED]!++;

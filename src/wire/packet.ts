@@ -14,7 +14,7 @@ import { internetChecksum, IP_PROTO_UDP, IPV4_HEADER_LENGTH, IPV6_HEADER_LENGTH,
 import { Hdr, HdrLen, type OpcodeInfo, OPCODES, Transport } from './opcodes.js';
 import {
   type Aeth, type AtomicAckEth, type AtomicEth, type Bth, type Deth, type Feth, type Rdeth, type Reth, type Xrceth,
-  read32, read64, readAeth, readAtomicEth, readBth, readDeth, readRdeth, readReth, readXrceth,
+  read24, read32, read64, readAeth, readAtomicEth, readBth, readDeth, readRdeth, readReth, readXrceth,
   write32, write64, writeAeth, writeAtomicEth, writeBthFull, writeDeth, writeRdeth, writeReth, writeXrceth,
 } from './transport.js';
 import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from './pcap.js';
@@ -56,6 +56,8 @@ export interface Packet {
 
 export type DecodeResult = { ok: true; packet: Packet } | { ok: false; error: WireError };
 
+const NO_OPTIONS: DecodeOptions = Object.freeze({});
+
 export interface DecodeOptions {
   /** Check the ICRC, and for native IB the VCRC (default true). */
   verifyIcrc?: boolean;
@@ -63,6 +65,121 @@ export interface DecodeOptions {
   verifyIpChecksum?: boolean;
   /** UDP destination port that marks RoCE v2 (default 4791). */
   roceV2Port?: number;
+}
+
+/**
+ * Reusable objects for `decodePacket(frame, linktype, opts, scratch)`: a
+ * receive path that decodes one packet at a time passes the same scratch
+ * every time and the decode allocates nothing but the payload view (and a
+ * BigInt for a RETH or AtomicETH address). The packet it returns, its
+ * header objects and their address fields (copies, not views, here) are
+ * the scratch's own and valid only until the next decode with it: a caller
+ * copies what it keeps. Without a scratch every decode builds fresh objects
+ * with views into the frame, as documented above. State-free otherwise: the
+ * scratch holds no information between decodes.
+ */
+export class DecodeScratch {
+  /** @internal */ readonly eth: EthernetHeader = { dst: new Uint8Array(6), src: new Uint8Array(6), vlan: null, etherType: 0 };
+  /** @internal */ readonly vlan = { pcp: 0, dei: 0, vid: 0 };
+  /** @internal */ readonly ipv4: Ipv4Header = {
+    ihl: 0, dscp: 0, ecn: 0, totalLength: 0, id: 0, flags: 0, fragmentOffset: 0, ttl: 0, protocol: 0, checksum: 0,
+    src: new Uint8Array(4), dst: new Uint8Array(4), options: null,
+  };
+  /** @internal */ readonly ipv6: Ipv6Header = { trafficClass: 0, flowLabel: 0, payloadLength: 0, nextHeader: 0, hopLimit: 0, src: new Uint8Array(16), dst: new Uint8Array(16) };
+  /** @internal */ readonly udp: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
+  /** @internal */ readonly routing: Routing = { framing: 'roce-v2', eth: null, ipv4: null, ipv6: null, udp: null, lrh: null, grh: null, vcrc: null };
+  /** @internal */ readonly bth: Bth = { opcode: 0, se: 0, migReq: 0, padCnt: 0, tver: 0, pkey: 0, fecn: 0, becn: 0, resv6a: 0, destQp: 0, ackReq: 0, resv7: 0, psn: 0 };
+  /** @internal */ readonly reth: Reth = { va: 0n, rkey: 0, dmaLength: 0 };
+  /** @internal */ readonly aeth: Aeth = { syndrome: 0, msn: 0 };
+  /** @internal */ readonly deth: Deth = { qkey: 0, resv8: 0, srcQp: 0 };
+  /** @internal */ readonly packet: Packet = {
+    framing: 'roce-v2', eth: null, ipv4: null, ipv6: null, udp: null, lrh: null, grh: null, bth: this.bth,
+    rdeth: null, deth: null, xrceth: null, reth: null, atomicEth: null, aeth: null, atomicAckEth: null,
+    immDt: null, ieth: null, feth: null, payload: new Uint8Array(0), icrc: 0, vcrc: null,
+  };
+  /** @internal */ readonly ok: { ok: true; packet: Packet } = { ok: true, packet: this.packet };
+}
+
+function readEthernetInto(buf: Uint8Array, sc: DecodeScratch): number {
+  const e = sc.eth;
+  for (let i = 0; i < 6; i++) {
+    e.dst[i] = buf[i]!;
+    e.src[i] = buf[6 + i]!;
+  }
+  let type = (buf[12]! << 8) | buf[13]!;
+  e.vlan = null;
+  if (type === EtherType.VLAN) {
+    const tci = (buf[14]! << 8) | buf[15]!;
+    const v = sc.vlan;
+    v.pcp = tci >>> 13;
+    v.dei = (tci >>> 12) & 1;
+    v.vid = tci & 0xfff;
+    e.vlan = v;
+    type = (buf[16]! << 8) | buf[17]!;
+  }
+  e.etherType = type;
+  return e.vlan ? 18 : 14;
+}
+
+function readIpv4Into(buf: Uint8Array, off: number, h: Ipv4Header): Ipv4Header {
+  const ihl = buf[off]! & 0xf;
+  const ff = (buf[off + 6]! << 8) | buf[off + 7]!;
+  h.ihl = ihl;
+  h.dscp = buf[off + 1]! >>> 2;
+  h.ecn = buf[off + 1]! & 3;
+  h.totalLength = (buf[off + 2]! << 8) | buf[off + 3]!;
+  h.id = (buf[off + 4]! << 8) | buf[off + 5]!;
+  h.flags = ff >>> 13;
+  h.fragmentOffset = ff & 0x1fff;
+  h.ttl = buf[off + 8]!;
+  h.protocol = buf[off + 9]!;
+  h.checksum = (buf[off + 10]! << 8) | buf[off + 11]!;
+  for (let i = 0; i < 4; i++) {
+    h.src[i] = buf[off + 12 + i]!;
+    h.dst[i] = buf[off + 16 + i]!;
+  }
+  h.options = ihl > 5 ? buf.slice(off + 20, off + ihl * 4) : null;
+  return h;
+}
+
+function readIpv6Into(buf: Uint8Array, off: number, h: Ipv6Header): Ipv6Header {
+  h.trafficClass = ((buf[off]! & 0xf) << 4) | (buf[off + 1]! >>> 4);
+  h.flowLabel = ((buf[off + 1]! & 0xf) << 16) | (buf[off + 2]! << 8) | buf[off + 3]!;
+  h.payloadLength = (buf[off + 4]! << 8) | buf[off + 5]!;
+  h.nextHeader = buf[off + 6]!;
+  h.hopLimit = buf[off + 7]!;
+  for (let i = 0; i < 16; i++) {
+    h.src[i] = buf[off + 8 + i]!;
+    h.dst[i] = buf[off + 24 + i]!;
+  }
+  return h;
+}
+
+function readUdpInto(buf: Uint8Array, off: number, h: UdpHeader): UdpHeader {
+  h.srcPort = (buf[off]! << 8) | buf[off + 1]!;
+  h.dstPort = (buf[off + 2]! << 8) | buf[off + 3]!;
+  h.length = (buf[off + 4]! << 8) | buf[off + 5]!;
+  h.checksum = (buf[off + 6]! << 8) | buf[off + 7]!;
+  return h;
+}
+
+function readBthInto(buf: Uint8Array, off: number, h: Bth): Bth {
+  const b1 = buf[off + 1]!;
+  const b4 = buf[off + 4]!;
+  h.opcode = buf[off]!;
+  h.se = b1 >>> 7;
+  h.migReq = (b1 >>> 6) & 1;
+  h.padCnt = (b1 >>> 4) & 3;
+  h.tver = b1 & 0xf;
+  h.pkey = (buf[off + 2]! << 8) | buf[off + 3]!;
+  h.fecn = b4 >>> 7;
+  h.becn = (b4 >>> 6) & 1;
+  h.resv6a = b4 & 0x3f;
+  h.destQp = read24(buf, off + 5);
+  h.ackReq = buf[off + 8]! >>> 7;
+  h.resv7 = buf[off + 8]! & 0x7f;
+  h.psn = read24(buf, off + 9);
+  return h;
 }
 
 /**
@@ -264,13 +381,22 @@ function writeExtensionHeaders(buf: Uint8Array, bthOff: number, p: Packet, info:
  * malformed frame gives `{ok: false, error}` with a code naming the fault.
  * Header objects hold views into `frame` (MACs, addresses, payload).
  */
-export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, opts: DecodeOptions = {}): DecodeResult {
+export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, opts: DecodeOptions = NO_OPTIONS, scratch: DecodeScratch | null = null): DecodeResult {
   if (linktype === LINKTYPE_INFINIBAND) return decodeIb(frame, opts);
   if (linktype !== LINKTYPE_ETHERNET) return fail('WIRE_NOT_RDMA', `unsupported link type ${linktype}`, 0);
-  const e = readEthernet(frame, 0);
-  if (!e) return fail('WIRE_TRUNCATED', `Ethernet header needs 14 bytes (18 with 802.1Q), frame has ${frame.length}`, 0);
-  const { eth } = e;
-  let o = e.next;
+  let eth: EthernetHeader;
+  let o: number;
+  if (scratch !== null) {
+    const vlanTagged = frame.length >= 14 && ((frame[12]! << 8) | frame[13]!) === EtherType.VLAN;
+    if (frame.length < (vlanTagged ? 18 : 14)) return fail('WIRE_TRUNCATED', `Ethernet header needs 14 bytes (18 with 802.1Q), frame has ${frame.length}`, 0);
+    o = readEthernetInto(frame, scratch);
+    eth = scratch.eth;
+  } else {
+    const e = readEthernet(frame, 0);
+    if (!e) return fail('WIRE_TRUNCATED', `Ethernet header needs 14 bytes (18 with 802.1Q), frame has ${frame.length}`, 0);
+    eth = e.eth;
+    o = e.next;
+  }
   if (eth.etherType === EtherType.ROCE) {
     if (frame.length < o + GRH_LENGTH) return fail('WIRE_TRUNCATED', 'frame ends inside the GRH', o);
     const grh = readGrh(frame, o);
@@ -280,7 +406,7 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
     if (end > frame.length) return fail('WIRE_TRUNCATED', `GRH PayLen ${grh.payLen} runs past the frame end`, o + 4);
     return decodeTransport(frame, o + GRH_LENGTH, end, opts, {
       framing: 'roce-v1', eth, ipv4: null, ipv6: null, udp: null, lrh: null, grh, vcrc: null,
-    }, o);
+    }, o, scratch);
   }
   let ipv4: Ipv4Header | null = null;
   let ipv6: Ipv6Header | null = null;
@@ -289,7 +415,7 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
   if (eth.etherType === EtherType.IPV4) {
     if (frame.length < o + IPV4_HEADER_LENGTH) return fail('WIRE_TRUNCATED', 'frame ends inside the IPv4 header', o);
     if (frame[o]! >>> 4 !== 4) return fail('WIRE_BAD_VERSION', `IP version ${frame[o]! >>> 4} under ethertype 0x0800`, o);
-    ipv4 = readIpv4(frame, o);
+    ipv4 = scratch !== null ? readIpv4Into(frame, o, scratch.ipv4) : readIpv4(frame, o);
     const hl = ipv4.ihl * 4;
     if (ipv4.ihl < 5) return fail('WIRE_BAD_FIELD', `IPv4 IHL ${ipv4.ihl} is below 5`, o);
     if (frame.length < o + hl) return fail('WIRE_TRUNCATED', 'frame ends inside the IPv4 options', o);
@@ -305,7 +431,7 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
   } else if (eth.etherType === EtherType.IPV6) {
     if (frame.length < o + IPV6_HEADER_LENGTH) return fail('WIRE_TRUNCATED', 'frame ends inside the IPv6 header', o);
     if (frame[o]! >>> 4 !== 6) return fail('WIRE_BAD_VERSION', `IP version ${frame[o]! >>> 4} under ethertype 0x86dd`, o);
-    ipv6 = readIpv6(frame, o);
+    ipv6 = scratch !== null ? readIpv6Into(frame, o, scratch.ipv6) : readIpv6(frame, o);
     if (ipv6.nextHeader !== IP_PROTO_UDP) return fail('WIRE_NOT_RDMA', `IPv6 next header ${ipv6.nextHeader} is not UDP`, o + 6);
     ipEnd = o + IPV6_HEADER_LENGTH + ipv6.payloadLength;
     if (ipEnd > frame.length) return fail('WIRE_TRUNCATED', `IPv6 payload length ${ipv6.payloadLength} runs past the frame end`, o + 4);
@@ -314,16 +440,28 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
     return fail('WIRE_NOT_RDMA', `ethertype 0x${eth.etherType.toString(16).padStart(4, '0')} does not carry RDMA`, o - 2);
   }
   if (ipEnd < o + UDP_HEADER_LENGTH) return fail('WIRE_TRUNCATED', 'IP payload ends inside the UDP header', o);
-  const udp = readUdp(frame, o);
+  const udp = scratch !== null ? readUdpInto(frame, o, scratch.udp) : readUdp(frame, o);
   if (udp.dstPort !== (opts.roceV2Port ?? ROCE_V2_UDP_PORT)) return fail('WIRE_NOT_RDMA', `UDP destination port ${udp.dstPort} is not RoCE v2`, o + 2);
   if (udp.length !== ipEnd - o) return fail('WIRE_LENGTH_MISMATCH', `UDP length ${udp.length} disagrees with the IP length (${ipEnd - o})`, o + 4);
   if (ipv6 && udp.checksum !== 0 && opts.verifyIpChecksum !== false) {
     const want = udpChecksumIpv6(frame, ipOff, o, udp.length);
     if (want !== udp.checksum) return fail('WIRE_BAD_CHECKSUM', `UDP checksum 0x${udp.checksum.toString(16).padStart(4, '0')} should be 0x${want.toString(16).padStart(4, '0')}`, o + 6);
   }
+  if (scratch !== null) {
+    const r = scratch.routing;
+    r.framing = 'roce-v2';
+    r.eth = eth;
+    r.ipv4 = ipv4;
+    r.ipv6 = ipv6;
+    r.udp = udp;
+    r.lrh = null;
+    r.grh = null;
+    r.vcrc = null;
+    return decodeTransport(frame, o + UDP_HEADER_LENGTH, ipEnd, opts, r, ipOff, scratch);
+  }
   return decodeTransport(frame, o + UDP_HEADER_LENGTH, ipEnd, opts, {
     framing: 'roce-v2', eth, ipv4, ipv6, udp, lrh: null, grh: null, vcrc: null,
-  }, ipOff);
+  }, ipOff, null);
 }
 
 function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
@@ -352,7 +490,7 @@ function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
   const bthOff = o;
   return decodeTransport(frame, bthOff, end, opts, {
     framing: 'ib', eth: null, ipv4: null, ipv6: null, udp: null, lrh, grh, vcrc: got,
-  }, 0);
+  }, 0, null);
 }
 
 type Routing = Pick<Packet, 'framing' | 'eth' | 'ipv4' | 'ipv6' | 'udp' | 'lrh' | 'grh' | 'vcrc'>;
@@ -369,9 +507,9 @@ function icrcFor(frame: Uint8Array, r: Routing, routeOff: number, bthOff: number
  * BTH at `o`; the transport part (BTH..ICRC) ends at `end`; `routeOff` is
  * where the IP header, GRH (RoCE v1) or LRH starts, for the ICRC.
  */
-function decodeTransport(frame: Uint8Array, o: number, end: number, opts: DecodeOptions, r: Routing, routeOff: number): DecodeResult {
+function decodeTransport(frame: Uint8Array, o: number, end: number, opts: DecodeOptions, r: Routing, routeOff: number, scratch: DecodeScratch | null): DecodeResult {
   if (end - o < HdrLen.BTH + HdrLen.ICRC) return fail('WIRE_TRUNCATED', `transport part is ${end - o} bytes, the BTH and ICRC alone need 16`, o);
-  const bth = readBth(frame, o);
+  const bth = scratch !== null ? readBthInto(frame, o, scratch.bth) : readBth(frame, o);
   if (bth.tver !== 0) return fail('WIRE_BAD_VERSION', `BTH TVer is ${bth.tver}, must be 0`, o + 1);
   const info = OPCODES[bth.opcode];
   if (!info) return fail('WIRE_UNKNOWN_OPCODE', `opcode 0x${bth.opcode.toString(16).padStart(2, '0')} is reserved or vendor-specific`, o);
@@ -390,6 +528,48 @@ function decodeTransport(frame: Uint8Array, o: number, end: number, opts: Decode
   }
   const off = info.offsets;
   const h = info.headers;
+  if (scratch !== null) {
+    const p = scratch.packet;
+    p.framing = r.framing;
+    p.eth = r.eth;
+    p.ipv4 = r.ipv4;
+    p.ipv6 = r.ipv6;
+    p.udp = r.udp;
+    p.lrh = r.lrh;
+    p.grh = r.grh;
+    p.bth = bth;
+    p.rdeth = h & Hdr.RDETH ? readRdeth(frame, o + off.rdeth) : null;
+    if (h & Hdr.DETH) {
+      const d = scratch.deth;
+      d.qkey = read32(frame, o + off.deth);
+      d.resv8 = frame[o + off.deth + 4]!;
+      d.srcQp = read24(frame, o + off.deth + 5);
+      p.deth = d;
+    } else p.deth = null;
+    p.xrceth = h & Hdr.XRCETH ? readXrceth(frame, o + off.xrceth) : null;
+    if (h & Hdr.RETH) {
+      const x = scratch.reth;
+      x.va = read64(frame, o + off.reth);
+      x.rkey = read32(frame, o + off.reth + 8);
+      x.dmaLength = read32(frame, o + off.reth + 12);
+      p.reth = x;
+    } else p.reth = null;
+    p.atomicEth = h & Hdr.ATOMIC_ETH ? readAtomicEth(frame, o + off.atomicEth) : null;
+    if (h & Hdr.AETH) {
+      const a = scratch.aeth;
+      a.syndrome = frame[o + off.aeth]!;
+      a.msn = read24(frame, o + off.aeth + 1);
+      p.aeth = a;
+    } else p.aeth = null;
+    p.atomicAckEth = h & Hdr.ATOMIC_ACK_ETH ? { origData: read64(frame, o + off.atomicAckEth) } : null;
+    p.immDt = h & Hdr.IMMDT ? read32(frame, o + off.immDt) : null;
+    p.ieth = h & Hdr.IETH ? read32(frame, o + off.ieth) : null;
+    p.feth = h & Hdr.FETH ? { raw: read32(frame, o + off.feth) } : null;
+    p.payload = frame.subarray(payStart, payEnd);
+    p.icrc = icrc;
+    p.vcrc = r.vcrc;
+    return scratch.ok;
+  }
   // One object shape for every packet (no spread): keeps property access monomorphic.
   const packet: Packet = {
     framing: r.framing,
