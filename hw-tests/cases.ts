@@ -12,7 +12,7 @@ import {
   IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR, IBV_WC_LOC_QP_OP_ERR,
   IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND, IBV_WC_WITH_IMM, IBV_WC_WR_FLUSH_ERR, IBV_WR_ATOMIC_CMP_AND_SWP,
   IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
-  ibv_ack_async_event, ibv_ack_cq_events, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
+  ibv_ack_async_event, ibv_ack_cq_events, ibv_close_device, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
   ibv_get_cq_event, ibv_get_device_guid, ibv_get_device_list, ibv_modify_qp, ibv_modify_srq, ibv_post_send, ibv_post_srq_recv,
   ibv_poll_cq, ibv_query_device, ibv_query_pkey, ibv_query_port, ibv_query_qp, ibv_req_notify_cq, ibv_wc_status_str, newDeviceAttr,
   newPortAttr, newQpAttr, newWcArray,
@@ -333,6 +333,21 @@ export const CASES: Case[] = [
       ibv_ack_cq_events(y.cq, 1);
       wcOk((await pollN(y.cq, 1, 'recv after the event'))[0]!, 'recv');
       wcOk((await pollN(x.cq, 1, 'send'))[0]!, 'send');
+    },
+  },
+  {
+    name: 'pending-event-waits-end-at-close',
+    async run({ a }) {
+      const ch = ibv_create_comp_channel(a.ctx);
+      const cqEv = ibv_get_cq_event(ch);
+      const asyncEv = ibv_get_async_event(a.ctx);
+      const outcome = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code?: string }) => e.code ?? String(e));
+      const both = Promise.all([outcome(cqEv), outcome(asyncEv)]);
+      await new Promise((r) => setTimeout(r, 20));
+      eq(ibv_close_device(a.ctx), 0, 'ibv_close_device with waits pending');
+      const [c, e] = await withTimeout(both, 5000, 'the pending waits');
+      eq(c, 'EBADF', 'ibv_get_cq_event after close');
+      eq(e, 'EBADF', 'ibv_get_async_event after close');
     },
   },
   {

@@ -53,7 +53,7 @@ export class RcDevice implements ProviderDevice {
   }
 }
 
-type Waiter = { id: number; reject: (e: Error) => void };
+type Waiter = { id: number; fd: number; reject: (e: Error) => void };
 
 export class RcContext implements ibv_context {
   closed = false;
@@ -193,7 +193,7 @@ function scratch(a: RdmaCoreAddon): void {
 function readable(ctx: RcContext, fd: number): Promise<void> {
   const a = A();
   return new Promise<void>((resolve, reject) => {
-    const w: Waiter = { id: 0, reject };
+    const w: Waiter = { id: 0, fd, reject };
     w.id = a.watchFd(fd, (status) => {
       ctx.waiters.delete(w);
       if (status < 0) reject(new VerbsError(errno.EIO, `waiting on fd ${fd}: libuv status ${status}`));
@@ -207,13 +207,15 @@ function readable(ctx: RcContext, fd: number): Promise<void> {
   });
 }
 
-function cancelWaiters(ctx: RcContext, why: string): void {
+/** Rejects the waits on `fd` (every wait of the context when fd is omitted) with EBADF. */
+function cancelWaiters(ctx: RcContext, why: string, fd?: number): void {
   const a = rdmaCoreAddon();
-  for (const w of ctx.waiters) {
+  for (const w of [...ctx.waiters]) {
+    if (fd !== undefined && w.fd !== fd) continue;
     a?.unwatchFd(w.id);
+    ctx.waiters.delete(w);
     w.reject(new VerbsError(errno.EBADF, why));
   }
-  ctx.waiters.clear();
 }
 
 // ------------------------------------------------------------------ device, query
@@ -367,6 +369,7 @@ function rc_destroy_comp_channel(ibch: ibv_comp_channel): number {
   const ch = live(ibch, RcChannel);
   if (!ch) return errno.EINVAL;
   if (ch.refcnt > 0) return errno.EBUSY;
+  cancelWaiters(ch.context, 'ibv_get_cq_event: the channel is destroyed', ch.fd);
   const r = A().destroyCompChannel(ch.ptr);
   if (r === 0) {
     ch.ptr = 0;
