@@ -18,15 +18,15 @@
  *   command added to a document without one fails here.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '../..');
 const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
-/** A fixed place, so npx's cache keeps one entry for it across runs. */
-const WORK = join(tmpdir(), 'rnic-doc-commands');
+/** The checkout, a directory of its own per run (two runs at once must not share one). */
+let WORK = '';
 /** What one command may take (npm install builds the package: minutes on a loaded machine). */
 const COMMAND_TIMEOUT_MS = 8 * 60_000;
 
@@ -150,6 +150,19 @@ afterAll(() => {
       // gone
     }
   }
+  if (!WORK) return;
+  rmSync(WORK, { recursive: true, force: true });
+  // `npx rnic` in the checkout linked it into npx's cache: take that entry away too.
+  const cache = spawnSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).stdout.trim();
+  const npx = join(cache, '_npx');
+  if (!cache || !existsSync(npx)) return;
+  for (const d of readdirSync(npx)) {
+    try {
+      if (readFileSync(join(npx, d, 'package.json'), 'utf8').includes(WORK)) rmSync(join(npx, d), { recursive: true, force: true });
+    } catch {
+      // not an npx entry
+    }
+  }
 });
 
 /** Environment of a user's shell: none of this test runner's, and npx may not fetch anything. */
@@ -225,8 +238,7 @@ function describeRan(r: Ran): string {
 // A fresh checkout: the files git would commit, as they are now.
 
 function checkout(): void {
-  rmSync(WORK, { recursive: true, force: true });
-  mkdirSync(WORK, { recursive: true });
+  WORK = mkdtempSync(join(tmpdir(), 'rnic-doc-commands-'));
   const r = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`git ls-files failed: ${r.stderr}`);
   for (const f of r.stdout.split('\0').filter(Boolean)) {
