@@ -131,19 +131,19 @@ function copyInto(root: string, file: string): void {
 const INIT = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin:/usr/bin:/sbin:/usr/sbin HOME=/root
-mkdir -p /proc /sys /dev /tmp /root /run /work/main /job
+mkdir -p /proc /sys /dev /tmp /root /run '${PROJECT}' /job
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
 for m in $(cat /etc/modules.order); do insmod "$m" 2>/dev/null || echo "hw-guest: insmod $m failed"; done
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro project /work/main || echo "hw-guest: no project share"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro project '${PROJECT}' || echo "hw-guest: no project share"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 job /job || echo "hw-guest: no job share"
 ip link set lo up
 ip link set dummy0 up
 ip addr add 10.77.0.1/24 dev dummy0
 echo "HWGUEST-READY $(cut -d' ' -f1 /proc/uptime)"
-if [ -f /job/job.sh ]; then cd /work/main && sh /job/job.sh > /job/stdout 2> /job/stderr; echo "HWGUEST-EXIT $?"; fi
+if [ -f /job/job.sh ]; then cd '${PROJECT}' && sh /job/job.sh > /job/stdout 2> /job/stderr; echo "HWGUEST-EXIT $?"; fi
 sync
 poweroff -f
 `;
