@@ -141,7 +141,58 @@ async function pingpong(name: string, server: 'ours' | 'theirs', client: 'ours' 
   });
 }
 
-const results: CaseResult[] = [devinfo(false), devinfo(true)];
+/** `rnic perf` unchanged on rxe0: one process (--loopback), and server + client processes. */
+async function perf(name: string, args: string[], twoProcesses: boolean, port: number): Promise<CaseResult> {
+  const t0 = Date.now();
+  const common = [RNIC, 'perf', ...args, '-d', dev, '-x', gid, '-p', String(port)];
+  let out: string;
+  let ok: boolean;
+  if (!twoProcesses) {
+    const r = await run(process.execPath, [...common, '--loopback'], 120_000);
+    out = r.out;
+    ok = r.status === 0;
+  } else {
+    const s = run(process.execPath, common, 120_000);
+    await sleep(2500);
+    let c = await run(process.execPath, [...common, '127.0.0.1'], 120_000);
+    for (let k = 0; k < 5 && c.status !== 0 && /ECONNREFUSED|connect/i.test(c.out); k++) {
+      await sleep(2000);
+      c = await run(process.execPath, [...common, '127.0.0.1'], 120_000);
+    }
+    const sv = await s;
+    out = `${sv.out}\n${c.out}`;
+    ok = sv.status === 0 && c.status === 0;
+  }
+  // perftest's result table: a row of numbers under the #bytes header.
+  const row = out.split('\n').find((l) => /^\s*\d+\s+\d+\s+[\d.]+/.test(l));
+  ok &&= row !== undefined;
+  return report({ test: name, result: ok ? 'passed' : 'failed', detail: ok ? row!.trim().replace(/\s+/g, ' ') : out.trim().split('\n').slice(-4).join(' | '), ms: Date.now() - t0 });
+}
+
+/** With the model allowed to start: ibv_get_device_list has both providers' devices. */
+async function bothProviders(): Promise<CaseResult> {
+  const t0 = Date.now();
+  const code = `import('${join(PROJECT, 'dist/src/index.js')}').then(async (m) => {
+    console.log(JSON.stringify(m.ibv_get_device_list().map((d) => [d.name, d.provider.name])));
+    await m.stopModel(); process.exit(0); })`;
+  const env = { ...process.env };
+  delete env['RNIC_NO_MODEL'];
+  const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', env, timeout: 120_000 });
+  const line = r.stdout.trim().split('\n').pop() ?? '';
+  let list: [string, string][] = [];
+  try {
+    list = JSON.parse(line) as [string, string][];
+  } catch {
+    // reported below
+  }
+  const names = list.map(([n, p]) => `${n}(${p})`).join(' ');
+  const ok = list.some(([n, p]) => n === dev && p === 'rdma-core') && list.some(([, p]) => p === 'model') && list[0]?.[1] === 'model';
+  return report({ test: 'device-list-model-then-rdma-core', result: ok ? 'passed' : 'failed', detail: names || r.stderr.slice(-300), ms: Date.now() - t0 });
+}
+
+const results: CaseResult[] = [devinfo(false), devinfo(true), await bothProviders()];
+results.push(await perf('perf-write_bw-loopback', ['write_bw', '-s', '4096', '-n', '300'], false, 18520));
+results.push(await perf('perf-send_lat-two-processes', ['send_lat', '-s', '64', '-n', '200'], true, 18521));
 results.push(await pingpong('rc_pingpong-ours-vs-ours', 'ours', 'ours', 18515));
 results.push(await pingpong('rc_pingpong-server-ibv-client-ours', 'theirs', 'ours', 18516));
 results.push(await pingpong('rc_pingpong-server-ours-client-ibv', 'ours', 'theirs', 18517));
