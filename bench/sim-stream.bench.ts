@@ -134,7 +134,7 @@ export async function benchSimStream(opts: SimStreamOptions = {}): Promise<SimSt
   const size = opts.messageBytes ?? 65536;
   const simulatedMs = opts.simulatedMs ?? 5;
   const rounds = opts.rounds ?? 5;
-  await oneRound(size, 1); // warm-up
+  await oneRound(size, 3); // warm-up (JIT)
   const rs: Round[] = [];
   for (let r = 0; r < rounds; r++) rs.push(await oneRound(size, simulatedMs));
   const noQueue = benchScheduler(10, 200).baselinePerSec;
