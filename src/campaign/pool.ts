@@ -18,6 +18,20 @@ export function campaignTaskUrl(): URL {
   return built;
 }
 
+/**
+ * Piscina loads a task file with require() first and import() if that
+ * fails. On a Node that can require() ES modules (20.19 and later), the
+ * task's module graph is then loaded by require() while the model imports
+ * some of it later (boot.ts imports the simulator on first use), and Node 20
+ * sometimes stops a worker with ERR_INTERNAL_ASSERTION ("a module that is
+ * imported again after being required"). Turning require(esm) off in the
+ * workers makes that first require() fail at once, so the whole graph is
+ * loaded by import().
+ */
+const WORKER_EXEC_ARGV = process.allowedNodeEnvironmentFlags.has('--no-experimental-require-module')
+  ? [...process.execArgv, '--no-experimental-require-module']
+  : [...process.execArgv];
+
 export function poolExecutor(jobs: number): Executor {
   const pool = new Piscina({
     filename: campaignTaskUrl().href,
@@ -25,6 +39,7 @@ export function poolExecutor(jobs: number): Executor {
     maxThreads: jobs,
     concurrentTasksPerWorker: 1,
     idleTimeout: 60_000,
+    execArgv: WORKER_EXEC_ARGV,
   });
   const run = <T>(t: CampaignTask): Promise<T> => pool.run(t) as Promise<T>;
   // A task that could not run at all (the worker died, its modules failed to load) is a crash
