@@ -29,8 +29,24 @@ import {
   IBV_QPT_RAW_PACKET,
   IBV_QPT_RC,
   IBV_QPT_UD,
+  IBV_QP_ACCESS_FLAGS,
+  IBV_QP_AV,
+  IBV_QP_CAP,
+  IBV_QP_DEST_QPN,
+  IBV_QP_MAX_DEST_RD_ATOMIC,
+  IBV_QP_MAX_QP_RD_ATOMIC,
+  IBV_QP_MIN_RNR_TIMER,
+  IBV_QP_PATH_MIG_STATE,
+  IBV_QP_PATH_MTU,
+  IBV_QP_PKEY_INDEX,
+  IBV_QP_PORT,
+  IBV_QP_QKEY,
+  IBV_QP_RETRY_CNT,
+  IBV_QP_RNR_RETRY,
+  IBV_QP_RQ_PSN,
   IBV_QP_SQ_PSN,
   IBV_QP_STATE,
+  IBV_QP_TIMEOUT,
   IBV_SEND_INLINE,
   IBV_SEND_SIGNALED,
   IBV_SRQ_LIMIT,
@@ -388,6 +404,21 @@ describe('verbs misuse fuzz', () => {
       return out;
     };
 
+    /** One QP attribute wrong, with its mask bit set: on the RC QP in RTS each must be refused. */
+    const badQpFields = (): { attr: unknown; mask: number }[] => {
+      const fields: [string, number][] = [
+        ['path_mtu', IBV_QP_PATH_MTU], ['timeout', IBV_QP_TIMEOUT], ['retry_cnt', IBV_QP_RETRY_CNT], ['rnr_retry', IBV_QP_RNR_RETRY],
+        ['min_rnr_timer', IBV_QP_MIN_RNR_TIMER], ['max_rd_atomic', IBV_QP_MAX_QP_RD_ATOMIC], ['max_dest_rd_atomic', IBV_QP_MAX_DEST_RD_ATOMIC],
+        ['pkey_index', IBV_QP_PKEY_INDEX], ['port_num', IBV_QP_PORT], ['qp_access_flags', IBV_QP_ACCESS_FLAGS], ['dest_qp_num', IBV_QP_DEST_QPN],
+        ['rq_psn', IBV_QP_RQ_PSN], ['sq_psn', IBV_QP_SQ_PSN], ['qkey', IBV_QP_QKEY], ['path_mig_state', IBV_QP_PATH_MIG_STATE],
+      ];
+      const out: { attr: unknown; mask: number }[] = [];
+      for (const [k, bit] of fields) for (const v of [NaN, 1.5, '1', 1n, null, SYM, {}, Infinity]) out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, [k]: v }, mask: IBV_QP_STATE | bit });
+      for (const v of [null, 5, 'x', { ...H.avTo(a, b), grh: null }, { ...H.avTo(a, b), sl: NaN }]) out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, ah_attr: v }, mask: IBV_QP_STATE | IBV_QP_AV });
+      for (const v of [5, 'x', { max_send_wr: NaN }]) out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, cap: v }, mask: IBV_QP_STATE | IBV_QP_CAP });
+      return out;
+    };
+
     const specs: Spec[] = [
       { name: 'ibv_get_device_name', kind: 'ptr', args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { name: 5 }] }], call: ibv_get_device_name },
       { name: 'ibv_get_device_guid', kind: 'ptr', args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { provider: 5 }, { provider: {} }] }], call: ibv_get_device_guid },
@@ -463,6 +494,12 @@ describe('verbs misuse fuzz', () => {
         kind: 'int',
         args: [{ good: () => rc.a.qp, bad: () => [...badQp(), qpReset.qp] }, { good: () => ({ ...newQpAttr(), qp_state: IBV_QPS_RTS, sq_psn: 0x1000 }), bad: badQpAttrs }, { good: () => IBV_QP_STATE | IBV_QP_SQ_PSN, bad: badMasks }],
         call: ibv_modify_qp,
+      },
+      {
+        name: 'ibv_modify_qp(field)',
+        kind: 'int',
+        args: [{ good: () => rc.a.qp, bad: () => [] }, { good: () => null, bad: badQpFields }],
+        call: ((qp: ibv_qp, t: { attr: never; mask: number }) => ibv_modify_qp(qp, t.attr, t.mask)) as Spec['call'],
       },
       {
         name: 'ibv_query_qp',
