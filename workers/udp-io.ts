@@ -93,7 +93,7 @@ class Pump {
   publish(): void {
     const s = this.cable.stats as unknown as Record<string, number>;
     UDP_IO_STAT_NAMES.forEach((name, i) => {
-      this.stats[i] = name === 'rxRingFull' ? this.rxRingFull : (s[name] ?? 0);
+      this.stats[i] = name === 'rxRingFull' ? this.rxRingFull : name === 'receiveBufferBytes' ? this.cable.receiveBufferBytes : (s[name] ?? 0);
     });
   }
 }

@@ -326,8 +326,11 @@ export class UdpCable implements CableEnd {
 
   /** The SO_RCVBUF the OS granted (Linux reports twice what was asked, capped at 2 × rmem_max). */
   get receiveBufferBytes(): number {
-    return this.#isClosed ? 0 : this.#sock.getRecvBufferSize();
+    if (!this.#isClosed) this.#rcvBuf = this.#sock.getRecvBufferSize();
+    return this.#rcvBuf;
   }
+
+  #rcvBuf = 0;
 
   #receive(msg: Buffer, rinfo: dgram.RemoteInfo): void {
     const s = this.#s;

@@ -57,12 +57,14 @@ export type UdpIoReply = { type: 'bound'; local: string[] } | { type: 'error'; c
 export const UDP_IO_STAT_NAMES = [
   'framesSent', 'bytesSent', 'framesReceived', 'bytesReceived', 'framesDropped',
   'rxTooLarge', 'rxTooSmall', 'rxForeign', 'rxNoHandler', 'txBadSize', 'txClosed', 'txErrors', 'rxSocketDrops',
-  'rxRingFull',
+  'rxRingFull', 'receiveBufferBytes',
 ] as const;
 
 export type UdpIoStats = UdpCableStats & {
   /** Received frames dropped because the device loop had not made room in the RX ring or the 32 MiB backlog behind it. */
   readonly rxRingFull: number;
+  /** SO_RCVBUF as the OS granted it (Linux: twice what was asked, at most 2 × net.core.rmem_max). */
+  readonly receiveBufferBytes: number;
 };
 
 /** The shared memory of one UDP cable, made where the model is started (so any thread can read its stats). */
