@@ -12,6 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseCampaign } from '../../src/campaign/config.js';
 import { inlineExecutor } from '../../src/campaign/executor.js';
 import { poolExecutor } from '../../src/campaign/pool.js';
+import { generateScenario } from '../../src/campaign/generator.js';
+import { shrinkScenario } from '../../src/campaign/shrink.js';
 
 const CLI = join(import.meta.dirname, '../../dist/src/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'rnic-campaign-'));
@@ -38,6 +40,24 @@ describe('rnic campaign', () => {
       await pool.close();
     }
   }, 120_000);
+
+  it('a failure shrinks to the same scenario inline and on the pool', async () => {
+    const inline = inlineExecutor();
+    const pool = poolExecutor(2);
+    try {
+      let seed = 0;
+      let r = await inline.seed(lossy, seed);
+      while (r.ok) r = await inline.seed(lossy, ++seed);
+      const json = generateScenario(lossy, seed);
+      const a = await shrinkScenario(json, r.primary!, inline);
+      const b = await shrinkScenario(json, r.primary!, pool);
+      expect(b.scenario).toEqual(a.scenario);
+      expect([b.runs, b.steps]).toEqual([a.runs, a.steps]);
+      expect(a.steps).toBeGreaterThan(0);
+    } finally {
+      await pool.close();
+    }
+  }, 240_000);
 
   it('a clean campaign exits 0 with a summary', () => {
     const r = rnic('campaign', '--seeds', '6', '--jobs', '2', '--json', 'clean.json', '--quiet');
