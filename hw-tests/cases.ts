@@ -15,11 +15,11 @@ import {
   ibv_ack_async_event, ibv_ack_cq_events, ibv_close_device, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
   ibv_get_cq_event, ibv_get_device_guid, ibv_get_device_list, ibv_modify_qp, ibv_modify_srq, ibv_post_send, ibv_post_srq_recv,
   ibv_poll_cq, ibv_query_device, ibv_query_pkey, ibv_query_port, ibv_query_qp, ibv_req_notify_cq, ibv_wc_status_str, newDeviceAttr,
-  newPortAttr, newQpAttr, newWcArray,
+  newPortAttr, newQpAttr, newWcArray, ibv_dereg_mr, ibv_reg_mr, rnic_alloc_buf, rnic_free_buf,
 } from '../src/driver/verbs/index.js';
-import type { BadWr, ibv_qp_init_attr, ibv_send_wr } from '../src/driver/verbs/index.js';
+import type { BadWr, ibv_mr, ibv_qp_init_attr, ibv_send_wr } from '../src/driver/verbs/index.js';
 import {
-  check, connectedPair, end, eq, Fail, fill, mem, PORT, pollN, post, postRecv, QKEY, sameBytes, sendWr, toInit, toRts, wcOk,
+  ALL_ACCESS, check, connectedPair, end, eq, Fail, fill, mem, PORT, pollN, post, postRecv, QKEY, sameBytes, sendWr, toInit, toRts, wcOk,
   type Dev,
 } from './pair.js';
 
@@ -348,6 +348,46 @@ export const CASES: Case[] = [
       const [c, e] = await withTimeout(both, 5000, 'the pending waits');
       eq(c, 'EBADF', 'ibv_get_cq_event after close');
       eq(e, 'EBADF', 'ibv_get_async_event after close');
+    },
+  },
+  {
+    name: 'registered-buffer-outlives-js-refs',
+    async run({ provider, a, b }) {
+      const gc = (globalThis as { gc?: () => void }).gc;
+      check(gc, 'run with node --expose-gc');
+      const [x] = connectedPair(a, b);
+      const local = mem(a, 8192);
+      let collected = false;
+      const reg = new FinalizationRegistry(() => (collected = true));
+      let mr: ibv_mr | null = null;
+      (() => {
+        const buf = rnic_alloc_buf(b.ctx, 8192, 4096);
+        mr = ibv_reg_mr(b.pd, buf, ALL_ACCESS);
+        reg.register(buf.buffer, 'remote buffer');
+        if (provider === 'rdma-core') rnic_free_buf(b.ctx, buf); // only the MR holds it now
+      })();
+      const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+      for (let i = 0; i < 3; i++) {
+        gc();
+        await sleep(10);
+      }
+      check(!collected, 'the registered memory was collected while registered');
+      const m = mr!;
+      fill(local.buf, 9);
+      post(x, sendWr(IBV_WR_RDMA_WRITE, local, 0, 4096, 1n, { wr: { rdma: { remote_addr: m.addr, rkey: m.rkey } } }));
+      wcOk((await pollN(x.cq, 1, 'write into it'))[0]!, 'write');
+      post(x, sendWr(IBV_WR_RDMA_READ, local, 4096, 4096, 2n, { wr: { rdma: { remote_addr: m.addr, rkey: m.rkey } } }));
+      wcOk((await pollN(x.cq, 1, 'read it back'))[0]!, 'read');
+      sameBytes(local.buf.subarray(4096), local.buf.subarray(0, 4096), 'bytes read back');
+      eq(ibv_dereg_mr(m), 0, 'ibv_dereg_mr');
+      mr = null;
+      if (provider === 'rdma-core') {
+        for (let i = 0; i < 20 && !collected; i++) {
+          gc();
+          await sleep(20);
+        }
+        check(collected, 'the memory is released once deregistered and unreferenced');
+      }
     },
   },
   {

@@ -29,7 +29,7 @@ function say(s: string): void {
 
 // 1. The model, on this host (a child process: the model's threads end with it).
 const t0 = Date.now();
-const m = spawnSync(process.execPath, [join(PROJECT, 'dist/hw-tests/run-cases.js'), 'rnic0', 'rnic1', ...filter], {
+const m = spawnSync(process.execPath, ['--expose-gc', join(PROJECT, 'dist/hw-tests/run-cases.js'), 'rnic0', 'rnic1', ...filter], {
   encoding: 'utf8', env: { ...process.env, RNIC_NO_RDMA_CORE: '1' }, timeout: 300_000,
 });
 const model = parse(m.stdout);
@@ -63,7 +63,10 @@ if (!envProblem && real.length === 0) {
     const job = [
       'export RNIC_NO_MODEL=1',
       'rdma link add rxe0 type rxe netdev dummy0 || echo "rdma link add failed" >&2',
-      `node dist/hw-tests/run-cases.js rxe0 rxe0 ${f}`,
+      `node --expose-gc dist/hw-tests/run-cases.js rxe0 rxe0 ${f}`,
+      'node src/driver/rdma-core/native/build.mjs > /tmp/b1 2>&1; s1=$?; RNIC_RDMA_CORE_BUILD=require node src/driver/rdma-core/native/build.mjs > /tmp/b2 2>&1; s2=$?',
+      'if [ $s1 = 0 ] && [ $s2 = 1 ] && grep -q "no <infiniband/verbs.h>" /tmp/b1; then r=passed; else r=failed; fi',
+      'echo "HWTEST {\\"test\\":\\"addon-build-skips-without-libibverbs-dev\\",\\"provider\\":\\"rdma-core\\",\\"device\\":\\"-\\",\\"result\\":\\"$r\\",\\"detail\\":\\"exit $s1 / require: $s2\\",\\"ms\\":0}"',
       filter.length === 0 || filter.some((x) => /devinfo|pingpong/.test(x)) ? 'node dist/hw-tests/guest-examples.js rxe0 1' : '',
       filter.length === 0 || filter.includes('bench') ? 'node dist/bench/rdma-core.bench.js rxe0' : '',
       'exit 0',
