@@ -18,7 +18,8 @@ import {
   type ibv_qp_init_attr, type ibv_send_wr,
 } from '../src/index.js';
 import { rdmaCoreAddon } from '../src/driver/rdma-core/addon.js';
-import { RcCq } from '../src/driver/rdma-core/provider.js';
+import { RcContext, RcCq, RcDevice, RcPd, RcQp, rdmaCoreProvider } from '../src/driver/rdma-core/provider.js';
+import { IBV_QPT_RC } from '../src/device/abi/constants.js';
 import { closeDev, connectedPair, mem, openDev } from '../hw-tests/pair.js';
 
 export interface RdmaCoreBenchResult {
@@ -79,6 +80,50 @@ export async function benchRdmaCore(devName?: string): Promise<RdmaCoreBenchResu
   }
 }
 
+/**
+ * Without a device: the provider's JS share of a post and a poll (the verbs
+ * layer, the WR encoding, the WC decoding) with the native call replaced by
+ * a no-op, and the floor of one Node-API call into the addon (unwatchFd of
+ * no watch). Their sum is the binding's cost over libibverbs' own work.
+ */
+export function benchRdmaCoreJs(): RdmaCoreBenchResult[] | string {
+  const addon = rdmaCoreAddon();
+  if (!addon) return 'the rdma-core addon is not built';
+  const nd = { ptr: 1, name: 'bench0', dev_name: 'uverbs0', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n };
+  const ctx = new RcContext(new RcDevice(rdmaCoreProvider, 1, nd, 0n), 1, -1, -1, 1);
+  const pd = new RcPd(ctx, 1, 0);
+  const cq = new RcCq(ctx, 2, null, null, 0, 16);
+  const qp = new RcQp(ctx, pd, 3, null, cq, cq, null, 0, 1, IBV_QPT_RC, 0);
+  const mutable = addon as unknown as Record<string, unknown>;
+  const saved = { postSend: addon.postSend, pollCq: addon.pollCq };
+  mutable['postSend'] = () => 0;
+  mutable['pollCq'] = () => 1;
+  try {
+    const wr: ibv_send_wr = {
+      wr_id: 2n, next: null, opcode: IBV_WR_RDMA_WRITE, send_flags: IBV_SEND_SIGNALED, num_sge: 1,
+      sg_list: [{ addr: 0x10000n, length: 8, lkey: 5 }], wr: { rdma: { remote_addr: 0x20000n, rkey: 6 } },
+    };
+    const wc = newWcArray(1);
+    return [
+      { name: 'N-API call floor (addon.unwatchFd of nothing)', ns: time(2_000_000, () => addon.unwatchFd(0)) },
+      { name: 'ibv_post_send JS share (1 WR, 1 SGE; native stubbed)', ns: time(2_000_000, () => ibv_post_send(qp, wr)) },
+      { name: 'ibv_poll_cq JS share (1 WC decoded; native stubbed)', ns: time(2_000_000, () => ibv_poll_cq(cq, 1, wc)) },
+    ];
+  } finally {
+    mutable['postSend'] = saved.postSend;
+    mutable['pollCq'] = saved.pollCq;
+  }
+}
+
+export function printRdmaCoreJs(r: RdmaCoreBenchResult[] | string): void {
+  console.log('\n## rdma-core provider binding, JS share (no device needed)');
+  if (typeof r === 'string') {
+    console.log(`skipped: ${r}`);
+    return;
+  }
+  for (const x of r) console.log(`${x.name.padEnd(52)} ${x.ns.toFixed(0).padStart(9)} ns/op`);
+}
+
 export function printRdmaCore(r: RdmaCoreBenchResult[] | string): void {
   console.log('\n## rdma-core provider binding (real device)');
   if (typeof r === 'string') {
@@ -89,6 +134,7 @@ export function printRdmaCore(r: RdmaCoreBenchResult[] | string): void {
 }
 
 if (process.argv[1]?.endsWith('rdma-core.bench.js')) {
+  printRdmaCoreJs(benchRdmaCoreJs());
   printRdmaCore(await benchRdmaCore(process.argv[2]));
   process.exit(0);
 }

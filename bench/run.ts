@@ -1,7 +1,7 @@
 /** `npm run bench`: every benchmark, each beside its in-run baseline. */
 import { benchCampaign, printCampaign } from './campaign.bench.js';
 import { benchObjects, printObjects } from './objects.bench.js';
-import { benchRdmaCore, printRdmaCore } from './rdma-core.bench.js';
+import { benchRdmaCore, benchRdmaCoreJs, printRdmaCore, printRdmaCoreJs } from './rdma-core.bench.js';
 import { saveBaseline, vsBaseline } from './baseline.js';
 import { benchSimModel, printSimModel } from './sim-model.bench.js';
 import { benchSimStream, printSimStream } from './sim-stream.bench.js';
@@ -25,6 +25,9 @@ if (!only || only === 'sim') {
 }
 if (!only || only === 'objects') printObjects(await benchObjects());
 if (!only || only === 'campaign') printCampaign(await benchCampaign());
-if (!only || only === 'rdma-core') printRdmaCore(await benchRdmaCore());
+if (!only || only === 'rdma-core') {
+  printRdmaCoreJs(benchRdmaCoreJs());
+  printRdmaCore(await benchRdmaCore());
+}
 if (save) saveBaseline();
 process.exit(0);
