@@ -10,7 +10,7 @@ import {
   IBV_EVENT_SRQ_LIMIT_REACHED, IBV_LINK_LAYER_ETHERNET, IBV_PORT_ACTIVE, IBV_QP_STATE, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RESET,
   IBV_QPS_RTR, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD, IBV_WC_LOC_LEN_ERR,
   IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR, IBV_WC_LOC_QP_OP_ERR,
-  IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND, IBV_WC_WITH_IMM, IBV_WC_WR_FLUSH_ERR, IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND, IBV_WC_WITH_IMM, IBV_WC_GRH, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_WR_FLUSH_ERR, IBV_WR_ATOMIC_CMP_AND_SWP,
   IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
   ibv_ack_async_event, ibv_ack_cq_events, ibv_close_device, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
   ibv_get_cq_event, ibv_get_device_guid, ibv_get_device_list, ibv_modify_qp, ibv_modify_srq, ibv_post_send, ibv_post_srq_recv,
@@ -199,6 +199,53 @@ export const CASES: Case[] = [
     },
   },
   {
+    name: 'uc-send-and-write-imm',
+    async run({ a, b }) {
+      const [x, y] = connectedPair(a, b, IBV_QPT_UC);
+      const src = mem(a, 8192);
+      const dst = mem(b, 8192);
+      fill(src.buf, 10);
+      postRecv(y, dst, 0, 4096, 31n);
+      postRecv(y, dst, 4096, 0, 32n);
+      post(x, sendWr(IBV_WR_SEND, src, 0, 2500, 1n));
+      post(x, sendWr(IBV_WR_RDMA_WRITE_WITH_IMM, src, 3000, 1000, 2n, { imm_data: 0x0badf00d, wr: { rdma: { remote_addr: dst.mr.addr + 5000n, rkey: dst.mr.rkey } } }));
+      (await pollN(x.cq, 2, 'UC sends')).forEach((w) => wcOk(w, 'UC send'));
+      const [r1, r2] = await pollN(y.cq, 2, 'UC receives');
+      wcOk(r1!, 'UC recv');
+      eq(r1!.opcode, IBV_WC_RECV, 'first: RECV');
+      eq(r1!.byte_len, 2500, 'first byte_len');
+      wcOk(r2!, 'UC write-imm');
+      eq(r2!.opcode, IBV_WC_RECV_RDMA_WITH_IMM, 'second: RECV_RDMA_WITH_IMM');
+      eq(r2!.imm_data, 0x0badf00d, 'imm_data');
+      sameBytes(dst.buf.subarray(0, 2500), src.buf.subarray(0, 2500), 'sent bytes');
+      sameBytes(dst.buf.subarray(5000, 6000), src.buf.subarray(3000, 4000), 'written bytes');
+    },
+  },
+  {
+    name: 'rc-send-inline',
+    async run({ a, b }) {
+      const x = end(a, IBV_QPT_RC, { inline: 64 });
+      const y = end(b);
+      toInit(x);
+      toInit(y);
+      toRts(x, y);
+      toRts(y, x);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      fill(src.buf, 11);
+      postRecv(y, dst, 0, 64, 1n);
+      post(x, sendWr(IBV_WR_SEND, src, 0, 48, 2n, { send_flags: IBV_SEND_SIGNALED | IBV_SEND_INLINE }));
+      src.buf.fill(0, 0, 48); // inline: the bytes were copied at post time
+      wcOk((await pollN(x.cq, 1, 'inline send'))[0]!, 'inline send');
+      const [r] = await pollN(y.cq, 1, 'recv');
+      wcOk(r!, 'recv');
+      eq(r!.byte_len, 48, 'byte_len');
+      const want = new Uint8Array(48);
+      fill(want, 11);
+      sameBytes(dst.buf.subarray(0, 48), want, 'the bytes as they were at post time');
+    },
+  },
+  {
     name: 'ud-send',
     async run({ a, b }) {
       const x = end(a, IBV_QPT_UD);
@@ -212,13 +259,20 @@ export const CASES: Case[] = [
       fill(src.buf, 7);
       postRecv(y, dst, 0, 40 + 1024, 21n);
       const ah = ibv_create_ah(a.pd, { is_global: 1, port_num: PORT, dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, grh: { dgid: b.gid, sgid_index: a.gidIndex, hop_limit: 64, flow_label: 0, traffic_class: 0 } });
+      postRecv(y, dst, 2048, 40 + 1024, 23n);
       post(x, sendWr(IBV_WR_SEND, src, 0, 1000, 22n, { wr: { ud: { ah, remote_qpn: y.qp.qp_num, remote_qkey: QKEY } } }));
-      wcOk((await pollN(x.cq, 1, 'UD send'))[0]!, 'UD send');
-      const [r] = await pollN(y.cq, 1, 'UD recv');
+      post(x, sendWr(IBV_WR_SEND_WITH_IMM, src, 0, 10, 24n, { imm_data: 0x01020304, wr: { ud: { ah, remote_qpn: y.qp.qp_num, remote_qkey: QKEY } } }));
+      (await pollN(x.cq, 2, 'UD sends')).forEach((w) => wcOk(w, 'UD send'));
+      const [r, r2] = await pollN(y.cq, 2, 'UD recvs');
       wcOk(r!, 'UD recv');
       eq(r!.byte_len, 1040, 'byte_len (GRH + payload)');
       eq(r!.src_qp, x.qp.qp_num, 'src_qp');
+      check(r!.wc_flags & IBV_WC_GRH, 'IBV_WC_GRH');
       sameBytes(dst.buf.subarray(40, 1040), src.buf.subarray(0, 1000), 'payload after the 40-byte GRH');
+      wcOk(r2!, 'UD recv with imm');
+      eq(r2!.byte_len, 50, 'byte_len');
+      check(r2!.wc_flags & IBV_WC_WITH_IMM, 'IBV_WC_WITH_IMM');
+      eq(r2!.imm_data, 0x01020304, 'imm_data');
     },
   },
   {

@@ -85,12 +85,12 @@ export interface End {
   qp: ibv_qp;
 }
 
-export function end(dev: Dev, type = IBV_QPT_RC, opts: { srq?: ibv_srq; channel?: ibv_comp_channel; depth?: number } = {}): End {
+export function end(dev: Dev, type = IBV_QPT_RC, opts: { srq?: ibv_srq; channel?: ibv_comp_channel; depth?: number; inline?: number } = {}): End {
   const depth = opts.depth ?? 16;
   const cq = ibv_create_cq(dev.ctx, depth * 2, null, opts.channel ?? null, 0);
   const qp = ibv_create_qp(dev.pd, {
     send_cq: cq, recv_cq: cq, srq: opts.srq ?? null, qp_type: type, sq_sig_all: 0,
-    cap: { max_send_wr: depth, max_recv_wr: depth, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 0 },
+    cap: { max_send_wr: depth, max_recv_wr: depth, max_send_sge: 2, max_recv_sge: 2, max_inline_data: opts.inline ?? 0 },
   });
   return { dev, cq, qp };
 }

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 export interface RdmaCoreAddon {
   setScratch(wr: Uint8Array, wc: Uint8Array): void;
   getDeviceList(): NativeDevice[] | number;
-  openDevice(dev: number): { ptr: number; cmd_fd: number; async_fd: number; num_comp_vectors: number } | number;
+  openDevice(name: string): { ptr: number; cmd_fd: number; async_fd: number; num_comp_vectors: number } | number;
   closeDevice(ctx: number): number;
   queryDevice(ctx: number): Record<string, number | bigint | string> | number;
   queryPort(ctx: number, port: number): Record<string, number> | number;

@@ -936,7 +936,7 @@ export const rdmaCoreProvider: VerbsProvider = Object.freeze({
   },
   open(dev: ProviderDevice): ibv_context & { ops: VerbsContextOps } {
     if (!(dev instanceof RcDevice)) throw new VerbsError(errno.EINVAL, 'ibv_open_device: not an rdma-core device');
-    const r = A().openDevice(dev.ptr);
+    const r = A().openDevice(dev.name);
     if (typeof r === 'number') throw new VerbsError(r, `ibv_open_device: ${dev.name}`);
     return new RcContext(dev, r.ptr, r.cmd_fd, r.async_fd, r.num_comp_vectors);
   },

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <string>
 #include <unordered_map>
 
 namespace {
@@ -75,14 +76,19 @@ Napi::Value SetScratch(const Napi::CallbackInfo& info) {
 }
 
 // ---------------------------------------------------------------- devices
+// The newest list is kept, the one before it freed: a device is opened by
+// name from the kept list (openDevice), so no JS object ever holds an
+// ibv_device* that a later listing could have freed (a hot-removed device).
+ibv_device** lastList = nullptr;
+
 Napi::Value GetDeviceList(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int n = 0;
-  // The list is never freed: the ibv_device pointers stay valid for the
-  // process, as an application that keeps its list would see them.
   ibv_device** list = ibv_get_device_list(&n);
   auto arr = Napi::Array::New(env);
   if (!list) return N(env, static_cast<double>(errno));
+  if (lastList) ibv_free_device_list(lastList);
+  lastList = list;
   for (int i = 0; i < n; i++) {
     ibv_device* d = list[i];
     auto o = Napi::Object::New(env);
@@ -99,9 +105,14 @@ Napi::Value GetDeviceList(const Napi::CallbackInfo& info) {
   return arr;
 }
 
+// openDevice(name): the device of that name in the newest list, or ENODEV.
 Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto* d = static_cast<ibv_device*>(P(info[0]));
+  std::string name = info[0].As<Napi::String>().Utf8Value();
+  ibv_device* d = nullptr;
+  for (ibv_device** p = lastList; p && *p; p++)
+    if (name == ibv_get_device_name(*p)) d = *p;
+  if (!d) return N(env, static_cast<double>(ENODEV));
   ibv_context* ctx = ibv_open_device(d);
   if (!ctx) return N(env, static_cast<double>(errno ? errno : ENODEV));
   int e = setNonBlocking(ctx->async_fd);
