@@ -41,12 +41,18 @@ parentPort!.on('message', (m: { type: string; port?: string; path?: string | nul
   }
 });
 
+const fail = (e: unknown) => parentPort!.postMessage({ type: 'error', message: `${(e as { code?: string }).code ?? 'ERROR'}: ${(e as Error).message}` });
 try {
-  await host.cable(data.cables, data.rings, data.seed, new Map(data.udp));
-  parentPort!.postMessage({ type: 'ready', udpLocal: host.udpLocal });
+  // The devices answer their driver at once; UDP cables come up when their
+  // I/O thread has bound (DeviceHost.cable), without holding the loop.
+  const cabled = host.cable(data.cables, data.rings, data.seed, new Map(data.udp)).then(
+    () => parentPort!.postMessage({ type: 'ready', udpLocal: host.udpLocal }),
+    fail,
+  );
   await runDeviceLoop(host, host.devices.map((d) => Bar.attach(d.bar.sab)), stop, { ...DEFAULT_TUNING, ...data.tuning });
+  await cabled;
 } catch (e) {
-  parentPort!.postMessage({ type: 'error', message: `${(e as { code?: string }).code ?? 'ERROR'}: ${(e as Error).message}` });
+  fail(e);
 } finally {
   await host.close();
   parentPort!.postMessage({ type: 'stopped' });

@@ -177,21 +177,6 @@ export class DeviceHost {
     cables.forEach((c, i) => {
       if (c.faults && c.faults.length > 0) this.injectors.set(c, new FaultInjector(c.faults, { random: random.fork(`cable/${i}`) }));
     });
-    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm; ref: { dev: HostedDevice; portNum: number }; inj: FaultInjector | null }[] = [];
-    cables.forEach((c, i) => {
-      if (c.kind !== 'udp') return;
-      const p = this.portRef(c.port);
-      if (!p) return;
-      const options = { local: c.local, remote: c.remote, ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }) };
-      udp.push({ options, shm: udpShm.get(i) ?? createUdpCableShm(), ref: p, inj: this.injectors.get(c) ?? null });
-    });
-    if (udp.length > 0) {
-      this.udp = await UdpIoThread.open(udp);
-      this.udp.ends.forEach((end, i) => {
-        const u = udp[i]!;
-        this.plugRing(u.ref, end, this.faulty(end, u.inj, 'a->b'));
-      });
-    }
     for (const c of cables) {
       const inj = this.injectors.get(c) ?? null;
       if (c.kind === 'wire') {
@@ -209,7 +194,30 @@ export class DeviceHost {
       if (!p) continue;
       this.plugRing(p, new RingEnd(r.tx, r.rx));
     }
+    // Last, and the only part that waits: the UDP I/O thread starts and binds
+    // (tens of ms, seconds on a loaded machine). The loop may already run
+    // meanwhile; the port is like a link that is not up yet.
+    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm; ref: { dev: HostedDevice; portNum: number }; inj: FaultInjector | null }[] = [];
+    cables.forEach((c, i) => {
+      if (c.kind !== 'udp') return;
+      const p = this.portRef(c.port);
+      if (!p) return;
+      const options = { local: c.local, remote: c.remote, ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }) };
+      udp.push({ options, shm: udpShm.get(i) ?? createUdpCableShm(), ref: p, inj: this.injectors.get(c) ?? null });
+    });
+    if (udp.length > 0) {
+      this.cabling = UdpIoThread.open(udp);
+      this.udp = await this.cabling;
+      this.udp.ends.forEach((end, i) => {
+        const u = udp[i]!;
+        this.plugRing(u.ref, end, this.faulty(end, u.inj, 'a->b'));
+      });
+      this.wake(); // a sleeping loop starts waiting on the new rings too
+    }
   }
+
+  /** The UDP I/O thread being started, if it is. */
+  private cabling: Promise<UdpIoThread> | null = null;
 
   /** The local addresses the UDP cables are bound to, in the order of the configuration. */
   get udpLocal(): readonly string[] {
@@ -263,6 +271,7 @@ export class DeviceHost {
 
   /** Closes the cables (the UDP I/O thread sends what is still queued first), then the captures. */
   async close(): Promise<void> {
+    if (this.cabling) await this.cabling.catch(() => null);
     const u = this.udp;
     this.udp = null;
     if (u) await u.close();
