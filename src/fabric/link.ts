@@ -282,14 +282,26 @@ export class SimLink {
     this.#onStateChange = handler;
   }
 
-  /** Sets (or with null clears) the fault hook of one direction. */
-  setFaultHook(dir: LinkDir, hook: FaultHook | null): void {
-    this.#lane(dir).hook = hook;
+  /**
+   * Sets (or with null clears) the fault hook of one direction. `readOnly`:
+   * the hook only looks (a capture tap) and never changes a frame's bytes,
+   * so a frame its sender sent as built (`sendBuilt`) still arrives as
+   * built (see `arrivedAsBuilt`).
+   */
+  setFaultHook(dir: LinkDir, hook: FaultHook | null, opts: { readOnly?: boolean } = {}): void {
+    const lane = this.#lane(dir);
+    lane.hook = hook;
+    lane.hookReadOnly = hook !== null && opts.readOnly === true;
   }
 
   /** A snapshot of one direction's counters. */
   stats(dir: LinkDir): SimLinkStats {
     return { ...this.#lane(dir).s };
+  }
+
+  /** `sendBuilt` on the end that transmits in `dir` (a for aToB, b for bToA). */
+  sendBuilt(dir: LinkDir, frame: Uint8Array): void {
+    ((dir === 'aToB' ? this.a : this.b) as SimEnd).sendBuilt(frame);
   }
 
   /** Frames waiting in one direction's transmit queue now. */
@@ -332,6 +344,7 @@ class Lane {
   readonly to: SimEnd;
   readonly s = newLinkStats();
   hook: FaultHook | null = null;
+  hookReadOnly = false;
   readonly #num: number;
   readonly #den: number;
   readonly #propPs: number;
@@ -436,6 +449,8 @@ class Lane {
     let copies = 1;
     let release: readonly Uint8Array[] | undefined;
     if (this.hook !== null) {
+      // A hook that may change bytes voids the sender's word that the frame is as built.
+      if (!this.hookReadOnly) AS_BUILT.delete(frame);
       const v = this.hook(frame, this.sched.now());
       switch (v.kind) {
         case 'pass':
@@ -564,6 +579,23 @@ class Lane {
   }
 }
 
+/**
+ * Frames sent with `sendBuilt` that no hook able to change bytes has seen.
+ * Frame objects are one per frame (a recycled buffer gets a new view), so
+ * membership cannot outlive the frame; dropped frames are collected.
+ */
+const AS_BUILT = new WeakSet<Uint8Array>();
+
+/**
+ * True when `frame`, just delivered by a SimLink, is byte for byte what its
+ * sender built (`sendBuilt`, and no hook that may change bytes on the way):
+ * a receiver may then take the checks of its own integrity fields (ICRC)
+ * as passed. Asks once: the answer is forgotten.
+ */
+export function arrivedAsBuilt(frame: Uint8Array): boolean {
+  return AS_BUILT.delete(frame);
+}
+
 function ceilNs(ps: number): number {
   return Math.ceil(ps / 1000);
 }
@@ -586,6 +618,17 @@ class SimEnd implements CableEnd {
       return;
     }
     this.lane.send(frame);
+  }
+
+  /**
+   * `sendOwned`, and the sender's word that the bytes are exactly as it
+   * built them (a model device's own frame, its ICRC computed over them).
+   * If nothing on the way may have changed them (no fault hook, or a
+   * read-only one), the receiver learns so from `arrivedAsBuilt`.
+   */
+  sendBuilt(frame: Uint8Array): void {
+    AS_BUILT.add(frame);
+    this.sendOwned(frame);
   }
 
   /** Sends a frame the caller gives away: the link keeps it as its own copy (no copy made). */

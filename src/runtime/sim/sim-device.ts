@@ -31,7 +31,7 @@ import { Firmware } from '../../device/firmware.js';
 import { HostMemory } from '../../device/host-memory.js';
 import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, takeSummary } from '../../device/registers.js';
 import type { CableEnd } from '../../fabric/cable.js';
-import type { LinkDir, SimLink } from '../../fabric/link.js';
+import { arrivedAsBuilt, type LinkDir, type SimLink } from '../../fabric/link.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
@@ -90,6 +90,12 @@ class SimNic extends Nic {
     super(env);
   }
 
+  /** A frame the pipeline built (headers, payload, ICRC): its port may vouch for its bytes. */
+  override transmit(portNum: number, frame: Uint8Array): void {
+    PIPELINE_BUILT.add(frame);
+    super.transmit(portNum, frame);
+  }
+
   override complete(cqn: number, f: CqeFields): void {
     this.host.deferCqe(cqn, f);
   }
@@ -108,6 +114,13 @@ class SimNic extends Nic {
     super.asyncEvent(cqn, type, resource);
   }
 }
+
+/**
+ * Frames the pipeline built, on their way through a port's FIFO: only these
+ * go to the link as built (`sendBuilt`); a frame handed to a port by anyone
+ * else (`EthPort.transmit`) is sent without that word.
+ */
+const PIPELINE_BUILT = new WeakSet<Uint8Array>();
 
 /** A posted write waiting to land: a CQE (`f` set) or an asynchronous event. */
 interface PendingWrite {
@@ -188,6 +201,9 @@ export class SimPort implements FrameSink {
       if (this.end === null) {
         this.dropped++;
         releaseFrame(frame);
+      } else if (PIPELINE_BUILT.delete(frame) && this.link !== null && this.end === (this.dir === 'aToB' ? this.link.a : this.link.b)) {
+        // Our own frame, as built: the far device may take its ICRC check as passed (arrivedAsBuilt).
+        this.link.sendBuilt(this.dir, frame);
       } else if (this.end.sendOwned) {
         this.end.sendOwned(frame);
       } else {
@@ -501,7 +517,7 @@ export class SimDevice {
       const port = this.#rxPort[this.#rxHead]!;
       this.#rx[this.#rxHead] = undefined;
       this.#rxHead++;
-      this.nic.receive(port, f);
+      this.nic.receive(port, f, arrivedAsBuilt(f));
       // The NIC keeps nothing of a frame once it is processed (as in device-host.ts): recycle the buffer.
       releaseFrame(f);
     }

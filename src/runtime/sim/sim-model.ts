@@ -195,7 +195,8 @@ export class SimModel implements RunningModel {
           p.onSerialize(f, ns);
           return PASS;
         };
-    link.setFaultHook(dir, hook);
+    // Without faults the hook is the capture tap only: it never changes a frame.
+    link.setFaultHook(dir, hook, { readOnly: faults === null });
   }
 
   // ---- time --------------------------------------------------------------
