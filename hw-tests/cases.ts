@@ -12,11 +12,12 @@ import {
   IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR, IBV_WC_LOC_QP_OP_ERR,
   IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND, IBV_WC_WITH_IMM, IBV_WC_GRH, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_WR_FLUSH_ERR, IBV_WR_ATOMIC_CMP_AND_SWP,
   IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
-  ibv_ack_async_event, ibv_ack_cq_events, ibv_close_device, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
+  ibv_ack_async_event, ibv_ack_cq_events, ibv_close_device, ibv_destroy_qp, ibv_destroy_srq, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
   ibv_get_cq_event, ibv_get_device_guid, ibv_get_device_list, ibv_modify_qp, ibv_modify_srq, ibv_post_send, ibv_post_srq_recv,
   ibv_poll_cq, ibv_query_device, ibv_query_pkey, ibv_query_port, ibv_query_qp, ibv_req_notify_cq, ibv_wc_status_str, newDeviceAttr,
   newPortAttr, newQpAttr, newWcArray, ibv_dereg_mr, ibv_reg_mr, rnic_alloc_buf, rnic_free_buf,
 } from '../src/driver/verbs/index.js';
+import { errno } from '../src/device/abi/constants.js';
 import type { BadWr, ibv_mr, ibv_qp_init_attr, ibv_send_wr } from '../src/driver/verbs/index.js';
 import {
   ALL_ACCESS, check, connectedPair, end, eq, Fail, fill, mem, PORT, pollN, post, postRecv, QKEY, sameBytes, sendWr, toInit, toRts, wcOk,
@@ -303,7 +304,10 @@ export const CASES: Case[] = [
       const e = await withTimeout(ev, 10_000, 'IBV_EVENT_SRQ_LIMIT_REACHED');
       eq(e.event_type, IBV_EVENT_SRQ_LIMIT_REACHED, 'async event type');
       eq(e.element.srq, srq, 'event element');
+      eq(ibv_destroy_qp(y.qp), 0, 'destroy the SRQ\'s QP');
+      eq(ibv_destroy_srq(srq), errno.EBUSY, 'destroy the SRQ before its event is acknowledged: EBUSY (libibverbs would block)');
       ibv_ack_async_event(e);
+      eq(ibv_destroy_srq(srq), 0, 'destroy the SRQ after the acknowledgement');
     },
   },
   {

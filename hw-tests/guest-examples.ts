@@ -120,9 +120,9 @@ function run(cmd: string, args: string[], timeoutMs: number): Promise<Proc> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function pingpong(name: string, server: 'ours' | 'theirs', client: 'ours' | 'theirs', port: number): Promise<CaseResult> {
+async function pingpong(name: string, server: 'ours' | 'theirs', client: 'ours' | 'theirs', port: number, extra: string[] = []): Promise<CaseResult> {
   const t0 = Date.now();
-  const common = ['-d', dev, '-g', gid, '-n', '50', '-s', '1024', '-p', String(port)];
+  const common = ['-d', dev, '-g', gid, '-n', '50', '-s', '1024', '-p', String(port), ...extra];
   const cmd = (who: 'ours' | 'theirs', extra: string[]): [string, string[]] =>
     who === 'ours' ? [process.execPath, [RNIC, 'rc_pingpong', ...common, ...extra]] : ['ibv_rc_pingpong', [...common, ...extra]];
   const s = run(...cmd(server, []), 90_000);
@@ -196,4 +196,5 @@ results.push(await perf('perf-send_lat-two-processes', ['send_lat', '-s', '64', 
 results.push(await pingpong('rc_pingpong-ours-vs-ours', 'ours', 'ours', 18515));
 results.push(await pingpong('rc_pingpong-server-ibv-client-ours', 'theirs', 'ours', 18516));
 results.push(await pingpong('rc_pingpong-server-ours-client-ibv', 'ours', 'theirs', 18517));
+results.push(await pingpong('rc_pingpong-events-server-ibv-client-ours', 'theirs', 'ours', 18518, ['-e']));
 process.exit(results.some((r) => r.result === 'failed') ? 1 : 0);
