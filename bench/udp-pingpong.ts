@@ -31,6 +31,7 @@ async function side(role: 'ping' | 'echo', iters: number, size: number, send: (m
   const { currentModel, stopModel, ensureModel } = await import('../src/boot.js');
   if (process.env.RNIC_SPIN_NS) ensureModel(undefined, { tuning: { spinNs: Number(process.env.RNIC_SPIN_NS) } });
   const [dev] = v.ibv_get_device_list();
+  await currentModel()?.cabled;
   const ctx = v.ibv_open_device(dev!);
   const pd = v.ibv_alloc_pd(ctx);
   const cq = v.ibv_create_cq(ctx, 64, null, null, 0);

@@ -5,19 +5,26 @@
  * error, SIGINT/SIGTERM/SIGHUP), so frames still queued reach the cable
  * and captures are complete.
  */
-import { ensureModel, stopModel } from '../boot.js';
+import { currentModel, ensureModel, stopModel } from '../boot.js';
 import { takeTwoHostRole, twoHostNote, TWO_HOSTS_TAKEN } from './two-hosts.js';
 
-/** Returns false (having said why) when no model could be set up. */
-export function ensurePeerModel(err: (s: string) => void = (s) => process.stderr.write(s)): boolean {
-  if (process.env.RNIC_CONFIG || process.env.RNIC_NO_MODEL === '1') return true;
-  const r = takeTwoHostRole();
-  if (!r) {
-    err(TWO_HOSTS_TAKEN);
-    return false;
-  }
-  err(twoHostNote(r));
-  ensureModel(r.config);
+/**
+ * Starts the model and waits until its cables are up (a frame to a peer
+ * whose socket is not bound yet would be lost). Returns false (having said
+ * why) when no model could be set up.
+ */
+export async function ensurePeerModel(err: (s: string) => void = (s) => process.stderr.write(s)): Promise<boolean> {
+  if (process.env.RNIC_NO_MODEL === '1') return true;
+  if (!process.env.RNIC_CONFIG) {
+    const r = takeTwoHostRole();
+    if (!r) {
+      err(TWO_HOSTS_TAKEN);
+      return false;
+    }
+    err(twoHostNote(r));
+    ensureModel(r.config);
+  } else ensureModel();
+  await currentModel()?.cabled;
   return true;
 }
 

@@ -194,25 +194,24 @@ export class DeviceHost {
       if (!p) continue;
       this.plugRing(p, new RingEnd(r.tx, r.rx));
     }
-    // Last, and the only part that waits: the UDP I/O thread starts and binds
-    // (tens of ms, seconds on a loaded machine). The loop may already run
-    // meanwhile; the port is like a link that is not up yet.
-    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm; ref: { dev: HostedDevice; portNum: number }; inj: FaultInjector | null }[] = [];
+    // UDP cables: their ring ends are plugged now, so what the port sends
+    // before the socket is bound (an ARP request, say) waits in the TX ring.
+    // Last, and the only part that waits: the I/O thread starts and binds
+    // (tens of ms; seconds on a loaded machine). The loop may run meanwhile.
+    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm }[] = [];
     cables.forEach((c, i) => {
       if (c.kind !== 'udp') return;
       const p = this.portRef(c.port);
       if (!p) return;
       const options = { local: c.local, remote: c.remote, ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }) };
-      udp.push({ options, shm: udpShm.get(i) ?? createUdpCableShm(), ref: p, inj: this.injectors.get(c) ?? null });
+      const shm = udpShm.get(i) ?? createUdpCableShm();
+      const end = UdpIoThread.end(shm);
+      this.plugRing(p, end, this.faulty(end, this.injectors.get(c) ?? null, 'a->b'));
+      udp.push({ options, shm });
     });
     if (udp.length > 0) {
       this.cabling = UdpIoThread.open(udp);
       this.udp = await this.cabling;
-      this.udp.ends.forEach((end, i) => {
-        const u = udp[i]!;
-        this.plugRing(u.ref, end, this.faulty(end, u.inj, 'a->b'));
-      });
-      this.wake(); // a sleeping loop starts waiting on the new rings too
     }
   }
 

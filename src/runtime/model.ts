@@ -32,6 +32,12 @@ export interface RunningModel {
   readonly devices: readonly DeviceHandle[];
   /** Starts or stops a port's capture at run time ('rnic0:1', a path or null). */
   setCapture(port: string, path: string | null): Promise<void>;
+  /**
+   * Resolves when every cable is up (a UDP cable's socket bound). The
+   * devices answer their driver before that; a frame sent to a peer whose
+   * socket is not bound yet is lost, as on a link that is not up.
+   */
+  cabled?: Promise<void>;
   /** Counters of each UDP cable by its port ('rnic0:1'), read from shared memory (realtime runtime only). */
   udpStats?(): Record<string, UdpIoStats>;
   /**
@@ -71,6 +77,12 @@ async function irqWait(bar: Bar, vector: number, seen: number): Promise<number> 
   } finally {
     if (alive) clearInterval(alive);
   }
+}
+
+/** `p`, with the process kept alive while it is pending (the engines and I/O threads are unref'd). */
+function keptAlive(p: Promise<void>): Promise<void> {
+  const t = setInterval(() => {}, 1 << 30);
+  return p.finally(() => clearInterval(t));
 }
 
 /** Shared memory for every UDP cable of the configuration, by cable index. */
@@ -121,6 +133,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   const threads: Worker[] = [];
   const url = compiledWorker('device-engine');
   const ioThreads = new Set<number>();
+  const engineCabled: Promise<void>[] = [];
   for (let w = 0; w < workers; w++) {
     const devices = made.filter((_, i) => assign[i] === w).map((d) => d.resources);
     const names = new Set(devices.map((d) => d.name));
@@ -135,6 +148,15 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     t.on('message', (m: { type: string; message?: string }) => {
       if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
     });
+    engineCabled.push(new Promise<void>((resolve) => {
+      const on = (m: { type: string }) => {
+        if (m.type !== 'ready' && m.type !== 'error' && m.type !== 'stopped') return;
+        t.off('message', on);
+        resolve();
+      };
+      t.on('message', on);
+      t.once('exit', () => resolve());
+    }));
     t.on('error', (e) => process.emitWarning(`rnic-model device engine crashed: ${e.message}`));
     // The model must not keep the application alive (a C program exits when main returns).
     t.unref();
@@ -149,9 +171,13 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     counters: d.counters,
     waitIrq: (v, seen) => irqWait(d.bar, v, seen),
   }));
+  const cabled = Promise.all(engineCabled).then(() => {});
   return {
     config,
     devices,
+    get cabled() {
+      return keptAlive(cabled);
+    },
     udpStats: () => udpStatsOf(config, udpShm),
     async setCapture(port, path) {
       const dev = port.split(':')[0];
@@ -237,6 +263,9 @@ function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<numb
     devices,
     async setCapture(port, path) {
       host.setCapture(port, path);
+    },
+    get cabled() {
+      return keptAlive(ready.catch(() => {}));
     },
     udpStats: () => udpStatsOf(config, udpShm),
     async stop() {

@@ -108,9 +108,18 @@ export function readUdpIoStats(stats: SharedArrayBuffer): UdpIoStats {
 
 /** A device host's UDP cables, on one I/O thread. */
 export class UdpIoThread {
-  private constructor(private readonly worker: Worker, readonly ends: RingEnd[], readonly local: string[]) {}
+  private constructor(private readonly worker: Worker, readonly local: string[]) {}
 
-  /** Starts the thread, binds every socket, and returns the ring ends once they are bound. */
+  /**
+   * The device loop's end of a UDP cable: its TX ring is the I/O thread's
+   * consumer side and vice versa. It can be plugged before the thread runs:
+   * what is sent meanwhile waits in the TX ring.
+   */
+  static end(shm: UdpCableShm): RingEnd {
+    return new RingEnd(shm.tx, shm.rx);
+  }
+
+  /** Starts the thread and binds every socket; resolves once they are bound. */
   static async open(cables: { options: UdpCableOptions; shm: UdpCableShm }[]): Promise<UdpIoThread> {
     const posted: UdpIoCable[] = cables.map((c) => ({
       options: { socketBufferBytes: DEFAULT_SOCKET_BUFFER_BYTES, ...c.options },
@@ -130,9 +139,7 @@ export class UdpIoThread {
       worker.once('error', reject);
       worker.once('exit', () => reject(new FabricError('FABRIC_BIND_FAILED', 'the UDP I/O thread ended before binding')));
     });
-    // The device loop's TX ring is the I/O thread's consumer side and vice versa.
-    const ends = cables.map((c) => new RingEnd(c.shm.tx, c.shm.rx));
-    return new UdpIoThread(worker, ends, local);
+    return new UdpIoThread(worker, local);
   }
 
   /**

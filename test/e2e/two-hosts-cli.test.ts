@@ -154,4 +154,45 @@ describe('two rnic processes on one host', () => {
       expect(acked, `host ${n}'s ACKs`).toContain(sends[sends.length - 1]);
     }
   });
+
+  it('SIGINT / SIGTERM in the middle of a run: exit 130 / 143, and the captures are complete up to then', { timeout: 3 * HANG_MS }, async () => {
+    const [pa, pb] = [await freeUdpPort(), await freeUdpPort()];
+    const cfg = (n: number, local: number, remote: number) => ({
+      devices: [{ name: 'rnic0', ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], capture: join(dir, `sig-${n}.pcap`) }] }],
+      cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${local}`, remote: `127.0.0.1:${remote}` }],
+    });
+    writeFileSync(join(dir, 'sa.json'), JSON.stringify(cfg(1, pa, pb)));
+    writeFileSync(join(dir, 'sb.json'), JSON.stringify(cfg(2, pb, pa)));
+    const common = ['-p', String(await freeTcpPort()), '-n', '100000000', '-s', '1024'];
+    const server = rnic(['rc_pingpong', ...common], { ...env, RNIC_CONFIG: join(dir, 'sa.json') });
+    await seen(server, 'local address');
+    let client = rnic(['rc_pingpong', ...common, '127.0.0.1'], { ...env, RNIC_CONFIG: join(dir, 'sb.json') });
+    for (let attempt = 0; attempt < 20; attempt++) {
+      await seen(client, 'remote address');
+      if (client.child.exitCode === null || !client.output().includes("Couldn't connect")) break;
+      await new Promise((r) => setTimeout(r, 100));
+      client = rnic(['rc_pingpong', ...common, '127.0.0.1'], { ...env, RNIC_CONFIG: join(dir, 'sb.json') });
+    }
+    // Let some messages cross, then stop both as a user would (Ctrl-C, kill).
+    const frames = () => {
+      try {
+        return [...iteratePcap(readFileSync(join(dir, 'sig-2.pcap')))].length;
+      } catch {
+        return 0;
+      }
+    };
+    await new Promise((r) => setTimeout(r, 1000));
+    client.child.kill('SIGINT');
+    server.child.kill('SIGTERM');
+    const [c, sv] = [await client.done, await server.done];
+    expect(c.code, `client: ${c.err}`).toBe(130);
+    expect(sv.code, `server: ${sv.err}`).toBe(143);
+    for (const n of [1, 2]) {
+      let roce = 0;
+      // Reads to the end: no record cut short.
+      for (const r of iteratePcap(readFileSync(join(dir, `sig-${n}.pcap`)))) if (decodePacket(r.data).ok) roce++;
+      expect(roce, `RoCE frames in host ${n}'s capture`).toBeGreaterThan(0);
+    }
+    expect(frames()).toBeGreaterThan(0);
+  });
 });

@@ -17,7 +17,7 @@
  * Its MR: [0, HALF) is the parent's WRITE target (zeroed), [HALF, 2·HALF)
  * holds pattern(HALF, 77) for the parent's READ. Uses the verbs API only.
  */
-import { stopModel } from '../../src/boot.js';
+import { currentModel, stopModel } from '../../src/boot.js';
 import {
   IBV_ACCESS_LOCAL_WRITE,
   IBV_ACCESS_REMOTE_READ,
@@ -110,6 +110,8 @@ async function main(): Promise<void> {
   const gid = newGid();
   must(ibv_query_gid(ctx, 1, GID_INDEX, gid), 'ibv_query_gid');
   const sessions = new Map<number, Session>();
+  // The devices answer at once; the UDP socket is bound a little later.
+  await currentModel()?.cabled;
 
   /** A new RC QP in INIT with its MR and one receive posted. */
   function newSession(id: number): void {

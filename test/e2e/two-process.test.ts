@@ -95,7 +95,8 @@ describe('two processes over a UDP cable', () => {
     writeFileSync(join(dir, 'a.json'), JSON.stringify(cfgA, null, 2));
     writeFileSync(join(dir, 'b.json'), JSON.stringify(cfgB, null, 2));
 
-    await restartModel(loadConfig({ RNIC_CONFIG: join(dir, 'a.json') }));
+    // Answering at once, and on the cable once its socket is bound.
+    await (await restartModel(loadConfig({ RNIC_CONFIG: join(dir, 'a.json') }))).cabled;
     dev = H.openDev('rnic0');
 
     const script = fileURLToPath(new URL('./two-process-child.ts', import.meta.url));

@@ -107,6 +107,7 @@ describe('write_bw -s 65536 between two processes over a UDP cable', () => {
     const kill = setTimeout(() => server.kill('SIGKILL'), HANG_MS);
 
     const model = await restartModel(parseConfig(host(2, pb, pa), 'client'));
+    await model.cabled;
     const ctx = ibv_open_device(ibv_get_device_list()[0]!);
     // The server says so once it listens.
     while (!sout.includes('Waiting for client to connect') && server.exitCode === null) await new Promise((r) => setTimeout(r, 20));

@@ -9,5 +9,5 @@ export const perfCommand: Command = {
   summary: 'bandwidth/latency of SEND, RDMA WRITE and RDMA READ, perftest style (write_bw, read_lat, ...)',
   usage: usage(NAME),
   // Without --loopback it talks to a peer process: without RNIC_CONFIG, the two-hosts loopback default.
-  run: async (args) => (args.includes('--loopback') || ensurePeerModel() ? main(args, { argv0: NAME }) : 1),
+  run: async (args) => (args.includes('--loopback') || (await ensurePeerModel()) ? main(args, { argv0: NAME }) : 1),
 };

@@ -9,5 +9,5 @@ export const rcPingpongCommand: Command = {
   summary: 'RC send/receive ping-pong between two hosts (rdma-core rc_pingpong; faces the C program)',
   usage: usage(NAME),
   // Talks to a peer process: without RNIC_CONFIG, the two-hosts loopback default.
-  run: async (args) => (ensurePeerModel() ? main(args, { argv0: NAME }) : 1),
+  run: async (args) => ((await ensurePeerModel()) ? main(args, { argv0: NAME }) : 1),
 };
