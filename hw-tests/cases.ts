@@ -394,6 +394,35 @@ export const CASES: Case[] = [
     },
   },
   {
+    name: 'close-with-events-unacknowledged',
+    async run({ a, b }) {
+      const ch = ibv_create_comp_channel(b.ctx);
+      const srq = ibv_create_srq(b.pd, { attr: { max_wr: 8, max_sge: 1, srq_limit: 0 } });
+      const x = end(a);
+      const y = end(b, IBV_QPT_RC, { srq, channel: ch });
+      toInit(x);
+      toInit(y);
+      toRts(x, y);
+      toRts(y, x);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096);
+      for (let i = 0; i < 3; i++) {
+        eq(ibv_post_srq_recv(srq, { wr_id: BigInt(i), next: null, num_sge: 1, sg_list: [{ addr: dst.mr.addr + BigInt(i * 64), length: 64, lkey: dst.mr.lkey }] }), 0, 'ibv_post_srq_recv');
+      }
+      eq(ibv_modify_srq(srq, { max_wr: 0, max_sge: 0, srq_limit: 3 }, IBV_SRQ_LIMIT), 0, 'arm srq_limit');
+      eq(ibv_req_notify_cq(y.cq, 0), 0, 'ibv_req_notify_cq');
+      const asyncEv = ibv_get_async_event(b.ctx);
+      const cqEv = ibv_get_cq_event(ch);
+      post(x, sendWr(IBV_WR_SEND, src, 0, 16, 1n));
+      await withTimeout(asyncEv, 10_000, 'the SRQ limit event');
+      await withTimeout(cqEv, 10_000, 'the completion event');
+      // Neither acknowledged: libibverbs' destroy would wait for them for ever.
+      const t0 = Date.now();
+      eq(ibv_close_device(b.ctx), 0, 'ibv_close_device');
+      check(Date.now() - t0 < 5000, 'close returned promptly');
+    },
+  },
+  {
     name: 'pending-event-waits-end-at-close',
     async run({ a }) {
       const ch = ibv_create_comp_channel(a.ctx);

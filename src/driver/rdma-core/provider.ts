@@ -97,12 +97,20 @@ export class RcChannel implements ibv_comp_channel {
   }
 }
 
+/** An async event libibverbs reported for an object and the application has not acknowledged. */
+interface PendingAsync {
+  type: number;
+  kind: string;
+  ptr: number;
+}
+
 export class RcCq implements ibv_cq {
   ptr: number;
   compReported = 0;
   compAcked = 0;
   asyncReported = 0;
   asyncAcked = 0;
+  readonly pendingAsync: PendingAsync[] = [];
   constructor(
     readonly context: RcContext, ptr: number, readonly channel: RcChannel | null, readonly cq_context: unknown, readonly handle: number,
     readonly cqe: number,
@@ -115,6 +123,7 @@ export class RcSrq implements ibv_srq {
   ptr: number;
   asyncReported = 0;
   asyncAcked = 0;
+  readonly pendingAsync: PendingAsync[] = [];
   constructor(readonly context: RcContext, readonly pd: RcPd, ptr: number, readonly srq_context: unknown, readonly handle: number) {
     this.ptr = ptr;
   }
@@ -125,6 +134,7 @@ export class RcQp implements ibv_qp {
   state: number = IBV_QPS_RESET;
   asyncReported = 0;
   asyncAcked = 0;
+  readonly pendingAsync: PendingAsync[] = [];
   constructor(
     readonly context: RcContext, readonly pd: RcPd, ptr: number, readonly qp_context: unknown, readonly send_cq: RcCq | null,
     readonly recv_cq: RcCq | null, readonly srq: RcSrq | null, readonly handle: number, readonly qp_num: number, readonly qp_type: number,
@@ -264,6 +274,11 @@ function rc_close_device(ibctx: ibv_context): number {
   // As the model does (and the kernel does when the fd closes): everything
   // still open goes with the context, in dependency order.
   cancelWaiters(ctx, 'the context is closed');
+  // libibverbs' destroy waits (pthread_cond_wait) until every event of the
+  // object is acknowledged: acknowledge what the application did not.
+  for (const o of [...ctx.qps.values(), ...ctx.srqs.values(), ...ctx.cqs.values()]) {
+    if (o.ptr) for (const p of o.pendingAsync.splice(0)) a.ackAsyncEvent(p.type, p.kind, p.ptr);
+  }
   for (const qp of ctx.qps.values()) if (qp.ptr) { a.destroyQp(qp.ptr); qp.ptr = 0; }
   for (const ah of ctx.ahs) if (ah.ptr) { a.destroyAh(ah.ptr); ah.ptr = 0; }
   for (const srq of ctx.srqs.values()) if (srq.ptr) { a.destroySrq(srq.ptr); srq.ptr = 0; }
@@ -823,6 +838,8 @@ async function rc_get_async_event(ibctx: ibv_context): Promise<ibv_async_event> 
       ptr = r.port_num!;
     }
     asyncNative.set(ev, { kind: r.kind, ptr, acked: false });
+    const owner = (ev.element.qp ?? ev.element.cq ?? ev.element.srq) as RcQp | RcCq | RcSrq | undefined;
+    owner?.pendingAsync.push({ type: r.event_type, kind: r.kind, ptr });
     // Port and device events hold nothing (the verbs layer does not pass
     // them to ack_async_event): acknowledge them in libibverbs now.
     if (r.kind === 'port' || r.kind === 'device' || r.kind === 'wq') {
@@ -841,6 +858,8 @@ function rc_ack_async_event(ev: ibv_async_event): void {
   if (owner && owner.ptr) {
     A().ackAsyncEvent(ev.event_type, n.kind, n.ptr);
     owner.asyncAcked++;
+    const i = owner.pendingAsync.findIndex((p) => p.type === ev.event_type && p.ptr === n.ptr);
+    if (i >= 0) owner.pendingAsync.splice(i, 1);
   }
   n.acked = true;
 }
