@@ -1,5 +1,5 @@
 /** Campaign files: defaults, the shipped default file, and one-line errors naming the field. */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CAMPAIGN_KEYS, CampaignError, DEFAULT_CAMPAIGN, campaignJson, parseCampaign } from '../../src/campaign/config.js';
 
@@ -22,6 +22,13 @@ describe('campaign files', () => {
     const file = JSON.parse(readFileSync(new URL('../../campaigns/default.json', import.meta.url), 'utf8'));
     expect(parseCampaign(file, 'campaigns/default.json')).toEqual(DEFAULT_CAMPAIGN);
     expect(campaignJson(parseCampaign(campaignJson(DEFAULT_CAMPAIGN)))).toEqual(campaignJson(DEFAULT_CAMPAIGN));
+  });
+
+  it('every campaign file in campaigns/ is valid', () => {
+    const dir = new URL('../../campaigns/', import.meta.url);
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    expect(files).toContain('stress.json');
+    for (const f of files) expect(() => parseCampaign(JSON.parse(readFileSync(new URL(f, dir), 'utf8')), f), f).not.toThrow();
   });
 
   it('the default workload is the one asked for: 2-4 RC, one UC, one UD, every op, 0-12000 B, full PSN range, 1-10% faults of five kinds', () => {

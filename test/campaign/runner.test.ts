@@ -112,6 +112,16 @@ describe('mixed work requests', () => {
     expect(t.lastCompletionNs! - t.firstPostNs!).toBeGreaterThan(2 * 8 * 2_097_152);
   });
 
+  it('a corrupted response with a flipped PSN bit is no progress, and does not hide the real progress after it', async () => {
+    // Found by campaigns/stress.json (seed 130, shrunk): the watchdog's wire tap saw the frame before
+    // the receiver's ICRC check, took its PSN (2 million ahead) as acknowledged, and declared a stall.
+    const r = await runScenario(parseScenario({"seed": 130, "duration": 250000000, "quirks": {"rxeRetryCnt7Infinite": true}, "qps": [{"name": "rc1", "type": "RC", "mtu": 256, "psn_a": 12774598, "psn_b": 14392166, "max_inline_data": 112, "timeout": 7, "retry_cnt": 7, "rnr_retry": 7, "min_rnr_timer": 4, "max_rd_atomic": 15, "max_dest_rd_atomic": 15, "max_send_wr": 12, "max_recv_wr": 14, "cq_depth": 14}], "faults": [{"action": "duplicate", "probability": 0.0759, "copies": 4}, {"action": "delay", "probability": 0.09, "delayNs": 307547}, {"action": "drop", "probability": 0.0916}, {"action": "reorder", "probability": 0.0979, "reorderDepth": 59}, {"action": "corrupt", "probability": 0.071}], "traffic": [{"qp": "rc1", "from": "a", "depth": 12, "wrs": [{"op": "write_imm", "size": 62409, "signaled": false}, {"op": "send", "size": 52079}, {"op": "write_imm", "size": 699}], "recvDepth": 14}]}));
+    expect(r.verify).toEqual([]);
+    expect(r.stalls).toEqual([]);
+    expect(r.sim.links.l0!.faults!.corrupted).toBeGreaterThan(0);
+    expect(r.traffic[0]!.ok).toBe(3);
+  });
+
   it('refuses a wrs entry that does not fit its QP, naming it', () => {
     const bad = (t: Record<string, unknown>, q: Record<string, unknown> = {}) => {
       try {

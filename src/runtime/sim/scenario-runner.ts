@@ -26,7 +26,7 @@ import {
   IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, ibv_poll_cq, ibv_post_recv, ibv_post_send, newWcArray, rnic_read_counters,
 } from '../../driver/verbs/index.js';
 import type { ibv_cq, ibv_send_wr, ibv_wc } from '../../driver/verbs/index.js';
-import { LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../../wire/index.js';
+import { decodePacket, LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../../wire/index.js';
 import { localAckTimeoutNs, rnrTimerNs } from '../../pipeline/timer-tables.js';
 import { bthDestQp, bthOffset, bthPsn } from './frame-info.js';
 import { Random } from './random.js';
@@ -387,6 +387,9 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         if (!w) return;
         const psn = bthPsn(e.frame, bth);
         if ((((psn - w.maxPsn) << 8) >> 8) <= 0) return;
+        // The tap sees frames before the receiver checks them: a corrupted one (a flipped PSN bit)
+        // must not count. Only a frame that would advance the PSN is decoded (ICRC checked).
+        if (!decodePacket(e.frame).ok) return;
         w.maxPsn = psn;
         if (w.st.lastProgressNs >= 0 && w.st.outstanding > 0) w.st.lastProgressNs = Math.max(w.st.lastProgressNs, e.ns);
       }));
