@@ -30,10 +30,18 @@ export async function ensurePeerModel(err: (s: string) => void = (s) => process.
 
 const SIGNALS: Record<string, number> = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 };
 
-/** On a signal: stop the model (drain, flush captures), then exit 128 + signal number. */
+/**
+ * On a signal: stop the model (drain, flush captures), then exit 128 +
+ * signal number. A command that handles the signal itself (rnic campaign
+ * stops gracefully on SIGINT) has a listener of its own: then this one
+ * leaves it to that command.
+ */
 export function stopModelOnSignals(): void {
   for (const [sig, num] of Object.entries(SIGNALS)) {
-    process.once(sig as NodeJS.Signals, () => {
+    let stopping = false;
+    process.on(sig as NodeJS.Signals, () => {
+      if (process.listenerCount(sig) > 1 || stopping) return;
+      stopping = true;
       const t = setTimeout(() => process.exit(128 + num), 5000);
       t.unref();
       void stopModel().finally(() => process.exit(128 + num));
