@@ -31,7 +31,7 @@ export function pathFor(port: PortAttrs, av: AddressVector): PathInfo | null {
   return { framing: v1 ? 'roce-v1' : 'roce-v2', v6: !v1 && !v4, sgid: e.gid, dgid: av.dgid };
 }
 
-const ZERO_MAC = new Uint8Array(6);
+const EMPTY = new Uint8Array(0);
 
 /**
  * Frame buffers, recycled per thread. A frame is built in one, given to the
@@ -142,14 +142,20 @@ export class PathTemplate {
     p.feth = null;
     p.rdeth = null;
     p.xrceth = null;
-    p.payload = ZERO_MAC.subarray(0, 0);
+    p.payload = EMPTY;
     const off = payloadOffset(p);
     const routed = off + payloadLen + ((-payloadLen) & 3) + 4;
     const frame = acquireFrame(Math.max(routed, 60));
     const payload = frame.subarray(off, off + payloadLen);
     p.payload = payload;
-    return { frame, payload };
+    // One result object per template, refilled: callers use it before the next begin.
+    const b = this.begun;
+    b.frame = frame;
+    b.payload = payload;
+    return b;
   }
+
+  private readonly begun: { frame: Uint8Array; payload: Uint8Array } = { frame: EMPTY, payload: EMPTY };
 
   setReth(va: number, rkey: number, len: number): void {
     this.reth.va = BigInt(va);
