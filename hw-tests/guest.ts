@@ -28,7 +28,7 @@ export const CACHE = process.env['RNIC_HW_CACHE'] ?? join(PROJECT, 'hw-tests', '
 /** Debian packages the harness needs on the host (installed with apt-get when missing). */
 export const HOST_PACKAGES = ['qemu-system-x86', 'rdma-core', 'ibverbs-utils', 'perftest', 'libibverbs-dev', 'busybox-static', 'cpio', 'iproute2'];
 
-const GUEST_MODULES = ['crc32_generic', 'virtio_pci', '9pnet_virtio', '9p', 'dummy', 'rdma_rxe', 'ib_uverbs'];
+const GUEST_MODULES = ['crc32_generic', 'virtio_pci', 'virtio_net', '9pnet_virtio', '9p', 'dummy', 'rdma_rxe', 'ib_uverbs'];
 const GUEST_BINARIES = [
   process.execPath, '/usr/bin/ibv_devinfo', '/usr/bin/ibv_devices', '/usr/bin/ibv_rc_pingpong', '/usr/bin/ibv_ud_pingpong',
   '/usr/bin/ibv_srq_pingpong', '/usr/bin/rdma', '/usr/bin/ib_write_bw', '/usr/bin/ib_send_bw', '/usr/bin/ib_read_bw',
@@ -211,26 +211,27 @@ export interface BootResult {
   timedOut: boolean;
 }
 
-function qemuArgs(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, job: string): string[] {
+function qemuArgs(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, job: string, extra: string[]): string[] {
   return [
     '-machine', accel === 'kvm' ? 'q35,accel=kvm' : 'q35,accel=tcg',
     '-cpu', accel === 'kvm' ? 'host' : 'max',
-    '-m', '1536', '-smp', '1', '-nographic', '-no-reboot', '-nic', 'none',
+    '-m', '1536', '-smp', '1', '-nographic', '-no-reboot', ...(extra.some((a) => a.startsWith('-netdev') || a === '-nic') ? [] : ['-nic', 'none']),
     '-kernel', vmlinuz, '-initrd', initrd,
     '-append', 'console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init',
     '-virtfs', `local,path=${PROJECT},mount_tag=project,security_model=none,readonly=on`,
     '-virtfs', `local,path=${job},mount_tag=job,security_model=none`,
+    ...extra,
   ];
 }
 
 /** Boots the guest, runs `script` (sh, cwd = the project) in it, and powers it off. */
-export function boot(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, script: string, timeoutMs: number): Promise<BootResult> {
+export function boot(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, script: string, timeoutMs: number, extraQemuArgs: string[] = []): Promise<BootResult> {
   const job = join(CACHE, `job-${process.pid}-${Date.now()}`);
   mkdirSync(job, { recursive: true });
   writeFileSync(join(job, 'job.sh'), script);
   const t0 = Date.now();
   return new Promise((resolveBoot) => {
-    const q = spawn('qemu-system-x86_64', qemuArgs(accel, vmlinuz, initrd, job), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const q = spawn('qemu-system-x86_64', qemuArgs(accel, vmlinuz, initrd, job, extraQemuArgs), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let bootSeconds: number | null = null;
     let timedOut = false;

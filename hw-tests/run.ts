@@ -11,9 +11,10 @@
  * model half still ran and is reported. RNIC_HW_ACCEL=kvm|tcg skips the KVM
  * probe; RNIC_HW_TIMEOUT (seconds, default 600) bounds the guest run.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { boot, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
+import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
 
 const filter = process.argv.slice(2);
@@ -60,7 +61,42 @@ if (!envProblem && real.length === 0) {
     const initrd = ensureInitramfs(k);
     const accel = await pickAccel(k.vmlinuz, initrd);
     const f = filter.map((x) => `'${x.replace(/'/g, '')}'`).join(' ');
+    // The model cabled to the guest: rnic0 (here, 192.0.2.1) and rxe1 on the
+    // guest's eth0 (192.0.2.2), one Ethernet link over QEMU's UDP socket
+    // netdev (docs/configuration.md); the rc_pingpong TCP exchange goes over
+    // QEMU user networking (the guest reaches this host's loopback as 10.0.2.2).
+    const cross = filter.length === 0 || filter.some((x) => 'cable'.includes(x) || x.includes('cable'));
+    const base = 20000 + (process.pid % 5000) * 4;
+    const [udpModel, udpQemu, tcp] = [base, base + 1, base + 2];
+    const cfg = join(CACHE, `cross-${process.pid}.json`);
+    writeFileSync(cfg, JSON.stringify({
+      devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
+      cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` }],
+    }));
+    let serverOut = '';
+    const server = cross
+      ? spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), 'rc_pingpong', '-d', 'rnic0', '-g', '3', '-n', '50', '-s', '1024', '-p', String(tcp)], {
+          env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+        })
+      : null;
+    const serverDone = server
+      ? new Promise<number | null>((res) => {
+          server.stdout!.on('data', (d: Buffer) => (serverOut += d.toString()));
+          server.stderr!.on('data', (d: Buffer) => (serverOut += d.toString()));
+          server.on('close', (code) => res(code));
+        })
+      : Promise.resolve(null);
+    const crossJob = cross
+      ? [
+          'ip link set eth0 up; ip addr add 192.0.2.2/24 dev eth0; ip link set eth1 up; ip addr add 10.0.2.15/24 dev eth1',
+          'rdma link add rxe1 type rxe netdev eth0 || echo "rdma link add rxe1 failed" >&2',
+          `out=$(ibv_rc_pingpong -d rxe1 -g 1 -n 50 -s 1024 -p ${tcp} 10.0.2.2 2>&1); rc=$?`,
+          'last=$(echo "$out" | tail -n 1 | tr -d \'"\\\\\')',
+          'echo "CROSS rc=$rc $last"',
+        ]
+      : [];
     const job = [
+      ...crossJob,
       'export RNIC_NO_MODEL=1',
       'rdma link add rxe0 type rxe netdev dummy0 || echo "rdma link add failed" >&2',
       `node --expose-gc dist/hw-tests/run-cases.js rxe0 rxe0 ${f}`,
@@ -73,8 +109,25 @@ if (!envProblem && real.length === 0) {
     ].join('\n') + '\n';
     const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 600) * 1000;
     const t1 = Date.now();
-    const r = await boot(accel, k.vmlinuz, initrd, job, timeout);
+    const netArgs = [
+      '-netdev', `socket,id=n0,udp=127.0.0.1:${udpModel},localaddr=127.0.0.1:${udpQemu}`, '-device', 'virtio-net-pci,netdev=n0,mac=52:54:00:00:00:02',
+      '-netdev', 'user,id=u0,restrict=off', '-device', 'virtio-net-pci,netdev=u0',
+    ];
+    const r = await boot(accel, k.vmlinuz, initrd, job, timeout, cross ? netArgs : []);
     real = parse(r.stdout);
+    if (server) {
+      const killer = setTimeout(() => server.kill('SIGKILL'), 5000);
+      const code = await serverDone;
+      clearTimeout(killer);
+      rmSync(cfg, { force: true });
+      const m = r.stdout.match(/^CROSS rc=(\d+) (.*)$/m);
+      const guestOk = m !== null && m[1] === '0' && /iters in/.test(m[2]!);
+      const hostOk = code === 0 && /iters in/.test(serverOut);
+      const name = 'rc_pingpong-model-rnic0-vs-ibv-rxe1-udp-cable';
+      const last = serverOut.trim().split('\n').slice(-1)[0] ?? '';
+      model.push({ test: name, provider: 'model', device: 'rnic0', result: hostOk ? 'passed' : 'failed', detail: hostOk ? `server: ${last}` : `server exit ${code}: ${serverOut.slice(-300)}`, ms: 0 });
+      real.unshift({ test: name, provider: 'rdma-core', device: 'rxe1', result: guestOk ? 'passed' : 'failed', detail: m ? `ibv_rc_pingpong client: ${m[2]}` : 'no result from the guest', ms: 0 });
+    }
     const bench = r.stdout.split('\n').filter((l) => / ns\/op$/.test(l));
     if (bench.length) guestNote += `rdma-core binding on rxe0 (${accel.toUpperCase()} guest: inflated several times over hardware):\n  ${bench.join('\n  ')}\n`;
     guestNote += `guest: ${accel.toUpperCase()}, ready in ${r.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s`;
@@ -99,14 +152,14 @@ const names = [...new Set([...model, ...real].map((r) => r.test))];
 const cell = (r: CaseResult | undefined) => (r ? r.result : '-');
 const w = Math.max(...names.map((n) => n.length), 10);
 say('');
-say(`${'test'.padEnd(w)}  ${'model'.padEnd(10)}  rdma-core (rxe0)`);
+say(`${'test'.padEnd(w)}  ${'model'.padEnd(10)}  rdma-core (rxe0; rxe1 on the cable)`);
 for (const n of names) {
   const a = model.find((r) => r.test === n);
   const b = real.find((r) => r.test === n);
   say(`${n.padEnd(w)}  ${cell(a).padEnd(10)}  ${cell(b)}`);
 }
 const all = [...model, ...real];
-for (const r of all.filter((x) => (x.result !== 'passed' || /^(perf|device-list)/.test(x.test)) && x.detail)) say(`  ${r.result}: ${r.test} on ${r.provider}: ${r.detail}`);
+for (const r of all.filter((x) => (x.result !== 'passed' || /^(perf|device-list)|udp-cable/.test(x.test)) && x.detail)) say(`  ${r.result}: ${r.test} on ${r.provider}: ${r.detail}`);
 const count = (k: CaseResult['result']) => all.filter((r) => r.result === k).length;
 if (guestNote) say(guestNote);
 if (envProblem) say(`hw-test: the real-device half did not run: ${envProblem}`);
