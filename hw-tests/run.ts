@@ -67,7 +67,7 @@ if (!envProblem && real.length === 0) {
     // QEMU user networking (the guest reaches this host's loopback as 10.0.2.2).
     const cross = filter.length === 0 || filter.some((x) => 'cable'.includes(x) || x.includes('cable'));
     const base = 20000 + (process.pid % 5000) * 4;
-    const [udpModel, udpQemu, tcp] = [base, base + 1, base + 2];
+    const [udpModel, udpQemu, tcp, tcp2] = [base, base + 1, base + 2, base + 3];
     const cfg = join(CACHE, `cross-${process.pid}.json`);
     writeFileSync(cfg, JSON.stringify({
       devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
@@ -93,6 +93,12 @@ if (!envProblem && real.length === 0) {
           `out=$(ibv_rc_pingpong -d rxe1 -g 1 -n 50 -s 1024 -p ${tcp} 10.0.2.2 2>&1); rc=$?`,
           'last=$(echo "$out" | tail -n 1 | tr -d \'"\\\\\')',
           'echo "CROSS rc=$rc $last"',
+          // The reverse: ibv_rc_pingpong serves on rxe1, the model's client
+          // connects through a host-forwarded port (it retries until this listens).
+          `ibv_rc_pingpong -d rxe1 -g 1 -n 50 -s 1024 -p ${tcp2} > /tmp/srv2 2>&1 & pid=$!`,
+          '(sleep 90; kill $pid 2>/dev/null) & wait $pid; rc=$?',
+          'last=$(tail -n 1 /tmp/srv2 | tr -d \'"\\\\\')',
+          'echo "CROSS2 rc=$rc $last"',
         ]
       : [];
     const job = [
@@ -111,15 +117,47 @@ if (!envProblem && real.length === 0) {
     const t1 = Date.now();
     const netArgs = [
       '-netdev', `socket,id=n0,udp=127.0.0.1:${udpModel},localaddr=127.0.0.1:${udpQemu}`, '-device', 'virtio-net-pci,netdev=n0,mac=52:54:00:00:00:02',
-      '-netdev', 'user,id=u0,restrict=off', '-device', 'virtio-net-pci,netdev=u0',
+      '-netdev', `user,id=u0,hostfwd=tcp:127.0.0.1:${tcp2}-:${tcp2}`, '-device', 'virtio-net-pci,netdev=u0',
     ];
+    // The model's client of the reverse test: once the model server is done
+    // (the cable's UDP port is free), connect until the guest's server answers.
+    let clientOut = '';
+    let clientCode: number | null = null;
+    let guestDone = false;
+    const clientDone = (async () => {
+      if (!server) return;
+      await serverDone;
+      for (let k = 0; k < 60 && !guestDone; k++) {
+        const c = spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), 'rc_pingpong', '-d', 'rnic0', '-g', '3', '-n', '50', '-s', '1024', '-p', String(tcp2), '127.0.0.1'], {
+          env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        c.stderr.on('data', (d: Buffer) => (out += d.toString()));
+        const killer = setTimeout(() => c.kill('SIGKILL'), 60_000);
+        clientCode = await new Promise<number | null>((res) => c.on('close', res));
+        clearTimeout(killer);
+        clientOut = out;
+        if (clientCode === 0) return;
+        await new Promise((res) => setTimeout(res, 2000));
+      }
+    })();
     const r = await boot(accel, k.vmlinuz, initrd, job, timeout, cross ? netArgs : []);
     real = parse(r.stdout);
+    guestDone = true;
     if (server) {
       const killer = setTimeout(() => server.kill('SIGKILL'), 5000);
       const code = await serverDone;
       clearTimeout(killer);
+      await clientDone;
       rmSync(cfg, { force: true });
+      const m2 = r.stdout.match(/^CROSS2 rc=(\d+) (.*)$/m);
+      const name2 = 'rc_pingpong-ibv-rxe1-vs-model-rnic0-udp-cable';
+      const g2 = m2 !== null && m2[1] === '0' && /iters in/.test(m2[2]!);
+      const h2 = clientCode === 0 && /iters in/.test(clientOut);
+      const last2 = clientOut.trim().split('\n').slice(-1)[0] ?? '';
+      model.push({ test: name2, provider: 'model', device: 'rnic0', result: h2 ? 'passed' : 'failed', detail: h2 ? `client: ${last2}` : `client exit ${clientCode}: ${clientOut.slice(-300)}`, ms: 0 });
+      real.unshift({ test: name2, provider: 'rdma-core', device: 'rxe1', result: g2 ? 'passed' : 'failed', detail: m2 ? `ibv_rc_pingpong server: ${m2[2]}` : 'no result from the guest', ms: 0 });
       const m = r.stdout.match(/^CROSS rc=(\d+) (.*)$/m);
       const guestOk = m !== null && m[1] === '0' && /iters in/.test(m[2]!);
       const hostOk = code === 0 && /iters in/.test(serverOut);
