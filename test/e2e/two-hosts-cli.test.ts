@@ -15,33 +15,18 @@
  * (RNIC_TWO_HOSTS_PORTS, TMPDIR) so that it does not meet a user's own run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePacket, iteratePcap, Op } from '../../src/wire/index.js';
 
+import { freeTcpPort, freeUdpPort } from '../helpers/ports.js';
+
 const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 const HANG_MS = 120_000;
 
-async function freeUdpPort(): Promise<number> {
-  const s = createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
-  const p = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
-
-async function freeTcpPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const p = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 interface Run {
   code: number | null;

@@ -9,7 +9,7 @@
  * with ARP over the cable.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { createSocket } from 'node:dgram';
+import { freeUdpPort } from '../helpers/ports.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,13 +26,6 @@ const HANG_MS = 60_000;
 /** ~17 s transport timeout: timing is not what is tested. */
 const PATIENT = { timeout: 22 };
 
-async function freeUdpPort(): Promise<number> {
-  const s = createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
-  const port = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 interface Msg {
   type: string;

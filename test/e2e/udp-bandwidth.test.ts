@@ -11,9 +11,7 @@
  *    93 of 15,796 frames were lost in the receive buffer.
  */
 import { spawn } from 'node:child_process';
-import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,24 +23,11 @@ import { ibv_get_device_list, ibv_open_device, ibv_close_device, rnic_read_count
 import { parseConfig } from '../../src/runtime/config.js';
 import { PATIENT_QP_TIMEOUT } from '../examples/scenarios.js';
 
+import { freeTcpPort, freeUdpPort } from '../helpers/ports.js';
+
 const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 const HANG_MS = 180_000;
 
-async function freeUdpPort(): Promise<number> {
-  const s = createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
-  const p = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
-
-async function freeTcpPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const p = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return p;
-}
 
 const host = (n: number, local: number, remote: number, extra: Record<string, unknown> = {}) => ({
   devices: [{ name: 'rnic0', ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`] }] }],
