@@ -54,11 +54,18 @@ describe('FrameRing across worker threads', () => {
     let bytes = 0;
     let outOfOrder = 0;
     let waits = 0;
+    let lostWakeUps = 0;
+    let producerDone = false;
+    void producer.then(() => { producerDone = true; }, () => { producerDone = true; });
     while (frames < count) {
       const f = ring.pop();
       if (!f) {
+        // A producer that ended (or died) without filling the count: stop and let the checks below say so.
+        if (producerDone && ring.usedBytes === 0) break;
         waits++;
-        expect(await ring.waitForDataAsync(5000)).not.toBe('timed-out');
+        // A timeout is only a fault when the ring already held data (a lost
+        // wake-up); with it empty, the worker is just slow to start on a loaded machine.
+        if (await ring.waitForDataAsync(2000) === 'timed-out' && ring.usedBytes > 0) lostWakeUps++;
         continue;
       }
       if (f.length >= 4 && new DataView(f.buffer, f.byteOffset).getUint32(0, true) !== frames) outOfOrder++;
@@ -66,6 +73,8 @@ describe('FrameRing across worker threads', () => {
       bytes += f.length;
     }
     const prod = await producer;
+    expect(frames).toBe(count);
+    expect(lostWakeUps).toBe(0);
     expect(outOfOrder).toBe(0);
     expect(bytes).toBe(prod.bytes);
     expect(ring.pop()).toBeNull();

@@ -5,7 +5,7 @@
  * contents from the same seed, so nothing but the ring carries the frames.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { FrameRing } from '../../src/fabric/frame-ring.js';
+import { FrameRing, type RingWaitWord } from '../../src/fabric/frame-ring.js';
 
 export interface RingWorkerData {
   sab: SharedArrayBuffer;
@@ -21,12 +21,23 @@ export interface RingWorkerResult {
   bytes: number;
   /** Times a push found the ring full / a pop found it empty and waited. */
   waits: number;
-  /** Waits that ran into the safety timeout (a lost wake-up would show here). */
+  /**
+   * Lost wake-ups: waits that ran into the safety timeout although the word
+   * they waited on had already changed. A timeout with the word unchanged is
+   * only a slow peer (a loaded machine), not a fault of the ring.
+   */
   timeouts: number;
   errors: string[];
 }
 
 const WAIT_TIMEOUT_MS = 2000;
+
+/** Blocks on a ring's wait word; true when the wait timed out though the word had changed. */
+function lostWakeUp(ww: RingWaitWord | null): boolean {
+  if (!ww) return false;
+  return Atomics.wait(ww.array, ww.index, ww.value, WAIT_TIMEOUT_MS) === 'timed-out' &&
+    Atomics.load(ww.array, ww.index) !== ww.value;
+}
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -66,7 +77,7 @@ if (role === 'producer') {
     const f = buf.subarray(0, len);
     while (!ring.push(f)) {
       res.waits++;
-      if (ring.waitForSpace(WAIT_TIMEOUT_MS) === 'timed-out') res.timeouts++;
+      if (lostWakeUp(ring.spaceWaitWord())) res.timeouts++;
     }
     res.frames++;
     res.bytes += len;
@@ -79,7 +90,7 @@ if (role === 'producer') {
     // Half the frames into a reused buffer, half as fresh copies.
     while (!(f = i & 1 ? ring.pop(into) : ring.pop())) {
       res.waits++;
-      if (ring.waitForData(WAIT_TIMEOUT_MS) === 'timed-out') res.timeouts++;
+      if (lostWakeUp(ring.dataWaitWord())) res.timeouts++;
     }
     res.frames++;
     res.bytes += f.length;
