@@ -294,6 +294,29 @@ export class SimLink {
     lane.hookReadOnly = hook !== null && opts.readOnly === true;
   }
 
+  /**
+   * Pull mode for one direction (a switch's egress): whenever the
+   * transmitter becomes free and its own queue is empty, the link asks
+   * `pull` for the next frame (null: nothing to send now) and starts it at
+   * once, exactly where the previous frame ended, so the sender decides
+   * what goes next at the instant the line frees (priorities, PAUSE, ECN
+   * marking at dequeue). The link owns each frame pulled. A sender that
+   * gets something to send while the line is idle calls `kick`.
+   */
+  setPull(dir: LinkDir, pull: (() => Uint8Array | null) | null): void {
+    this.#lane(dir).pull = pull;
+  }
+
+  /** The pull source of `dir` has a frame now: start it if the line is idle (see setPull). */
+  kick(dir: LinkDir): void {
+    this.#lane(dir).kick();
+  }
+
+  /** True while `dir`'s transmitter is serializing a frame. */
+  busy(dir: LinkDir): boolean {
+    return this.#lane(dir).busy;
+  }
+
   /** A snapshot of one direction's counters. */
   stats(dir: LinkDir): SimLinkStats {
     return { ...this.#lane(dir).s };
@@ -345,6 +368,7 @@ class Lane {
   readonly s = newLinkStats();
   hook: FaultHook | null = null;
   hookReadOnly = false;
+  pull: (() => Uint8Array | null) | null = null;
   readonly #num: number;
   readonly #den: number;
   readonly #propPs: number;
@@ -378,6 +402,31 @@ class Lane {
 
   get queued(): number {
     return this.#q.length - this.#qHead;
+  }
+
+  get busy(): boolean {
+    return this.sched.now() * 1000 < this.#busyUntilPs;
+  }
+
+  /** Pull mode: the source has a frame. Idle line: take it now; busy: make sure txDone will ask. */
+  kick(): void {
+    if (this.pull === null || !this.link.up) return;
+    if (this.#q.length - this.#qHead > 0 || this.sched.now() * 1000 < this.#busyUntilPs) {
+      if (!this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+      return;
+    }
+    this.#pullNext(this.sched.now() * 1000);
+  }
+
+  /** Asks the pull source for a frame and starts it at `startPs`. */
+  #pullNext(startPs: number): void {
+    const frame = this.pull!();
+    if (frame === null) return;
+    const from = this.from.s;
+    from.framesSent++;
+    from.bytesSent += frame.length;
+    this.#startTx(frame, startPs);
+    if (this.pull !== null && !this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
   }
 
   get inFlight(): number {
@@ -419,9 +468,13 @@ class Lane {
     if (!this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
   }
 
-  /** The transmitter is free: start the next queued frame. */
+  /** The transmitter is free: start the next queued frame (or, in pull mode, the source's next). */
   #onTxDone(): void {
-    if (this.#qHead === this.#q.length) return;
+    if (this.#qHead === this.#q.length) {
+      // Fired at the first ns at or after the end of the last frame: the next starts where it ended.
+      if (this.pull !== null && this.link.up) this.#pullNext(Math.max(this.#busyUntilPs, (this.sched.now() - 1) * 1000 + 1));
+      return;
+    }
     const frame = this.#q[this.#qHead]!;
     const sentNs = this.#qAt[this.#qHead]!;
     this.#q[this.#qHead] = undefined;
@@ -438,7 +491,7 @@ class Lane {
     }
     const sentPs = sentNs * 1000;
     this.#startTx(frame, this.#busyUntilPs > sentPs ? this.#busyUntilPs : sentPs);
-    if (this.#qHead < this.#q.length) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+    if (this.#qHead < this.#q.length || this.pull !== null) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
   }
 
   /** Serializes `frame` (the link's own copy) from `startPs`. */
@@ -594,6 +647,15 @@ const AS_BUILT = new WeakSet<Uint8Array>();
  */
 export function arrivedAsBuilt(frame: Uint8Array): boolean {
   return AS_BUILT.delete(frame);
+}
+
+/**
+ * A forwarder's word (a switch) that `frame`, which arrived as built, was
+ * changed only in fields the receiver's integrity check leaves out (the
+ * RoCE ICRC masks the IP ECN/DSCP, TTL and checksum): it stays as built.
+ */
+export function vouchAsBuilt(frame: Uint8Array): void {
+  AS_BUILT.add(frame);
 }
 
 function ceilNs(ps: number): number {
