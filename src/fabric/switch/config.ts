@@ -62,10 +62,8 @@ export interface SwitchConfig {
   readonly trust: 'pcp' | 'dscp';
   /** 64 entries: priority of each DSCP (default dscp >> 3). */
   readonly dscpToPriority: readonly number[];
-  /** Seed of the ECMP hash (a switch's own, so that tiers do not polarise). */
+  /** Seed of the ECMP hash (each switch mixes in its own index, so that tiers do not polarise). */
   readonly ecmpSeed: number;
-  /** Store-and-forward latency from a frame's arrival to its enqueue at egress, ns. */
-  readonly forwardingDelayNs: number;
 }
 
 export const DEFAULT_SWITCH_CONFIG: SwitchConfig = Object.freeze({
@@ -90,7 +88,6 @@ export const DEFAULT_SWITCH_CONFIG: SwitchConfig = Object.freeze({
   trust: 'dscp' as const,
   dscpToPriority: Object.freeze(Array.from({ length: 64 }, (_, d) => d >> 3)),
   ecmpSeed: 0,
-  forwardingDelayNs: 0,
 });
 
 /** The thresholds a port of `linkRate` uses: its rate's entry, or the nearest entry scaled by rate. */

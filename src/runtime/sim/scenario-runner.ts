@@ -313,7 +313,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     seed: s.seed,
     timing: { ...s.timing },
     sim: { ...s.sim },
-    links: s.links.map((l) => ({ name: l.name, linkRate: l.linkRate, propagationDelay: l.propagationDelay, queueLimit: l.queueLimit, faults: l.faults })),
+    links: s.links.map((l) => ({ name: l.name, linkRate: l.linkRate, propagationDelay: l.propagationDelay, queueLimit: l.queueLimit, ...(l.mtu !== null ? { mtu: l.mtu } : {}), faults: l.faults })),
+    switches: s.switches.map((w) => ({ name: w.name, ports: w.ports, config: w.config })),
   });
   const captures: Record<string, Uint8Array> = {};
   const chunks = new Map<string, Uint8Array[]>();

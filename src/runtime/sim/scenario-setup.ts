@@ -130,11 +130,11 @@ function avTowards(end: QpEnd, peer: QpEnd, spec: ScenarioQp): ibv_ah_attr {
   const ah = newAhAttr();
   ah.is_global = 1;
   ah.port_num = end.port;
-  ah.sl = 0;
+  ah.sl = spec.sl;
   ah.grh.dgid = { raw: Uint8Array.from(peer.gid.raw) };
   ah.grh.sgid_index = spec.gid_index;
   ah.grh.hop_limit = 64;
-  ah.grh.traffic_class = 0;
+  ah.grh.traffic_class = spec.traffic_class;
   return ah;
 }
 

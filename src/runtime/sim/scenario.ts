@@ -22,6 +22,7 @@ import { SIM_LINK_PARAMS } from '../../fabric/link.js';
 import { parseDurationNs, parseRate, resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
 import { RnicError } from '../../wire/errors.js';
 import { ConfigError, DEFAULT_CONFIG, parseConfig, type DeviceConfig } from '../config.js';
+import { expandFabric, FABRIC_KEYS, type OutputOptions, type ScenarioSwitch } from './fabric-schema.js';
 import { resolveSimRuntimeParams, type SimRuntimeParams } from './sim-params.js';
 
 export class ScenarioError extends RnicError<'SCENARIO_INVALID'> {
@@ -65,6 +66,8 @@ export interface ScenarioLink {
   /** ns */
   readonly propagationDelay: number;
   readonly queueLimit: number;
+  /** Largest frame a switch forwards from this link (bytes, no FCS); null: the simulator's default. */
+  readonly mtu: number | null;
   readonly faults: readonly ResolvedFaultRule[];
 }
 
@@ -77,6 +80,9 @@ export interface ScenarioQp {
   readonly b: string;
   readonly bPort: number;
   readonly gid_index: number;
+  /** Service level and IP traffic class of the address vector each end uses (priority: docs/fabric.md). */
+  readonly sl: number;
+  readonly traffic_class: number;
   /** Path MTU in bytes. */
   readonly mtu: number;
   readonly timeout: number;
@@ -137,6 +143,10 @@ export interface Scenario {
   readonly capture: readonly string[];
   readonly qps: readonly ScenarioQp[];
   readonly traffic: readonly ScenarioTraffic[];
+  /** Switches of the fabric (from `topology`), none without one. */
+  readonly switches: readonly ScenarioSwitch[];
+  /** Time-series sampling and plots of `rnic sim`. */
+  readonly output: OutputOptions;
 }
 
 // ---- checking helpers -------------------------------------------------------
@@ -202,15 +212,15 @@ function rethrow<T>(fn: () => T, prefix = 'faults'): T {
 
 const MTUS = [256, 512, 1024, 2048, 4096];
 const QP_KEYS = [
-  'name', 'type', 'a', 'b', 'gid_index', 'mtu', 'timeout', 'retry_cnt', 'rnr_retry', 'min_rnr_timer', 'max_rd_atomic',
+  'name', 'type', 'a', 'b', 'gid_index', 'sl', 'traffic_class', 'mtu', 'timeout', 'retry_cnt', 'rnr_retry', 'min_rnr_timer', 'max_rd_atomic',
   'max_dest_rd_atomic', 'psn_a', 'psn_b', 'max_send_wr', 'max_recv_wr', 'max_inline_data', 'qkey', 'cq_depth',
 ] as const;
 const TRAFFIC_KEYS = ['qp', 'from', 'op', 'size', 'count', 'depth', 'signalEvery', 'startNs', 'recvDepth', 'recvStartNs', 'inline', 'expect', 'wrs'] as const;
 const WR_KEYS = ['op', 'size', 'inline', 'signaled'] as const;
 /** Traffic keys that `wrs` replaces. */
 const UNIFORM_KEYS = ['op', 'size', 'count', 'signalEvery', 'inline'] as const;
-const LINK_KEYS = ['name', 'a', 'b', 'linkRate', 'propagationDelay', 'queueLimit', 'faults'] as const;
-const TOP_KEYS = ['name', 'description', 'seed', 'duration', 'watchdog', 'timing', 'sim', 'devices', 'quirks', 'links', 'faults', 'capture', 'qps', 'traffic'] as const;
+const LINK_KEYS = ['name', 'a', 'b', 'linkRate', 'propagationDelay', 'queueLimit', 'mtu', 'faults'] as const;
+const TOP_KEYS = ['name', 'description', 'seed', 'duration', 'watchdog', 'timing', 'sim', 'devices', 'quirks', 'links', 'faults', 'capture', 'qps', 'traffic', ...FABRIC_KEYS] as const;
 
 /** Every key a scenario file may use, by where (docs/scenarios.md documents each; a test checks). */
 export const SCENARIO_KEYS = Object.freeze({ top: TOP_KEYS, links: LINK_KEYS, qps: QP_KEYS, traffic: TRAFFIC_KEYS, wrs: WR_KEYS });
@@ -253,12 +263,35 @@ function endpoint(v: unknown, path: string, devices: readonly DeviceConfig[]): {
   return { dev: d.name, port };
 }
 
+/** 'sw0:3' when sw0 is a switch of the topology (ports 1..n), else null. */
+function switchEnd(v: unknown, path: string, switches: ReadonlyMap<string, number>): { dev: string; port: number } | null {
+  if (typeof v !== 'string') return null;
+  const m = /^([A-Za-z0-9_.-]+):(\d+)$/.exec(v);
+  const n = m ? switches.get(m[1]!) : undefined;
+  if (n === undefined) return null;
+  const port = Number(m![2]);
+  if (port < 1 || port > n) fail(path, `switch ${m![1]} has no port ${port} (1..${n})`);
+  return { dev: m![1]!, port };
+}
+
 // ---- the parser ---------------------------------------------------------------
 
 /** Checks a scenario (parsed JSON) and resolves it; `source` names it in messages (the file name). */
 export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
-  const o = obj(raw, source);
-  onlyKeys(o, TOP_KEYS, source);
+  const given = obj(raw, source);
+  onlyKeys(given, TOP_KEYS, source);
+  // The fabric sections become devices, links, QPs and traffic, checked below like hand-written ones.
+  const fabric = expandFabric(given, source, (m) => {
+    throw new ScenarioError(m);
+  });
+  const o: Record<string, unknown> = fabric.topology === null ? given : {
+    ...given,
+    devices: fabric.devices,
+    links: fabric.links,
+    qps: [...(given.qps === undefined ? [] : list(given.qps, `${source}.qps`)), ...fabric.qps],
+    traffic: [...(given.traffic === undefined ? [] : list(given.traffic, `${source}.traffic`)), ...fabric.traffic],
+  };
+  const switchPorts = new Map(fabric.switches.map((s) => [s.name, s.ports]));
   const name = o.name === undefined ? source.replace(/^.*[\\/]/, '').replace(/\.json$/i, '') : str(o.name, `${source}.name`);
   if (o.description !== undefined) str(o.description, `${source}.description`);
   let seed: number | string = 0;
@@ -293,7 +326,7 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
     if (names.has(lname)) fail(`${path}.name`, `link ${lname} is defined twice`);
     names.add(lname);
     const ends = (['a', 'b'] as const).map((k) => {
-      const e = endpoint(lo[k], `${path}.${k}`, devices);
+      const e = switchEnd(lo[k], `${path}.${k}`, switchPorts) ?? endpoint(lo[k], `${path}.${k}`, devices);
       const ref = `${e.dev}:${e.port}`;
       if (used.has(ref)) fail(`${path}.${k}`, `port ${ref} already has a link`);
       used.add(ref);
@@ -302,10 +335,11 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
     const linkRate = lo.linkRate === undefined ? timing.linkRate : rethrow(() => parseRate(lo.linkRate, `${path}.linkRate`));
     const propagationDelay = duration(lo.propagationDelay, `${path}.propagationDelay`, timing.propagationDelay);
     const queueLimit = lo.queueLimit === undefined ? 4096 : rethrow(() => SIM_LINK_PARAMS.queueLimit.parse(lo.queueLimit, `${path}.queueLimit`));
+    const mtu = lo.mtu === undefined ? null : int(lo.mtu, `${path}.mtu`, 0, 256, 16384);
     const rawFaults = lo.faults ?? (i === 0 ? o.faults : undefined) ?? [];
     const faultPath = lo.faults !== undefined ? `${path}.faults` : `${source}.faults`;
     const faults = rethrow(() => resolveFaultRules(rawFaults), faultPath);
-    return { name: lname, a: ends[0]!, b: ends[1]!, linkRate, propagationDelay, queueLimit, faults };
+    return { name: lname, a: ends[0]!, b: ends[1]!, linkRate, propagationDelay, queueLimit, mtu, faults };
   });
 
   // Captures.
@@ -342,6 +376,8 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
       b: b.dev,
       bPort: b.port,
       gid_index: int(qo.gid_index, `${path}.gid_index`, 3, 0, 255),
+      sl: int(qo.sl, `${path}.sl`, 0, 0, 15),
+      traffic_class: int(qo.traffic_class, `${path}.traffic_class`, 0, 0, 255),
       mtu: mtu as number,
       timeout: int(qo.timeout, `${path}.timeout`, 14, 0, 31),
       retry_cnt: int(qo.retry_cnt, `${path}.retry_cnt`, 7, 0, 7),
@@ -408,7 +444,7 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
       if (dirs.size !== users.length) fail(`${source}.qps[${i}]`, `more than one traffic item sends from the same end of ${q.name}: give each its own QP`);
     }
   }
-  return deepFreeze({ name, source, seed, durationNs, watchdogNs, timing, sim, devices, quirks: model.quirks, links, capture, qps, traffic });
+  return deepFreeze({ name, source, seed, durationNs, watchdogNs, timing, sim, devices, quirks: model.quirks, links, capture, qps, traffic, switches: fabric.switches, output: fabric.output });
 }
 
 /** A traffic item that lists its work requests (`wrs`). */

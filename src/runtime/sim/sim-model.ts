@@ -31,7 +31,11 @@ import { irqCount, type Bar } from '../../device/registers.js';
 import { FaultInjector, type FaultRule, type FaultStats, PASS, type ResolvedFaultRule } from '../../fabric/faults.js';
 import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats } from '../../fabric/link.js';
 import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
+import { DEFAULT_SWITCH_CONFIG, type SwitchConfig } from '../../fabric/switch/config.js';
+import { Switch } from '../../fabric/switch/switch.js';
+import { shortestPathPorts } from '../../fabric/topology.js';
 import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
+import { parseIpv4, parseIpv6, parseMac } from '../../wire/index.js';
 import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
 import { ConfigError, type ModelConfig } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
@@ -49,11 +53,30 @@ export interface SimLinkOptions {
   readonly linkRate?: unknown;
   readonly propagationDelay?: unknown;
   readonly queueLimit?: unknown;
+  /** Largest frame a switch on this link forwards from it (bytes, no FCS); also sizes its PFC headroom. Default 9018. */
+  readonly mtu?: number;
   /** Fault rules on this link (docs/faults.md); `a->b` is from the cable's `a` port. */
   readonly faults?: readonly (FaultRule | ResolvedFaultRule)[];
 }
 
+/** A switch of the simulated fabric (src/fabric/switch); cables name its ports 'sw0:1' ... */
+export interface SimSwitchOptions {
+  readonly name: string;
+  readonly ports: number;
+  readonly config?: SwitchConfig;
+}
+
+/** A switch of the running simulation. */
+export interface SimSwitchInfo {
+  readonly name: string;
+  readonly sw: Switch;
+  /** Cable refs of its ports, by index ('h0:1' is what port 1 faces). */
+  readonly peers: readonly (string | null)[];
+}
+
 export interface SimOptions {
+  /** Switches between the devices (cables may name their ports). */
+  readonly switches?: readonly SimSwitchOptions[];
   /** The one seed of the run (number, bigint or string). Default 0. */
   readonly seed?: Seed;
   /** Timing model overrides (TIMING_PARAMS, src/fabric/timing-params.ts). */
@@ -101,6 +124,7 @@ export class SimModel implements RunningModel {
   readonly timing: TimingParams;
   readonly params: SimRuntimeParams;
   readonly links: readonly SimLinkInfo[];
+  readonly switches: readonly SimSwitchInfo[];
   readonly #devs: SimDevice[];
   readonly #made: DeviceOnHost[];
   readonly #captures: PcapWriter[] = [];
@@ -131,7 +155,9 @@ export class SimModel implements RunningModel {
     };
     this.#made = config.devices.map(createDevice);
     this.#devs = this.#made.map((d, i) => new SimDevice(d.resources, i, ctx, quirks));
+    this.switches = this.#buildSwitches(config);
     this.links = this.#layCables(config);
+    this.#route(config);
     for (const [i, d] of config.devices.entries()) {
       for (const [j, p] of d.ports.entries()) if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, PcapWriter.open(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
     }
@@ -163,13 +189,103 @@ export class SimModel implements RunningModel {
       const link = new SimLink(this.scheduler, resolveSimLinkParams(raw, `links[${i}]`), name);
       const rules = o.faults ?? (config.cables.length === 1 ? config.faults : undefined) ?? [];
       const faults = rules.length > 0 ? new FaultInjector(rules, { random: this.random.fork(`${name}.faults`) }) : null;
-      const pa = this.#port(c.a, `cables[${i}].a`);
-      const pb = this.#port(c.b, `cables[${i}].b`);
-      this.#plug(pa, link, 'aToB', link.a, faults, 'a->b');
-      this.#plug(pb, link, 'bToA', link.b, faults, 'b->a');
+      const sa = this.#switchPort(c.a, `cables[${i}].a`, o.linkRate, o.propagationDelay, o.mtu);
+      const sb = this.#switchPort(c.b, `cables[${i}].b`, o.linkRate, o.propagationDelay, o.mtu);
+      if (sa) this.#plugSwitch(sa, link, 'aToB', link.a, faults, 'a->b', c.b);
+      else this.#plug(this.#port(c.a, `cables[${i}].a`), link, 'aToB', link.a, faults, 'a->b');
+      if (sb) this.#plugSwitch(sb, link, 'bToA', link.b, faults, 'b->a', c.a);
+      else this.#plug(this.#port(c.b, `cables[${i}].b`), link, 'bToA', link.b, faults, 'b->a');
       out.push({ name, a: c.a, b: c.b, link, faults });
     }
     return out;
+  }
+
+  /** Switch specs are built lazily: a port's link rate, delay and MTU size its headroom. */
+  #pendingSwitches = new Map<string, { opts: SimSwitchOptions; ports: ({ linkRate: number; delayNs: number; mtu: number } | null)[] }>();
+
+  #buildSwitches(config: SimModelConfig): SimSwitchInfo[] {
+    const names = new Set(config.devices.map((d) => d.name));
+    for (const [i, s] of (config.switches ?? []).entries()) {
+      if (names.has(s.name)) throw new ConfigError(`switches[${i}].name: ${s.name} is already the name of a device or switch`);
+      if (!Number.isSafeInteger(s.ports) || s.ports < 1 || s.ports > 1024) throw new ConfigError(`switches[${i}].ports: expected 1..1024 ports, got ${s.ports}`);
+      names.add(s.name);
+      this.#pendingSwitches.set(s.name, { opts: s, ports: Array.from({ length: s.ports }, () => null) });
+    }
+    return [];
+  }
+
+  /** If `ref` names a switch port, records the link behind it and returns [switch, index]. */
+  #switchPort(ref: string, path: string, rate: unknown, delay: unknown, mtu: number | undefined): { name: string; index: number } | null {
+    const [name, num] = ref.split(':') as [string, string | undefined];
+    const pend = this.#pendingSwitches.get(name);
+    if (!pend) return null;
+    const index = Number(num ?? '1') - 1;
+    if (!Number.isInteger(index) || index < 0 || index >= pend.ports.length) throw new ConfigError(`${path}: switch ${name} has no port ${num} (ports 1..${pend.ports.length})`);
+    if (pend.ports[index] !== null) throw new ConfigError(`${path}: port ${ref} already has a link`);
+    const p = resolveSimLinkParams({ linkRate: rate ?? this.timing.linkRate, propagationDelay: delay ?? this.timing.propagationDelay }, path);
+    pend.ports[index] = { linkRate: p.linkRate, delayNs: p.propagationDelay, mtu: mtu ?? 9018 };
+    return { name, index };
+  }
+
+  #switchPlugs: (() => void)[] = [];
+
+  #plugSwitch(at: { name: string; index: number }, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a', peer: string): void {
+    // The Switch itself is made once every port's link is known (#route); wiring waits until then.
+    this.#switchPlugs.push(() => {
+      const info = this.switches.find((s) => s.name === at.name)!;
+      const sw = info.sw;
+      const i = at.index;
+      (info.peers as (string | null)[])[i] = peer;
+      end.onReceive((f) => sw.receive(i, f));
+      link.setPull(dir, () => sw.pull(i));
+      sw.attach(i, { kick: () => link.kick(dir) });
+      link.onStateChange((up) => (up ? link.kick(dir) : sw.linkDown(i)));
+      if (faults) link.setFaultHook(dir, (f, ns) => faults.apply(f, ns, fdir));
+    });
+  }
+
+  /** Builds the switches, wires their ports, and fills their forwarding tables with every shortest path. */
+  #route(config: SimModelConfig): void {
+    if (this.#pendingSwitches.size === 0) return;
+    const out = this.switches as SimSwitchInfo[];
+    let k = 0;
+    for (const [name, pend] of this.#pendingSwitches) {
+      const ports = pend.ports.map((p, i) => ({
+        ...(p ?? { linkRate: this.timing.linkRate, delayNs: this.timing.propagationDelay, mtu: 9018 }),
+        mac: parseMac(`02:5e:${((k >> 8) & 0xff).toString(16).padStart(2, '0')}:${(k & 0xff).toString(16).padStart(2, '0')}:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}`),
+      }));
+      const sw = new Switch(name, pend.opts.config ?? DEFAULT_SWITCH_CONFIG, ports, this.scheduler, this.random.fork(`${name}.ecn`));
+      out.push({ name, sw, peers: pend.ports.map(() => null) });
+      k++;
+    }
+    for (const plug of this.#switchPlugs) plug();
+    // Each device port is a host of the graph ('rnic0/1'); switches forward.
+    const hostOf = (ref: string): string => {
+      const [n, p] = ref.split(':') as [string, string | undefined];
+      return this.#pendingSwitches.has(n) ? `${n}:${p ?? '1'}` : `${n}/${p ?? '1'}:1`;
+    };
+    const table = shortestPathPorts(config.cables.flatMap((c) => (c.kind === 'wire' ? [{ a: hostOf(c.a), b: hostOf(c.b) }] : [])), new Set(this.#pendingSwitches.keys()));
+    for (const info of out) {
+      const routes = table.get(info.name)!;
+      for (const d of config.devices) {
+        for (const [j, p] of d.ports.entries()) {
+          const hops = routes.get(`${d.name}/${j + 1}`);
+          if (!hops) continue;
+          const mac = parseMac(p.mac);
+          const ports = hops.map((h) => h - 1);
+          for (const ip of p.ipv4) {
+            const a = parseIpv4(ip);
+            info.sw.addRoute(a, ports);
+            info.sw.addHost(a, mac);
+          }
+          for (const ip of p.ipv6) {
+            const a = parseIpv6(ip);
+            info.sw.addRoute(a, ports);
+            info.sw.addHost(a, mac);
+          }
+        }
+      }
+    }
   }
 
   #port(ref: string, path: string): SimPort {
