@@ -12,6 +12,7 @@ import { loadScenario, type Scenario, withSeed } from '../../runtime/sim/scenari
 import { runScenario, summarize } from '../../runtime/sim/scenario-runner.js';
 import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
 import { CliError, joinDashValues, type Command } from '../command.js';
+import { renderPlots, reportHtml } from '../report/render.js';
 
 const USAGE = `usage: rnic sim SCENARIO [--seed N] [--out DIR] [--fault SPEC]... [--quiet]
 
@@ -27,6 +28,19 @@ for a given seed. Writes to DIR (default sim-out/<scenario name>):
                   completion and status; NAKs per queue pair
   config.json     the effective scenario: every default filled in, the seed
   summary.txt     the summary printed on stdout
+  summary.json    the run in numbers: simulated and wall time, events,
+                  packet-hops, checks
+  flows.json      one object per flow: src, dst, qp, bytes, startNs,
+                  finishNs, fctNs
+
+with switches (a scenario with a topology), also:
+
+  pfc.json        every PAUSE frame a switch sent: node, port, priority,
+                  timeNs, quanta (0 = XON)
+  timeseries.json queue depth per switch port, receive rate per flow,
+                  sampled every output.sampleInterval
+  queue-depth.svg, flow-rate.svg, pauses.svg, fct.svg, report.html
+                  the plots, and one self-contained HTML report
 
   --seed N        run with this seed instead of the file's
   --out DIR       where to write
@@ -77,15 +91,40 @@ export const simCommand: Command = {
     const result = await runScenario(scenario, {
       captureWriter: (port, i) => PcapWriter.open(captureFile(dir, port, i), { linktype: LINKTYPE_ETHERNET, nanosecond: true }),
       log: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
+      progress: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
     });
     writeFileSync(join(dir, 'timeline.json'), JSON.stringify({ scenario: result.scenario, seed: result.seed, endNs: result.endNs, qps: result.timeline.qps }, null, 1) + '\n');
     writeFileSync(
       join(dir, 'counters.json'),
-      JSON.stringify({ scenario: result.scenario, seed: result.seed, endNs: result.endNs, eventsRun: result.eventsRun, devices: result.counters, links: result.sim.links, sim: result.sim.devices, stalls: result.stalls, verify: result.verify }, null, 2) + '\n',
+      JSON.stringify({ scenario: result.scenario, seed: result.seed, endNs: result.endNs, eventsRun: result.eventsRun, devices: result.counters, links: result.sim.links, sim: result.sim.devices, switches: result.fabric?.switches ?? {}, stalls: result.stalls, verify: result.verify }, null, 2) + '\n',
     );
     const text = summarize(result);
-    const files = ['config.json', 'timeline.json', 'counters.json', 'summary.txt', ...scenario.capture.map((p, i) => relative(dir, captureFile(dir, p, i)))];
+    const files = ['config.json', 'timeline.json', 'counters.json', 'summary.txt', 'summary.json', 'flows.json', ...scenario.capture.map((p, i) => relative(dir, captureFile(dir, p, i)))];
     writeFileSync(join(dir, 'summary.txt'), text + '\n');
+    const json = (name: string, v: unknown): void => writeFileSync(join(dir, name), JSON.stringify(v, null, 1) + '\n');
+    json('summary.json', {
+      scenario: result.scenario,
+      seed: result.seed,
+      endedBy: result.endedBy,
+      simulatedNs: result.endNs,
+      wallNs: result.wallNs,
+      events: result.eventsRun,
+      packetHops: result.packetHops,
+      checksFailed: result.verify.length,
+      verify: result.verify,
+    });
+    json('flows.json', result.flows.map(({ src, dst, qp, bytes, startNs, finishNs, fctNs }) => ({ src, dst, qp, bytes, startNs, finishNs, fctNs })));
+    if (result.fabric !== null) {
+      json('pfc.json', result.fabric.pfc);
+      json('timeseries.json', result.fabric.series);
+      files.push('pfc.json', 'timeseries.json');
+      if (scenario.output.plots) {
+        const plots = await renderPlots(result);
+        for (const [name, svg] of Object.entries(plots)) writeFileSync(join(dir, name), svg);
+        writeFileSync(join(dir, 'report.html'), reportHtml(result, text, plots));
+        files.push(...Object.keys(plots), 'report.html');
+      }
+    }
     if (!values.quiet) process.stdout.write(`${text}\n  wrote ${files.join(', ')} in ${dir}\n`);
     return result.verify.length === 0 ? 0 : 3;
   },

@@ -32,7 +32,9 @@ import { bthDestQp, bthOffset, bthPsn } from './frame-info.js';
 import { Random } from './random.js';
 import { consumesRecv, isAtomic, type Scenario, type ScenarioTraffic, type TrafficOp } from './scenario.js';
 import { buffer, closeHosts, guardDamage, makePair, openHosts, qpStateOf, ScenarioRunError, type HostDev, type QpEnd, type QpPair, type RegBuf } from './scenario-setup.js';
+import { FabricRecorder, type FabricSeries } from './fabric-record.js';
 import type { FrameObserver } from './sim-device.js';
+import type { PfcRecord, SwitchPortStats } from '../../fabric/switch/switch.js';
 import type { SimModel, SimStats } from './sim-model.js';
 import { psnAddMasked, psnCount, type QpTimeline, TimelineRecorder, wcStatusName } from './timeline.js';
 
@@ -45,6 +47,31 @@ export interface RunScenarioOptions {
   log?: (line: string) => void;
   /** Told of every frame a fault rule acted on (which rule, and the frame by its BTH), at the end of the run. */
   onFault?: (hit: FaultHit) => void;
+  /** A progress line (virtual time reached, events per wall second), every few seconds of a long run. */
+  progress?: (line: string) => void;
+  /** Per-QP series to sample with the fabric's (the NIC's congestion-control rate and α), by name. */
+  sampleExtra?: (sim: SimModel) => (() => Record<string, number>) | null;
+}
+
+/** One flow (traffic item) of a run: flows.json. */
+export interface FlowRecord {
+  /** Requester and responder devices. */
+  readonly src: string;
+  readonly dst: string;
+  readonly qp: number;
+  readonly name: string;
+  readonly bytes: number;
+  readonly startNs: number | null;
+  readonly finishNs: number | null;
+  readonly fctNs: number | null;
+}
+
+/** Switches' view of a run (null without switches). */
+export interface FabricResult {
+  readonly pfc: readonly PfcRecord[];
+  readonly series: FabricSeries;
+  /** switch → port (1-based) → counters, and the queue left at the end. */
+  readonly switches: Record<string, Record<string, SwitchPortStats & { queueBytesAtEnd: number; peer: string | null }>>;
 }
 
 /**
@@ -118,6 +145,11 @@ export interface ScenarioResult {
   readonly findings: readonly Finding[];
   /** Pcap bytes per captured port (when no captureWriter was given). */
   readonly captures: Record<string, Uint8Array>;
+  readonly flows: readonly FlowRecord[];
+  readonly fabric: FabricResult | null;
+  /** Frames delivered over every link: one per packet per hop. */
+  readonly packetHops: number;
+  readonly wallNs: number;
 }
 
 const WC_BATCH = 32;
@@ -330,6 +362,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     writers.push(w);
     sim.capturePort(port, w);
   });
+  const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs, opts.sampleExtra?.(sim) ?? null) : null;
   const timeline = new TimelineRecorder();
   const unobserve = [sim.observe(timeline.observe)];
   const settleFaults = opts.onFault ? recordFaults(sim, opts.onFault, unobserve) : () => {};
@@ -405,6 +438,17 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const wcs = newWcArray(WC_BATCH);
     let endedBy: ScenarioResult['endedBy'] = 'complete';
     let iter = 0;
+    let lastTell = wall0;
+    let lastEvents = 0;
+    const progress = (): void => {
+      const t = process.hrtime.bigint();
+      if (t - wall0 < 3_000_000_000n || t - lastTell < 2_000_000_000n) return;
+      const ev = sim.eventsRun;
+      const rate = ((ev - lastEvents) * 1e9) / Number(t - lastTell);
+      opts.progress!(`sim: ${(sim.now() / 1000).toFixed(1)} µs simulated of ${(endNs / 1000).toFixed(0)}, ${(rate / 1e6).toFixed(2)} M events/s, ${((Number(t - wall0)) / 1e9).toFixed(0)} s wall`);
+      lastTell = t;
+      lastEvents = ev;
+    };
 
     const post = (st: Stream): void => {
       const now = sim.now();
@@ -646,10 +690,15 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       watchdog();
       // Nothing happens before then (ibv_poll_cq ran no event): move the clock there.
       if (got === 0 && sim.scheduler.nextTime() > h) sim.advance(Math.max(1, h - sim.now()));
-      if (++iter % YIELD_EVERY === 0) await turn();
+      if (++iter % YIELD_EVERY === 0) {
+        if (opts.progress) progress();
+        await turn();
+      }
     }
     // Quiet the fabric (stragglers, the last ACKs), then collect what completed meanwhile.
     sim.horizon = endNs;
+    // Sampling ends with the traffic (a lone sampler would move the clock on).
+    recorder?.endSampling();
     while (sim.scheduler.pending > 0 && sim.scheduler.nextTime() <= endNs) {
       sim.step();
       if (pollAll() > 0) continue;
@@ -704,23 +753,47 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         stalled: st.stalled,
       };
     });
+    const flows = streams.map((st): FlowRecord => ({
+      src: st.req.dev.name,
+      dst: st.resp.dev.name,
+      qp: st.req.qp.qp_num,
+      name: st.t.qp,
+      bytes: st.okBytes,
+      startNs: st.firstPostNs,
+      finishNs: st.lastOkNs,
+      fctNs: st.firstPostNs !== null && st.lastOkNs !== null && st.ok === st.t.count ? st.lastOkNs - st.firstPostNs : null,
+    }));
+    recorder?.stop();
+    const simStats = sim.stats();
+    let packetHops = 0;
+    for (const l of Object.values(simStats.links)) packetHops += l.aToB.framesDelivered + l.bToA.framesDelivered;
+    const fabric: FabricResult | null = recorder === null ? null : {
+      pfc: recorder.pfc,
+      series: recorder.series,
+      switches: Object.fromEntries(sim.switches.map((w) => [w.name, Object.fromEntries(Array.from({ length: w.sw.portCount }, (_, p) => [String(p + 1), { ...w.sw.stats(p), queueBytesAtEnd: w.sw.queueBytes(p), peer: w.peers[p] ?? null }]))])),
+    };
+    const wallNs = Number(process.hrtime.bigint() - wall0);
     const result: ScenarioResult = {
       scenario: s.name,
       seed: s.seed,
       endedBy,
       endNs: sim.now(),
       eventsRun: sim.eventsRun,
-      wallMs: Number(process.hrtime.bigint() - wall0) / 1e6,
+      wallMs: wallNs / 1e6,
       traffic,
       timeline: { qps: timeline.qps },
       counters,
-      sim: sim.stats(),
+      sim: simStats,
       faults,
       stalls,
       qpStates,
       verify,
       findings,
       captures,
+      flows,
+      fabric,
+      packetHops,
+      wallNs,
     };
     return result;
   } finally {
@@ -874,6 +947,21 @@ export function summarize(r: ScenarioResult): string {
         `; ${t.retransmittedPackets} packets retransmitted${naks ? ` (${naks})` : ''}` +
         `; first post ${us(t.firstPostNs)}, last completion ${us(t.lastCompletionNs)}${t.gbps !== null ? `, ${t.gbps.toFixed(2)} Gb/s` : ''}`,
     );
+  }
+  for (const [sw, ports] of Object.entries(r.fabric?.switches ?? {})) {
+    let drops = 0;
+    let marks = 0;
+    let xoff = 0;
+    let xon = 0;
+    let hw = 0;
+    for (const c of Object.values(ports)) {
+      drops += c.droppedFrames;
+      marks += c.ecnMarked;
+      xoff += c.pauseSent;
+      xon += c.resumeSent;
+      hw = Math.max(hw, c.queueBytesHighWater);
+    }
+    lines.push(`  switch ${sw}: ${drops} dropped, ${marks} ECN-marked, ${xoff} XOFF / ${xon} XON sent, deepest queue ${hw} B`);
   }
   for (const [link, d] of Object.entries(r.faults)) lines.push(`  faults on ${link}:\n${d.split('\n').map((l) => `    ${l}`).join('\n')}`);
   for (const st of r.stalls) lines.push(`  stalled: ${st.qp} (${st.from}) at ${us(st.atNs)}: state ${st.state}, ${st.outstanding} outstanding, last progress ${us(st.lastProgressNs)}`);
