@@ -40,6 +40,7 @@ import { Random, type Seed } from './random.js';
 import { Priority, Scheduler, SimError, SimEvent } from './scheduler.js';
 import { type FrameObserver, SimDevice, type SimDeviceContext, type SimPort } from './sim-device.js';
 import { resolveSimRuntimeParams, type SimRuntimeParams } from './sim-params.js';
+import { openPcapFile } from '../pcap-file.js';
 
 /** One cable's link settings and faults (`links[i]` goes with `cables[i]`). */
 export interface SimLinkOptions {
@@ -133,7 +134,7 @@ export class SimModel implements RunningModel {
     this.#devs = this.#made.map((d, i) => new SimDevice(d.resources, i, ctx, quirks));
     this.links = this.#layCables(config);
     for (const [i, d] of config.devices.entries()) {
-      for (const [j, p] of d.ports.entries()) if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, PcapWriter.open(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
+      for (const [j, p] of d.ports.entries()) if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
     }
     const service = (): void => this.serviceInline();
     this.devices = this.#made.map((d, i): DeviceHandle => ({
@@ -408,7 +409,7 @@ export class SimModel implements RunningModel {
 
   async setCapture(port: string, path: string | null): Promise<void> {
     const p = this.#port(port, 'setCapture');
-    this.#capture(p, path ? PcapWriter.open(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
+    this.#capture(p, path ? openPcapFile(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
   }
 
   stats(): SimStats {
