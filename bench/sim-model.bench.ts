@@ -10,8 +10,8 @@
  * Each round is a fresh run of `simulatedMs` of traffic; the best of
  * `rounds` is kept (the machine is shared and noisy, as in harness.ts).
  */
-import { parseScenario } from '../src/runtime/sim/scenario.js';
-import { runScenario } from '../src/runtime/sim/scenario-runner.js';
+import { parseScenario } from '../src/scenario/scenario.js';
+import { runScenario } from '../src/scenario/scenario-runner.js';
 
 export interface SimModelBenchOptions {
   /** Virtual time of traffic per round, ms (the count of WRITEs is sized from the line rate). */

@@ -131,11 +131,13 @@ function copyInto(root: string, file: string): void {
 const INIT = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin:/usr/bin:/sbin:/usr/sbin HOME=/root
-mkdir -p /proc /sys /dev /tmp /root /run '${PROJECT}' /job
+mkdir -p /proc /sys /dev /tmp /root /run /job
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
+# The project's mount point only now: a clone under /tmp (as CI makes) would be hidden by the tmpfs.
+mkdir -p '${PROJECT}'
 for m in $(cat /etc/modules.order); do insmod "$m" 2>/dev/null || echo "hw-guest: insmod $m failed"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro project '${PROJECT}' || echo "hw-guest: no project share"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 job /job || echo "hw-guest: no job share"

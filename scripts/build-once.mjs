@@ -8,16 +8,17 @@
  *
  *   node scripts/build-once.mjs [--root DIR] [--project tsconfig.json]
  *
- * "Changed" is a SHA-256 over the tsconfig and every .ts file its
- * "include" names (directory prefixes before "**"), kept in
- * <outDir>/.build-hash. The lock is a directory (mkdir is atomic), holding
+ * "Changed" is a SHA-256 over the tsconfig, every project it references
+ * (docs/layers.md: one per layer, built by `tsc -b`), the configs they
+ * extend, and every .ts file their "include" and "files" name (directory
+ * prefixes before "**"), kept in <outDir>/.build-hash. The lock is a directory (mkdir is atomic), holding
  * the holder's pid; a lock whose holder is gone is taken over.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -31,16 +32,40 @@ const outDir = join(root, tsconfig.compilerOptions?.outDir ?? 'dist');
 const hashFile = join(outDir, '.build-hash');
 const lockDir = join(root, '.build-lock');
 
-/** The directories the tsconfig's "include" patterns start from. */
-function sourceDirs() {
+/**
+ * The project and every project it references, transitively: for each, its
+ * config files (with what they extend) and the directories and files its
+ * sources come from.
+ */
+function projectInputs() {
+  const configs = new Set();
   const dirs = new Set();
-  for (const pat of tsconfig.include ?? ['**/*.ts']) {
-    const head = pat.split('/').filter((p) => !p.includes('*'));
-    dirs.add(head.join('/') || '.');
-  }
-  return [...dirs];
+  const files = new Set();
+  const readConfig = (file) => {
+    configs.add(file);
+    const cfg = JSON.parse(readFileSync(file, 'utf8'));
+    if (typeof cfg.extends === 'string') readConfig(resolve(dirname(file), cfg.extends));
+    return cfg;
+  };
+  const visit = (file) => {
+    if (configs.has(file)) return;
+    const cfg = readConfig(file);
+    const here = dirname(file);
+    if (!cfg.files) {
+      for (const pat of cfg.include ?? ['**/*.ts']) {
+        const head = pat.split('/').filter((p) => !p.includes('*'));
+        dirs.add(resolve(here, head.join('/') || '.'));
+      }
+    }
+    for (const f of cfg.files ?? []) files.add(resolve(here, f));
+    for (const r of cfg.references ?? []) {
+      const ref = resolve(here, r.path);
+      visit(ref.endsWith('.json') ? ref : join(ref, 'tsconfig.json'));
+    }
+  };
+  visit(join(root, project));
+  return { configs: [...configs].sort(), dirs: [...dirs], files: [...files] };
 }
-
 function walk(dir, out) {
   let names;
   try {
@@ -58,11 +83,11 @@ function walk(dir, out) {
 }
 
 function sourceHash() {
-  const files = [];
-  for (const d of sourceDirs()) walk(join(root, d), files);
-  files.sort();
+  const { configs, dirs, files: listed } = projectInputs();
+  const found = [...listed];
+  for (const d of dirs) walk(d, found);
+  const files = [...new Set([...configs, ...found])].sort();
   const h = createHash('sha256');
-  h.update(readFileSync(join(root, project)));
   for (const f of files) {
     h.update(f.slice(root.length));
     h.update('\0');
@@ -128,9 +153,9 @@ try {
   if (upToDate(hash)) {
     process.stdout.write('rnic-model: built by another process meanwhile\n');
   } else {
-    process.stdout.write(`rnic-model: building (tsc -p ${project})\n`);
+    process.stdout.write(`rnic-model: building (tsc -b ${project})\n`);
     const tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
-    const r = spawnSync(process.execPath, [tsc, '-p', join(root, project)], { cwd: root, stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [tsc, '-b', join(root, project)], { cwd: root, stdio: 'inherit' });
     if (r.status !== 0) process.exit(r.status ?? 1);
     mkdirSync(outDir, { recursive: true });
     writeFileSync(hashFile, hash + '\n');

@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { FrameRing } from '../src/fabric/frame-ring.js';
-import { UdpCable } from '../src/fabric/udp-cable.js';
+import { UdpCable } from '../src/runtime/udp-cable.js';
 import { UDP_IO_STAT_NAMES, type UdpIoCable, type UdpIoReply, type UdpIoRequest } from '../src/runtime/udp-io.js';
 
 type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };

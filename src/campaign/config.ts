@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { parseDurationNs } from '../fabric/timing-params.js';
 import { RnicError } from '../wire/errors.js';
 import { DEFAULT_CONFIG, parseConfig } from '../runtime/config.js';
-import { TRAFFIC_OPS, type TrafficOp } from '../runtime/sim/scenario.js';
+import { TRAFFIC_OPS, type TrafficOp } from '../scenario/scenario.js';
 
 export class CampaignError extends RnicError<'CAMPAIGN_INVALID'> {
   constructor(message: string) {

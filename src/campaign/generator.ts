@@ -6,7 +6,7 @@
  * worker.
  */
 import { Random } from '../runtime/sim/random.js';
-import type { TrafficOp } from '../runtime/sim/scenario.js';
+import type { TrafficOp } from '../scenario/scenario.js';
 import type { Campaign, FaultKind, Range } from './config.js';
 
 /** Scenario JSON, as written to a file. */

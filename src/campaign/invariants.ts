@@ -7,7 +7,7 @@
  * once, in order, at a time that does not go backwards) and turned into
  * failure classes: what a shrunk scenario must still show.
  */
-import type { Finding, ScenarioResult } from '../runtime/sim/scenario-runner.js';
+import type { Finding, ScenarioResult } from '../scenario/scenario-runner.js';
 
 export interface Verdict {
   readonly ok: boolean;

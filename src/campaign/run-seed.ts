@@ -2,8 +2,8 @@
  * One seed of a campaign: generate its scenario, run it on the simulator,
  * judge it. What a worker does per task, and what `--jobs 1` does inline.
  */
-import { parseScenario } from '../runtime/sim/scenario.js';
-import { runScenario, type FaultHit } from '../runtime/sim/scenario-runner.js';
+import { parseScenario } from '../scenario/scenario.js';
+import { runScenario, type FaultHit } from '../scenario/scenario-runner.js';
 import type { Campaign } from './config.js';
 import { generateScenario, type ScenarioJson } from './generator.js';
 import { judge, type Verdict } from './invariants.js';

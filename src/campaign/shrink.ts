@@ -17,8 +17,8 @@
  * search counts them, so the result is the same on any number of jobs
  * (unless the wall-time limit cuts a search short).
  */
-import type { FaultHit } from '../runtime/sim/scenario-runner.js';
-import { psnCount } from '../runtime/sim/timeline.js';
+import type { FaultHit } from '../scenario/scenario-runner.js';
+import { psnCount } from '../scenario/timeline.js';
 import type { Executor } from './executor.js';
 import type { ScenarioJson } from './generator.js';
 

@@ -1,7 +1,8 @@
 /** `rnic pcap-sample`: every opcode in every framing, for Wireshark. */
 import { parseArgs } from 'node:util';
-import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND, PcapWriter, sampleFrames } from '../wire/index.js';
+import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND, sampleFrames } from '../wire/index.js';
 import { CliError, type Command } from './command.js';
+import { openPcapFile } from '../runtime/pcap-file.js';
 
 const USAGE = `usage: rnic pcap-sample --out FILE [--ib-out FILE] [--nanosecond]
 
@@ -27,8 +28,8 @@ export const pcapSampleCommand: Command = {
     const ibOut = values['ib-out'] ?? ibPathFor(values.out);
     if (ibOut === values.out) throw new CliError('--ib-out must differ from --out');
     const nanosecond = values.nanosecond === true;
-    const eth = PcapWriter.open(values.out, { linktype: LINKTYPE_ETHERNET, nanosecond });
-    const ib = PcapWriter.open(ibOut, { linktype: LINKTYPE_INFINIBAND, nanosecond });
+    const eth = openPcapFile(values.out, { linktype: LINKTYPE_ETHERNET, nanosecond });
+    const ib = openPcapFile(ibOut, { linktype: LINKTYPE_INFINIBAND, nanosecond });
     // One frame a microsecond from a fixed epoch, so the file is the same on every run.
     let t = 1_700_000_000_000_000_000n;
     for (const f of sampleFrames()) {

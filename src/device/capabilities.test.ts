@@ -16,7 +16,7 @@ import {
   resolveCapabilities,
 } from './capabilities.js';
 import { QUERY_DEVICE_OUT } from './commands.js';
-import { describeParams, parseBytes } from './params.js';
+import { describeParams, parseBytes } from '../params/params.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 

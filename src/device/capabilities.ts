@@ -51,7 +51,7 @@ import {
   text,
   u64Param,
   type ParamValues,
-} from './params.js';
+} from '../params/params.js';
 
 /** `ibv_port_attr.flags`: IBV_QPF_GRH_REQUIRED (verbs.h; not in abi/constants.ts yet). */
 export const IBV_QPF_GRH_REQUIRED = 1;

@@ -15,7 +15,7 @@ import { CQE } from './cqe.js';
 import { EQE } from './eqe.js';
 import { hexOffset, layoutTable, type Layout } from './layout.js';
 import { MAILBOX_HDR } from './mailbox.js';
-import { describeParams } from './params.js';
+import { describeParams } from '../params/params.js';
 import { CQ_DBREC, QP_DBREC, REGISTERS, SRQ_DBREC } from './registers.js';
 import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG } from './wqe.js';
 

@@ -4,7 +4,7 @@
  */
 export * from './errors.js';
 export * from './layout.js';
-export { resolveParams, describeParams, parseBytes, type ParamSpec, type ParamSchema, type ParamValues } from './params.js';
+export { resolveParams, describeParams, parseBytes, type ParamSpec, type ParamSchema, type ParamValues } from '../params/params.js';
 export * from './host-memory.js';
 export * from './capabilities.js';
 export * from './counters.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { describeParams } from '../device/params.js';
+import { describeParams } from '../params/params.js';
 import { Random } from '../runtime/sim/random.js';
 import { Priority, Scheduler } from '../runtime/sim/scheduler.js';
 import { type FaultHook, type LinkDir, resolveSimLinkParams, SIM_LINK_PARAMS, SIM_LINK_STATS, SimLink, Verdict, WIRE_PRIORITY, wireBytes } from './link.js';

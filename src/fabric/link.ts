@@ -31,7 +31,7 @@
  * back-pressure: a frame the link cannot take (down, closed, queue full)
  * is dropped and counted.
  */
-import { count, type ParamValues, resolveParams } from '../device/params.js';
+import { count, type ParamValues, resolveParams } from '../params/params.js';
 import { type CableEnd, type CableStats, FabricError, type FrameHandler, newStats } from './cable.js';
 import { ceilDiv, psPerBit, TIMING_PARAMS } from './timing-params.js';
 

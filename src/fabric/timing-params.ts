@@ -30,7 +30,7 @@
  * reuses the schema helpers of src/device/params.ts as the project does
  * for every schema. Those helpers are pure (no state, no I/O).
  */
-import { bad, describeParams, type ParamSpec, type ParamValues, resolveParams } from '../device/params.js';
+import { bad, describeParams, type ParamSpec, type ParamValues, resolveParams } from '../params/params.js';
 
 const DURATION_PS: Readonly<Record<string, bigint>> = {
   ps: 1n,

@@ -17,7 +17,7 @@
  * or 16-byte GIDs (an IPv4-mapped GID ::ffff:a.b.c.d stands for its IPv4
  * address).
  */
-import { bad, count, list, type ParamSpec, type ParamValues, resolveParams } from '../device/params.js';
+import { bad, count, list, type ParamSpec, type ParamValues, resolveParams } from '../params/params.js';
 import { ArpOp, decodeArpFrame, encodeArpReply, encodeArpRequest } from '../wire/arp.js';
 import { RnicError } from '../wire/errors.js';
 import { ETH_HEADER_LENGTH, EtherType, formatMac, parseMac } from '../wire/ethernet.js';

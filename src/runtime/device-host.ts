@@ -22,6 +22,7 @@ import type { CableConfig } from './config.js';
 import type { DeviceResources } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
 import { createUdpCableShm, UdpIoThread, type UdpCableShm } from './udp-io.js';
+import { openPcapFile } from './pcap-file.js';
 
 /** A cable between two threads: one ring each way, made by the main thread. */
 export interface RingCable {
@@ -65,7 +66,7 @@ export class DeviceHost {
       const nic = new Nic({ name: r.name, caps, fw, mem, bar, tables, counters, ports, clock, quirks: q });
       r.ports.forEach((p, i) => {
         if (p.capture) {
-          const w = PcapWriter.open(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+          const w = openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
           this.captures.push(w);
           ports[i]!.setCapture(w);
         }
@@ -263,7 +264,7 @@ export class DeviceHost {
   setCapture(ref: string, path: string | null): void {
     const p = this.portRef(ref);
     if (!p) throw new Error(`no port ${ref} here`);
-    const w = path ? PcapWriter.open(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null;
+    const w = path ? openPcapFile(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null;
     if (w) this.captures.push(w);
     p.dev.ports[p.portNum - 1]!.setCapture(w);
   }

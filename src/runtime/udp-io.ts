@@ -9,7 +9,7 @@
 import { Worker } from 'node:worker_threads';
 import { FabricError, type FabricErrorCode } from '../fabric/cable.js';
 import { FrameRing } from '../fabric/frame-ring.js';
-import { DEFAULT_SOCKET_BUFFER_BYTES, type UdpCableOptions, type UdpCableStats } from '../fabric/udp-cable.js';
+import { DEFAULT_SOCKET_BUFFER_BYTES, type UdpCableOptions, type UdpCableStats } from './udp-cable.js';
 import { RingEnd } from './ring-end.js';
 import { compiledWorker } from './worker-url.js';
 

@@ -3,10 +3,11 @@
  * handed on when it fills, so a long run never holds its capture in memory
  * and frames land in the order they were written.
  *
- * Unlike the rest of src/wire this holds state (the chunk, the fd); it does
- * no clock reads: every timestamp comes from the caller (sim or wall clock).
+ * Unlike the rest of src/wire this holds state (the chunk); it does no I/O
+ * and no clock reads: bytes go to a sink the caller gives (a file in
+ * src/runtime/pcap-file.ts, memory in tests), and every timestamp comes
+ * from the caller (sim or wall clock).
  */
-import * as fs from 'node:fs';
 import { WireError } from './errors.js';
 import {
   encodePcapGlobalHeader,
@@ -20,6 +21,16 @@ import {
  * after passing it here, so the sink may keep it without copying.
  */
 export type PcapSink = (chunk: Uint8Array) => void;
+
+/**
+ * A sink that consumes each chunk before returning and keeps none (a file
+ * descriptor): the writer then reuses one chunk for the whole capture.
+ * `close` is called once, by the writer's close().
+ */
+export interface PcapOutput {
+  write(chunk: Uint8Array): void;
+  close(): void;
+}
 
 export interface PcapWriterOptions {
   linktype: number;
@@ -39,27 +50,23 @@ export class PcapWriter {
   readonly nanosecond: boolean;
   readonly snaplen: number;
 
-  readonly #sink: PcapSink;
+  readonly #sink: PcapSink | null;
+  readonly #output: PcapOutput | null;
   readonly #chunkSize: number;
   #chunk: Uint8Array;
   #used = 0;
-  /** Set by open(): then bytes go straight to the file and the chunk is reused. */
-  #fd = -1;
   #closed = false;
   /** A failed file/sink write leaves a hole in the stream: refuse to go on past it. */
   #failed = false;
   #frames = 0;
 
-  /** Creates a file (truncating it) and writes the global header to it. */
-  static open(path: string, opts: PcapWriterOptions): PcapWriter {
-    // Build (and so validate the options) before creating the file: bad options leave no file behind.
-    const w = new PcapWriter(() => {}, opts);
-    w.#fd = fs.openSync(path, 'w');
-    return w;
-  }
-
-  /** Writes to an arbitrary sink, e.g. to capture in memory. */
-  constructor(sink: PcapSink, opts: PcapWriterOptions) {
+  /**
+   * Writes to a sink that may keep what it gets (e.g. to capture in memory)
+   * or to an output that consumes at once (a file). Nothing reaches either
+   * before the first flush, so a caller may validate the options by
+   * constructing the writer before it opens the file.
+   */
+  constructor(sink: PcapSink | PcapOutput, opts: PcapWriterOptions) {
     const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_SIZE;
     if (!Number.isInteger(chunkSize) || chunkSize < MIN_CHUNK_SIZE) {
       throw new WireError('WIRE_BAD_PCAP', `pcap writer: chunkSize ${chunkSize} must be an integer >= ${MIN_CHUNK_SIZE}`);
@@ -68,7 +75,8 @@ export class PcapWriter {
     this.linktype = opts.linktype;
     this.nanosecond = opts.nanosecond ?? false;
     this.snaplen = opts.snaplen ?? PCAP_DEFAULT_SNAPLEN;
-    this.#sink = sink;
+    this.#sink = typeof sink === 'function' ? sink : null;
+    this.#output = typeof sink === 'function' ? null : sink;
     this.#chunkSize = chunkSize;
     this.#chunk = new Uint8Array(chunkSize);
     this.#chunk.set(header, 0);
@@ -109,19 +117,15 @@ export class PcapWriter {
     this.#drain();
   }
 
-  /** Flushes and closes the file. Closing twice is harmless. */
+  /** Flushes and closes the output. Closing twice is harmless. */
   close(): void {
     if (this.#closed) return;
     try {
       if (!this.#failed) this.#drain();
     } finally {
-      // Even if the last write fails, do not leak the fd or accept more frames.
+      // Even if the last write fails, do not leak the output or accept more frames.
       this.#closed = true;
-      if (this.#fd >= 0) {
-        const fd = this.#fd;
-        this.#fd = -1;
-        fs.closeSync(fd);
-      }
+      this.#output?.close();
     }
   }
 
@@ -142,10 +146,8 @@ export class PcapWriter {
 
   #drainUnchecked(): void {
     const n = this.#used;
-    if (this.#fd >= 0) {
-      // writeSync may write less than asked (e.g. on pipes); loop until all is out.
-      let off = 0;
-      while (off < n) off += fs.writeSync(this.#fd, this.#chunk, off, n - off);
+    if (this.#output) {
+      this.#output.write(this.#chunk.subarray(0, n));
       this.#used = 0;
       return;
     }
@@ -161,6 +163,6 @@ export class PcapWriter {
       out = this.#chunk.slice(0, n);
     }
     this.#used = 0;
-    this.#sink(out);
+    this.#sink!(out);
   }
 }

@@ -16,6 +16,7 @@ import {
 } from './pcap.js';
 import { PcapWriter } from './pcap-writer.js';
 import { RXE_PAIR_CAPTURE } from '../../test/fixtures/fixtures.js';
+import { openPcapFile } from '../runtime/pcap-file.js';
 
 const REAL_CAPTURE = RXE_PAIR_CAPTURE;
 const TSHARK = '/usr/bin/tshark';
@@ -275,7 +276,7 @@ describe('snaplen truncation', () => {
 describe('PcapWriter', () => {
   it('streams 100k frames through a file in order and reads them back', () => {
     const file = path.join(tmp, 'stream.pcap');
-    const w = PcapWriter.open(file, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+    const w = openPcapFile(file, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
     const N = 100_000;
     const base = 1_700_000_000_000_000_000n;
     const lenOf = (i: number) => 60 + ((i * 37) % 240);
@@ -333,7 +334,7 @@ describe('PcapWriter', () => {
 
   it('throws WIRE_BAD_PCAP on write or flush after close; close twice is harmless', () => {
     const file = path.join(tmp, 'closed.pcap');
-    const w = PcapWriter.open(file, { linktype: 1 });
+    const w = openPcapFile(file, { linktype: 1 });
     w.write(frameFor(1, 60), 1n);
     w.close();
     w.close();
@@ -359,8 +360,8 @@ describe('PcapWriter', () => {
 
   it('refuses bad options before creating the file', () => {
     const file = path.join(tmp, 'never.pcap');
-    expect(() => PcapWriter.open(file, { linktype: 1, snaplen: 0 })).toThrow(WireError);
-    expect(() => PcapWriter.open(file, { linktype: 1, chunkSize: 8 })).toThrow(WireError);
+    expect(() => openPcapFile(file, { linktype: 1, snaplen: 0 })).toThrow(WireError);
+    expect(() => openPcapFile(file, { linktype: 1, chunkSize: 8 })).toThrow(WireError);
     expect(fs.existsSync(file)).toBe(false);
   });
 
@@ -519,7 +520,7 @@ describe.skipIf(!fs.existsSync(TSHARK))('tshark agrees with the writer', () => {
   for (const nanosecond of [false, true]) {
     it(`${nanosecond ? 'ns' : 'µs'} file`, () => {
       const file = path.join(tmp, `tshark-${nanosecond ? 'ns' : 'us'}.pcap`);
-      const w = PcapWriter.open(file, { linktype: LINKTYPE_ETHERNET, nanosecond, snaplen: 512 });
+      const w = openPcapFile(file, { linktype: LINKTYPE_ETHERNET, nanosecond, snaplen: 512 });
       const frames = [ethernetFrame(18), ethernetFrame(1040), ethernetFrame(64)];
       const times = [1_795_940_541_972_421_123n, 1_795_940_541_972_450_987n, 1_000_000_007n];
       frames.forEach((f, i) => w.write(f, times[i]!));

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CAMPAIGN, parseCampaign } from '../../src/campaign/config.js';
 import { generateScenario } from '../../src/campaign/generator.js';
-import { parseScenario } from '../../src/runtime/sim/scenario.js';
+import { parseScenario } from '../../src/scenario/scenario.js';
 
 const SEEDS = Array.from({ length: 300 }, (_, i) => i);
 

@@ -3,9 +3,9 @@
  * campaign relies on, on the real model in the simulator.
  */
 import { describe, expect, it } from 'vitest';
-import { parseScenario } from '../../src/runtime/sim/scenario.js';
-import { runScenario } from '../../src/runtime/sim/scenario-runner.js';
-import { buffer, closeHosts, guardDamage, GUARD_BYTES, openHosts } from '../../src/runtime/sim/scenario-setup.js';
+import { parseScenario } from '../../src/scenario/scenario.js';
+import { runScenario } from '../../src/scenario/scenario-runner.js';
+import { buffer, closeHosts, guardDamage, GUARD_BYTES, openHosts } from '../../src/scenario/scenario-setup.js';
 import { currentModel, startSimModel, stopModel } from '../../src/boot.js';
 
 const ALL_RC = [

@@ -8,8 +8,8 @@ import type { ScenarioJson } from '../../src/campaign/generator.js';
 import { classOf, judge } from '../../src/campaign/invariants.js';
 import { runJudged } from '../../src/campaign/run-seed.js';
 import { pinFaults, shrinkScenario } from '../../src/campaign/shrink.js';
-import { parseScenario } from '../../src/runtime/sim/scenario.js';
-import { runScenario } from '../../src/runtime/sim/scenario-runner.js';
+import { parseScenario } from '../../src/scenario/scenario.js';
+import { runScenario } from '../../src/scenario/scenario-runner.js';
 
 /** Two RC QPs and a UD QP; every RC WRITE a->b on rc1 is lost, and rc1 has no retries: RETRY_EXC_ERR. The random faults are harmless to it. */
 function failing(): ScenarioJson {

@@ -54,6 +54,7 @@ const EXPECT: Record<string, Expect> = {
   'npx rnic pcap-sample --out sample.pcap': { out: /wrote \d+ Ethernet frames .* to sample\.pcap/, files: ['sample.pcap', 'sample-ib.pcap'] },
   'npm run bench': { out: /## wire codec[\s\S]*## sim scheduler/ },
   'npm run bench -- wire': { out: /## wire codec.*\n.*Mpps/ },
+  'npx tsc -b --dry': { out: /Project '[^']*src\/wire\/tsconfig\.json' is up to date/ },
   'RNIC_NO_MODEL=1 npx rnic rc-pingpong': { status: 1, out: /^no RDMA devices found\n/m },
   'RNIC_CONFIG=examples/config/host-a.json npx rnic rc-pingpong -d rnic0 -g 3 -c -e': {
     out: /remote address: .*GID ::ffff:192\.0\.2\.2\n8192000 bytes in/,

@@ -8,10 +8,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UdpCable } from '../../src/fabric/udp-cable.js';
+import { UdpCable } from '../../src/runtime/udp-cable.js';
 import { EthPort, resolveEthPortParams } from '../../src/pipeline/eth-port.js';
-import { formatMac, LINKTYPE_ETHERNET, parseIpv4, parseIpv6, PcapWriter } from '../../src/wire/index.js';
+import { formatMac, LINKTYPE_ETHERNET, parseIpv4, parseIpv6 } from '../../src/wire/index.js';
 import { TSHARK, tsharkFields } from '../helpers/tshark.js';
+import { openPcapFile } from '../../src/runtime/pcap-file.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rnic-ports-udp-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -47,7 +48,7 @@ describe('EthPorts over a UDP cable', () => {
     cableA.onReceive((f) => a.receive(f));
     cableB.onReceive((f) => b.receive(f));
     const file = join(dir, 'port-a.pcap');
-    const cap = PcapWriter.open(file, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+    const cap = openPcapFile(file, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
     a.setCapture(cap);
     try {
       let mac: Uint8Array | null = null;

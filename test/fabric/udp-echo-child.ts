@@ -4,7 +4,7 @@
  * channel), and reflects every frame back with source and destination MAC
  * swapped. On 'close' from the parent it sends its counters and exits.
  */
-import { UdpCable } from '../../src/fabric/udp-cable.js';
+import { UdpCable } from '../../src/runtime/udp-cable.js';
 
 const [local, remote] = process.argv.slice(2);
 const cable = await UdpCable.open({ local: local!, remote: remote! });

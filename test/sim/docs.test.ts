@@ -1,7 +1,7 @@
 /** The docs carry the tables and keys of the code they describe. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SCENARIO_KEYS } from '../../src/runtime/sim/scenario.js';
+import { SCENARIO_KEYS } from '../../src/scenario/scenario.js';
 import { describeSimRuntimeParams } from '../../src/runtime/sim/sim-params.js';
 
 const doc = (name: string) => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8');

@@ -4,8 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseScenario, type Scenario } from '../../src/runtime/sim/scenario.js';
-import { runScenario, type RunScenarioOptions, type ScenarioResult } from '../../src/runtime/sim/scenario-runner.js';
+import { parseScenario, type Scenario } from '../../src/scenario/scenario.js';
+import { runScenario, type RunScenarioOptions, type ScenarioResult } from '../../src/scenario/scenario-runner.js';
 import { decodePacket, iteratePcap, opcodeName } from '../../src/wire/index.js';
 
 export const SCENARIOS = fileURLToPath(new URL('../../scenarios/', import.meta.url));

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseScenario, ScenarioError } from '../../src/runtime/sim/scenario.js';
+import { parseScenario, ScenarioError } from '../../src/scenario/scenario.js';
 import { iteratePcap } from '../../src/wire/index.js';
 import { run, SCENARIOS, scenarioJson } from './helpers.js';
 

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ALL_NODES_ADDRESS, encodeArpReply, encodeArpRequest, encodeNeighborAdvertisement, encodeNeighborSolicitation,
-  ipv6MulticastMac, LINKTYPE_ETHERNET, parseIpv4, parseIpv6, parseMac, PcapWriter, UNSPECIFIED_ADDRESS,
+  ipv6MulticastMac, LINKTYPE_ETHERNET, parseIpv4, parseIpv6, parseMac, UNSPECIFIED_ADDRESS,
 } from '../../src/wire/index.js';
 import { TSHARK, tsharkFields } from '../helpers/tshark.js';
+import { openPcapFile } from '../../src/runtime/pcap-file.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rnic-arpnd-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,7 +38,7 @@ describe.skipIf(!TSHARK)('ARP and ND frames under tshark', () => {
       encodeNeighborAdvertisement(MAC_B, parseIpv6('fe80::1'), ipv6MulticastMac(ALL_NODES_ADDRESS), ALL_NODES_ADDRESS, { solicited: false }, { pcp: 0, dei: 0, vid: 42 }),
     ];
     const file = join(dir, 'arp-nd.pcap');
-    const w = PcapWriter.open(file, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+    const w = openPcapFile(file, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
     frames.forEach((f, i) => w.write(f, BigInt(i) * 1000n));
     w.close();
     const t = tsharkFields(file, FIELDS);

@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LINKTYPE_ETHERNET, OPCODES, PcapWriter, sampleFrames, type SampleFrame } from '../../src/wire/index.js';
+import { LINKTYPE_ETHERNET, OPCODES, sampleFrames, type SampleFrame } from '../../src/wire/index.js';
 import { TSHARK, tsharkBytesU32, tsharkFields, tsharkInt } from '../helpers/tshark.js';
+import { openPcapFile } from '../../src/runtime/pcap-file.js';
 
 const FIELDS = [
   'frame.protocols', '_ws.malformed', '_ws.expert.severity',
@@ -40,7 +41,7 @@ const USER_DLT_IB = ['-o', 'uat:user_dlts:"User 0 (DLT=147)","infiniband","0",""
 
 function writeCapture(frames: SampleFrame[], linktype: number, name: string): string {
   const path = join(dir, name);
-  const w = PcapWriter.open(path, { linktype });
+  const w = openPcapFile(path, { linktype });
   frames.forEach((f, i) => w.write(f.bytes, BigInt(i) * 1000n));
   w.close();
   return path;

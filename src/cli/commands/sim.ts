@@ -8,10 +8,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseFaultSpecs, resolveFaultRules, type ResolvedFaultRule } from '../../fabric/faults.js';
-import { loadScenario, type Scenario, withSeed } from '../../runtime/sim/scenario.js';
-import { runScenario, summarize } from '../../runtime/sim/scenario-runner.js';
-import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
+import { loadScenario, type Scenario, withSeed } from '../../scenario/scenario.js';
+import { runScenario, summarize } from '../../scenario/scenario-runner.js';
+import { LINKTYPE_ETHERNET } from '../../wire/index.js';
 import { CliError, joinDashValues, type Command } from '../command.js';
+import { openPcapFile } from '../../runtime/pcap-file.js';
 import { renderPlots, reportHtml } from '../report/render.js';
 
 const USAGE = `usage: rnic sim SCENARIO [--seed N] [--out DIR] [--fault SPEC]... [--quiet]
@@ -89,7 +90,7 @@ export const simCommand: Command = {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'config.json'), JSON.stringify(scenario, null, 2) + '\n');
     const result = await runScenario(scenario, {
-      captureWriter: (port, i) => PcapWriter.open(captureFile(dir, port, i), { linktype: LINKTYPE_ETHERNET, nanosecond: true }),
+      captureWriter: (port, i) => openPcapFile(captureFile(dir, port, i), { linktype: LINKTYPE_ETHERNET, nanosecond: true }),
       log: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
       progress: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
     });

@@ -4,7 +4,7 @@
  * rate per flow, PAUSE periods per (switch port, priority), and the
  * distribution of flow completion times. Pure: data in, spec out.
  */
-import type { FabricResult, FlowRecord } from '../../runtime/sim/scenario-runner.js';
+import type { FabricResult, FlowRecord } from '../../scenario/scenario-runner.js';
 
 type Spec = Record<string, unknown>;
 

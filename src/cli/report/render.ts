@@ -3,7 +3,7 @@
  * 'none': no canvas or DOM) and assembles the self-contained HTML report.
  */
 import * as vega from 'vega';
-import type { ScenarioResult } from '../../runtime/sim/scenario-runner.js';
+import type { ScenarioResult } from '../../scenario/scenario-runner.js';
 import { fctSpec, flowRateSpec, pauseSpec, queueDepthSpec } from './plots.js';
 
 export async function toSvg(spec: Record<string, unknown>): Promise<string> {

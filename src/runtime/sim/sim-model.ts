@@ -35,8 +35,7 @@ import { DEFAULT_SWITCH_CONFIG, type SwitchConfig } from '../../fabric/switch/co
 import { Switch } from '../../fabric/switch/switch.js';
 import { shortestPathPorts } from '../../fabric/topology.js';
 import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
-import { parseIpv4, parseIpv6, parseMac } from '../../wire/index.js';
-import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
+import { LINKTYPE_ETHERNET, parseIpv4, parseIpv6, parseMac, PcapWriter } from '../../wire/index.js';
 import { ConfigError, type ModelConfig } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
@@ -44,6 +43,7 @@ import { Random, type Seed } from './random.js';
 import { Priority, Scheduler, SimError, SimEvent } from './scheduler.js';
 import { type FrameObserver, SimDevice, type SimDeviceContext, type SimPort } from './sim-device.js';
 import { resolveSimRuntimeParams, type SimRuntimeParams } from './sim-params.js';
+import { openPcapFile } from '../pcap-file.js';
 
 /** One cable's link settings and faults (`links[i]` goes with `cables[i]`). */
 export interface SimLinkOptions {
@@ -159,7 +159,7 @@ export class SimModel implements RunningModel {
     this.links = this.#layCables(config);
     this.#route(config);
     for (const [i, d] of config.devices.entries()) {
-      for (const [j, p] of d.ports.entries()) if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, PcapWriter.open(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
+      for (const [j, p] of d.ports.entries()) if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
     }
     const service = (): void => this.serviceInline();
     this.devices = this.#made.map((d, i): DeviceHandle => ({
@@ -535,7 +535,7 @@ export class SimModel implements RunningModel {
 
   async setCapture(port: string, path: string | null): Promise<void> {
     const p = this.#port(port, 'setCapture');
-    this.#capture(p, path ? PcapWriter.open(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
+    this.#capture(p, path ? openPcapFile(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
   }
 
   stats(): SimStats {

@@ -6,7 +6,7 @@
  * one-line description; docs/simulator.md ("The sim runtime") carries the
  * table and a test checks it.
  */
-import { count, describeParams, type ParamValues, resolveParams, size } from '../../device/params.js';
+import { count, describeParams, type ParamValues, resolveParams, size } from '../../params/params.js';
 import { durationNs } from '../../fabric/timing-params.js';
 
 export const SIM_RUNTIME_PARAMS = {

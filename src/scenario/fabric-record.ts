@@ -10,12 +10,12 @@
  * simulation busy for ever); the first frame after a quiet spell wakes it
  * at the next interval boundary.
  */
-import type { PfcRecord } from '../../fabric/switch/switch.js';
-import { OPCODES } from '../../wire/index.js';
-import { bthDestQp, bthOffset, payloadLength } from './frame-info.js';
-import { Priority, SimEvent } from './scheduler.js';
-import type { FrameObserver } from './sim-device.js';
-import type { SimModel } from './sim-model.js';
+import type { PfcRecord } from '../fabric/switch/switch.js';
+import { OPCODES } from '../wire/index.js';
+import { bthDestQp, bthOffset, payloadLength } from '../runtime/sim/frame-info.js';
+import { Priority, SimEvent } from '../runtime/sim/scheduler.js';
+import type { FrameObserver } from '../runtime/sim/sim-device.js';
+import type { SimModel } from '../runtime/sim/sim-model.js';
 
 export interface FabricSeries {
   readonly intervalNs: number;

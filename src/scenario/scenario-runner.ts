@@ -19,23 +19,23 @@
  * executed exactly once, in order). UC and UD, which may lose messages by
  * design, are checked for completion statuses only.
  */
-import { currentModel, startSimModel, stopModel } from '../../boot.js';
+import { currentModel, startSimModel, stopModel } from '../boot.js';
 import {
   IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WR_FLUSH_ERR,
   IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, ibv_poll_cq, ibv_post_recv, ibv_post_send, newWcArray, rnic_read_counters,
-} from '../../driver/verbs/index.js';
-import type { ibv_cq, ibv_send_wr, ibv_wc } from '../../driver/verbs/index.js';
-import { decodePacket, LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../../wire/index.js';
-import { localAckTimeoutNs, rnrTimerNs } from '../../pipeline/timer-tables.js';
-import { bthDestQp, bthOffset, bthPsn } from './frame-info.js';
-import { Random } from './random.js';
+} from '../driver/verbs/index.js';
+import type { ibv_cq, ibv_send_wr, ibv_wc } from '../driver/verbs/index.js';
+import { decodePacket, LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../wire/index.js';
+import { localAckTimeoutNs, rnrTimerNs } from '../pipeline/timer-tables.js';
+import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
+import { Random } from '../runtime/sim/random.js';
 import { consumesRecv, isAtomic, type Scenario, type ScenarioTraffic, type TrafficOp } from './scenario.js';
 import { buffer, closeHosts, guardDamage, makePair, openHosts, qpStateOf, ScenarioRunError, type HostDev, type QpEnd, type QpPair, type RegBuf } from './scenario-setup.js';
+import type { PfcRecord, SwitchPortStats } from '../fabric/switch/switch.js';
+import type { FrameObserver } from '../runtime/sim/sim-device.js';
+import type { SimModel, SimStats } from '../runtime/sim/sim-model.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
-import type { FrameObserver } from './sim-device.js';
-import type { PfcRecord, SwitchPortStats } from '../../fabric/switch/switch.js';
-import type { SimModel, SimStats } from './sim-model.js';
 import { psnAddMasked, psnCount, type QpTimeline, TimelineRecorder, wcStatusName } from './timeline.js';
 
 export interface RunScenarioOptions {

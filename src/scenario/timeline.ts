@@ -7,9 +7,9 @@
  * when it arrives) and by the runner (posts, completions). It knows frames
  * only by their BTH: the requester's destination QP and the PSN.
  */
-import { AethType, aethType, OPCODES } from '../../wire/index.js';
-import { bthDestQp, bthOffset, bthPsn } from './frame-info.js';
-import type { FrameEvent } from './sim-device.js';
+import { AethType, aethType, OPCODES } from '../wire/index.js';
+import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
+import type { FrameEvent } from '../runtime/sim/sim-device.js';
 
 /** One work request. Times are virtual ns; null: it did not happen (yet). */
 export interface WrRecord {

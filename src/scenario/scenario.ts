@@ -16,14 +16,15 @@
  * as the run's effective configuration.
  */
 import { readFileSync } from 'node:fs';
-import { DeviceError } from '../../device/errors.js';
-import { FaultError, resolveFaultRules, type ResolvedFaultRule } from '../../fabric/faults.js';
-import { SIM_LINK_PARAMS } from '../../fabric/link.js';
-import { parseDurationNs, parseRate, resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
-import { RnicError } from '../../wire/errors.js';
-import { ConfigError, DEFAULT_CONFIG, parseConfig, type DeviceConfig } from '../config.js';
+import { DeviceError } from '../device/errors.js';
+import { ParamError } from '../params/params.js';
+import { FaultError, resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
+import { SIM_LINK_PARAMS } from '../fabric/link.js';
+import { parseDurationNs, parseRate, resolveTimingParams, type TimingParams } from '../fabric/timing-params.js';
+import { RnicError } from '../wire/errors.js';
+import { ConfigError, DEFAULT_CONFIG, parseConfig, type DeviceConfig } from '../runtime/config.js';
+import { resolveSimRuntimeParams, type SimRuntimeParams } from '../runtime/sim/sim-params.js';
 import { expandFabric, FABRIC_KEYS, type OutputOptions, type ScenarioSwitch } from './fabric-schema.js';
-import { resolveSimRuntimeParams, type SimRuntimeParams } from './sim-params.js';
 
 export class ScenarioError extends RnicError<'SCENARIO_INVALID'> {
   constructor(message: string) {
@@ -205,7 +206,7 @@ function rethrow<T>(fn: () => T, prefix = 'faults'): T {
     return fn();
   } catch (e) {
     if (e instanceof FaultError) throw new ScenarioError(`${prefix}: ${e.message}`);
-    if (e instanceof DeviceError || e instanceof ConfigError) throw new ScenarioError(e.message);
+    if (e instanceof DeviceError || e instanceof ParamError || e instanceof ConfigError) throw new ScenarioError(e.message);
     throw e;
   }
 }

@@ -18,9 +18,9 @@ import {
   ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_get_device_list, ibv_get_device_name,
   ibv_modify_qp, ibv_open_device, ibv_query_gid, ibv_query_qp, ibv_reg_mr, mtu_bytes_to_enum, newAhAttr, newGid,
   newQpAttr, newQpCap, qpStateName, rnic_alloc_buf, rnic_free_buf,
-} from '../../driver/verbs/index.js';
-import type { ibv_ah, ibv_ah_attr, ibv_context, ibv_cq, ibv_gid, ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr } from '../../driver/verbs/index.js';
-import { RnicError } from '../../wire/errors.js';
+} from '../driver/verbs/index.js';
+import type { ibv_ah, ibv_ah_attr, ibv_context, ibv_cq, ibv_gid, ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr } from '../driver/verbs/index.js';
+import { RnicError } from '../wire/errors.js';
 import type { Scenario, ScenarioQp } from './scenario.js';
 
 export class ScenarioRunError extends RnicError<'SCENARIO_RUN_FAILED'> {

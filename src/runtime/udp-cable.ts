@@ -17,7 +17,7 @@ import * as os from 'node:os';
 import { isIPv4, isIPv6 } from 'node:net';
 import { formatIpv6, parseIpv6 } from '../wire/ip.js';
 import { ETH_HEADER_LENGTH } from '../wire/ethernet.js';
-import { type CableEnd, type CableStats, FabricError, type FrameHandler, type StatDecl } from './cable.js';
+import { type CableEnd, type CableStats, FabricError, type FrameHandler, type StatDecl } from '../fabric/cable.js';
 
 /** 9000-byte MTU + Ethernet header + one 802.1Q tag, no FCS. */
 export const JUMBO_FRAME_BYTES = 9018;

@@ -1,11 +1,24 @@
 /**
- * Parameter schemas (STYLE §6): every tunable is declared once with a
+ * Parameter schemas (STYLE §6), shared by every layer that has tunables
+ * (device, fabric, pipeline, runtime); pure, imports only the error base: every tunable is declared once with a
  * default (as a configuration file would write it), a unit and a one-line
  * description. `resolveParams` turns a partial configuration into frozen,
  * validated values in base units (bytes, counts, enum numbers) and rejects
  * unknown keys and bad values with DEV_ERR_BAD_CONFIG.
  */
-import { DeviceError } from './errors.js';
+import { RnicError } from '../wire/errors.js';
+
+/**
+ * A bad configuration value. The code is the one the device layer has always
+ * used for it, so callers that switch on `code` keep working wherever the
+ * schema lives (device, fabric, pipeline, runtime).
+ */
+export class ParamError extends RnicError<'DEV_ERR_BAD_CONFIG'> {
+  constructor(message: string) {
+    super('DEV_ERR_BAD_CONFIG', message);
+    this.name = 'ParamError';
+  }
+}
 
 export interface ParamSpec<T> {
   /** The default, written as a configuration file would write it. */
@@ -24,7 +37,7 @@ export type ParamValues<S extends ParamSchema> = {
 };
 
 export function bad(path: string, msg: string): never {
-  throw new DeviceError('DEV_ERR_BAD_CONFIG', `${path}: ${msg}`);
+  throw new ParamError(`${path}: ${msg}`);
 }
 
 function toInteger(raw: unknown, path: string): number {

@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import * as dgram from 'node:dgram';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CABLE_STATS } from './cable.js';
+import { CABLE_STATS } from '../fabric/cable.js';
 import { JUMBO_FRAME_BYTES, parseUdpEndpoint, UDP_CABLE_STATS, UdpCable, type UdpCableStats } from './udp-cable.js';
 
 const open: UdpCable[] = [];

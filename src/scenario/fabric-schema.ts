@@ -15,10 +15,10 @@
  * `incast-8to1.json.switch.ecn.thresholds[0].kmax: must be above kmin`.
  */
 import { z } from 'zod';
-import { parseBytes } from '../../device/params.js';
-import { type EcnAtRate, DEFAULT_SWITCH_CONFIG, PRIORITIES, type SwitchConfig } from '../../fabric/switch/config.js';
-import { parseDurationNs, parseRate } from '../../fabric/timing-params.js';
-import { buildTopology, type Topology } from '../../fabric/topology.js';
+import { parseBytes } from '../params/params.js';
+import { type EcnAtRate, DEFAULT_SWITCH_CONFIG, PRIORITIES, type SwitchConfig } from '../fabric/switch/config.js';
+import { parseDurationNs, parseRate } from '../fabric/timing-params.js';
+import { buildTopology, type Topology } from '../fabric/topology.js';
 
 /** A value in units ('100Gbps', '1us', '32MiB') or a bare number, converted by `parse` (which throws on bad input). */
 function unit(parse: (raw: unknown, path: string) => number, what: string) {
