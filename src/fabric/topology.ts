@@ -59,6 +59,9 @@ export function buildTopology(t: TopologySpec): Topology {
       break;
     }
     case 'leaf-spine': {
+      for (const [k, v] of [['leaves', t.leaves], ['spines', t.spines], ['hostsPerLeaf', t.hostsPerLeaf]] as const) {
+        if (!Number.isSafeInteger(v) || v < 1) throw new FabricError('FABRIC_BAD_CONFIG', `a leaf-spine needs ${k} >= 1, got ${v}`);
+      }
       for (let l = 0; l < t.leaves; l++) for (let i = 0; i < t.hostsPerLeaf; i++) link(host(), `leaf${l}`);
       for (let l = 0; l < t.leaves; l++) for (let s = 0; s < t.spines; s++) link(`leaf${l}`, `spine${s}`);
       for (let l = 0; l < t.leaves; l++) switches.push({ name: `leaf${l}`, ports: t.hostsPerLeaf + t.spines });

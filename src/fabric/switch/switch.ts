@@ -161,6 +161,7 @@ export class Switch {
   readonly #l2: L2Info = { etherType: 0, l3: 0, pcp: -1 };
   readonly #deq: Dequeued = { prio: 0, inPort: 0, built: false };
   readonly #ecnPrios: number;
+  readonly #ecmpSeed: number;
   #onPfc: ((r: PfcRecord) => void) | null = null;
 
   constructor(name: string, config: SwitchConfig, ports: readonly SwitchPortSpec[], sched: EventScheduler, random: RandomSource) {
@@ -170,6 +171,10 @@ export class Switch {
     this.#sched = sched;
     this.#random = random;
     this.#ecnPrios = config.ecn ? config.ecn.priorities : 0;
+    // The configured seed mixed with the switch's name: switches of two tiers do not pick alike (polarisation).
+    let h = config.ecmpSeed >>> 0;
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
+    this.#ecmpSeed = h;
     this.mmu = new Mmu(config, ports.map((p) => headroomBytes(config.pfc, p.linkRate, p.delayNs, p.mtu)));
     this.#ports = ports.map((spec, index): Port => {
       const [num, den] = psPerBit(spec.linkRate);
@@ -286,7 +291,7 @@ export class Switch {
       inp.s.droppedNoRoute++;
       return;
     }
-    const out = this.#ports[hops.length === 1 ? hops[0]! : hops[flowHash(frame, l3, et, this.config.ecmpSeed) % hops.length]!]!;
+    const out = this.#ports[hops.length === 1 ? hops[0]! : hops[flowHash(frame, l3, et, this.#ecmpSeed) % hops.length]!]!;
     const prio = this.config.trust === 'pcp' && pcp >= 0 ? pcp : this.config.dscpToPriority[dscpAt(frame, l3, et)]!;
     const size = frame.length;
     if (!this.mmu.admit(inp.index, prio, size)) {
@@ -335,10 +340,11 @@ export class Switch {
     const ecn = port.ecn!;
     const q = this.mmu.egressBytes(port.index, prio);
     if (q <= ecn.kminBytes) return;
-    if (q <= ecn.kmaxBytes && this.#random.next() >= (ecn.pmax * (q - ecn.kminBytes)) / (ecn.kmaxBytes - ecn.kminBytes)) return;
     const l2 = this.#l2;
     readL2(frame, l2);
+    // Only ECT packets are marked (and only they draw from the random stream).
     if (!isEct(ecnAt(frame, l2.l3, l2.etherType))) return;
+    if (q <= ecn.kmaxBytes && this.#random.next() >= (ecn.pmax * (q - ecn.kminBytes)) / (ecn.kmaxBytes - ecn.kminBytes)) return;
     markCe(frame, l2.l3, l2.etherType);
     port.s.ecnMarked++;
   }
