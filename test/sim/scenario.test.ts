@@ -30,7 +30,7 @@ describe('parseScenario', () => {
   it('fills in the defaults: the two default hosts, one link, 1 s, seed 0, the timing model', () => {
     const s = parseScenario({ qps: [{}], traffic: [{}] }, 'sc.json');
     expect(s.devices.map((d) => d.name)).toEqual(['rnic0', 'rnic1']);
-    expect(s.links).toEqual([{ name: 'l0', a: 'rnic0:1', b: 'rnic1:1', linkRate: 100e9, propagationDelay: 500, queueLimit: 4096, faults: [] }]);
+    expect(s.links).toEqual([{ name: 'l0', a: 'rnic0:1', b: 'rnic1:1', linkRate: 100e9, propagationDelay: 500, queueLimit: 4096, mtu: null, faults: [] }]);
     expect(s).toMatchObject({ seed: 0, durationNs: 1e9, watchdogNs: null, capture: ['rnic0:1'] });
     expect(s.timing).toMatchObject({ doorbellLatency: 450, pcieLatency: 900, stageProcessing: 20 });
     expect(s.qps[0]).toMatchObject({ name: 'q0', type: 'RC', a: 'rnic0', b: 'rnic1', mtu: 1024, timeout: 14, retry_cnt: 7, rnr_retry: 7, gid_index: 3 });
