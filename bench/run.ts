@@ -1,5 +1,6 @@
 /** `npm run bench`: every benchmark, each beside its in-run baseline. */
 import { benchCampaign, printCampaign } from './campaign.bench.js';
+import { benchFabric, printFabric } from './fabric.bench.js';
 import { benchObjects, printObjects } from './objects.bench.js';
 import { benchRdmaCore, benchRdmaCoreJs, printRdmaCore, printRdmaCoreJs } from './rdma-core.bench.js';
 import { saveBaseline, vsBaseline } from './baseline.js';
@@ -22,6 +23,9 @@ if (!only || only === 'verbs') printVerbs(benchVerbs());
 if (!only || only === 'sim') {
   printSimStream([await benchSimStream({ messageBytes: 65536 }), await benchSimStream({ messageBytes: 4096 })], vsBaseline);
   printSimModel([await benchSimModel()]);
+}
+if (!only || only === 'sim' || only === 'fabric') {
+  printFabric([await benchFabric('scenarios/incast-8to1.json', 5), await benchFabric('scenarios/incast-64to1.json', 3)]);
 }
 if (!only || only === 'objects') printObjects(await benchObjects());
 if (!only || only === 'campaign') printCampaign(await benchCampaign());

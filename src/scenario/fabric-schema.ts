@@ -245,7 +245,8 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
   const mib = 1 << 20;
   const devices = topo.hosts.map((h, i) => ({
     name: h,
-    memory: `${Math.ceil((16 * mib + 2 * (need.get(h) ?? 0)) / mib)}MiB`,
+    // Queues and CQs take little; the registered buffers (and their guards) the rest.
+    memory: `${Math.ceil((4 * mib + 1.25 * (need.get(h) ?? 0)) / mib)}MiB`,
     ports: [{ mac: `02:00:00:00:${hex2(i >> 8)}:${hex2(i & 0xff)}`, ipv4: [`10.${(i >> 16) & 0xff}.${(i >> 8) & 0xff}.${(i & 0xff) + 1}`], ipv6: [`fd00::${(i + 1).toString(16)}`], mtu: t.hostMtu }],
   }));
   const names = new Set<string>();

@@ -214,7 +214,9 @@ function guardByte(k: number): number {
 export function buffer(dev: HostDev, len: number): RegBuf {
   const n = Math.max(8, len);
   const whole = rnic_alloc_buf(dev.ctx, n + 2 * GUARD_BYTES, 64);
-  for (let k = 0; k < whole.length; k++) whole[k] = guardByte(k);
+  // Known bytes in the guards only (the MR between them is zeroed).
+  for (let k = 0; k < GUARD_BYTES; k++) whole[k] = guardByte(k);
+  for (let k = GUARD_BYTES + n; k < whole.length; k++) whole[k] = guardByte(k);
   const bytes = whole.subarray(GUARD_BYTES, GUARD_BYTES + n);
   bytes.fill(0);
   const mr = ibv_reg_mr(dev.pd, bytes, ALL_ACCESS);

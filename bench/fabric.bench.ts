@@ -1,0 +1,91 @@
+/**
+ * The simulator's packet rate through a switch (issue 10): the HPCC incasts
+ * (scenarios/incast-8to1.json, incast-64to1.json: N senders, one receiver,
+ * one 100 Gb/s switch, 1,000,000-byte WRITEs, PFC and ECN on) run by the
+ * scenario runner exactly as `rnic sim` runs them, captures off.
+ *
+ * Reported, per scenario, min / median / max over the rounds:
+ *  - packet-hops per wall second of the traffic (one frame delivered over
+ *    one link is one hop; host and QP setup excluded), and per CPU second;
+ *  - wall ms per simulated ms;
+ *  - the whole run's wall time (setup included);
+ * beside the scheduler's no-queue loop (bench/sim.bench.ts) measured in the
+ * same run. The goal is 1.3 M packet-hops/s (twice ns-3 HPCC's ~0.64 M at
+ * 8:1); the figures say how far off that is.
+ */
+import { loadScenario, type Scenario } from '../src/scenario/scenario.js';
+import { runScenario } from '../src/scenario/scenario-runner.js';
+import { benchScheduler } from './sim.bench.js';
+import type { Spread } from './sim-stream.bench.js';
+
+export interface FabricBenchResult {
+  readonly name: string;
+  readonly key: string;
+  readonly hopsPerSec: Spread;
+  readonly hopsPerCpuSec: Spread;
+  readonly wallMsPerSimMs: Spread;
+  readonly runWallMs: Spread;
+  readonly hops: number;
+  readonly simulatedNs: number;
+  readonly drops: number;
+  readonly noQueuePerSec: number;
+}
+
+function spread(xs: number[]): Spread {
+  const s = [...xs].sort((a, b) => a - b);
+  return { min: s[0]!, median: s[s.length >> 1]!, max: s[s.length - 1]! };
+}
+
+async function oneRound(s: Scenario) {
+  const c0 = process.cpuUsage();
+  const r = await runScenario(s);
+  const c = process.cpuUsage(c0);
+  if (r.verify.length > 0) throw new Error(`${s.name}: ${r.verify[0]}`);
+  let drops = 0;
+  for (const ports of Object.values(r.fabric?.switches ?? {})) for (const p of Object.values(ports)) drops += p.droppedFrames;
+  return { r, cpuMs: (c.user + c.system) / 1000, drops };
+}
+
+export async function benchFabric(file: string, rounds: number): Promise<FabricBenchResult> {
+  const s0 = loadScenario(file);
+  const s: Scenario = { ...s0, capture: [], output: { ...s0.output, plots: false } };
+  await oneRound(s); // warm-up (JIT)
+  const rs = [];
+  for (let i = 0; i < rounds; i++) rs.push(await oneRound(s));
+  const noQueue = benchScheduler(10, 200).baselinePerSec;
+  const last = rs[rs.length - 1]!;
+  return {
+    name: `sim: ${s.name} (${s.traffic.length} senders, one switch, 100 Gb/s, PFC + ECN)`,
+    key: `fabric-${s.name}`,
+    hopsPerSec: spread(rs.map((x) => x.r.packetHops / (x.r.trafficWallNs / 1e9))),
+    hopsPerCpuSec: spread(rs.map((x) => x.r.packetHops / (x.cpuMs / 1000))),
+    wallMsPerSimMs: spread(rs.map((x) => x.r.trafficWallNs / 1e6 / (x.r.endNs / 1e6))),
+    runWallMs: spread(rs.map((x) => x.r.wallNs / 1e6)),
+    hops: last.r.packetHops,
+    simulatedNs: last.r.endNs,
+    drops: last.drops,
+    noQueuePerSec: noQueue,
+  };
+}
+
+const fmtK = (x: number): string => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : `${(x / 1e3).toFixed(0)} k`);
+const fmtSpread = (s: Spread, f: (x: number) => string): string => `${f(s.min)} / ${f(s.median)} / ${f(s.max)}`;
+
+export function printFabric(results: readonly FabricBenchResult[]): void {
+  console.log('\n## sim fabric: incast through a switch (min / median / max over rounds; goal ≥ 1.3 M packet-hops/s)');
+  for (const r of results) {
+    console.log(r.name);
+    console.log(`  packet-hops/s       ${fmtSpread(r.hopsPerSec, fmtK)}   (traffic only; ${r.hops} hops, ${(r.simulatedNs / 1000).toFixed(0)} µs simulated, ${r.drops} dropped)`);
+    console.log(`  per CPU second      ${fmtSpread(r.hopsPerCpuSec, fmtK)}   (whole run, setup included)`);
+    console.log(`  wall ms per sim ms  ${fmtSpread(r.wallMsPerSimMs, (x) => x.toFixed(1))}`);
+    console.log(`  whole run, wall ms  ${fmtSpread(r.runWallMs, (x) => x.toFixed(0))}`);
+    console.log(`  same run: scheduler no-queue loop ${(r.noQueuePerSec / 1e6).toFixed(0)} M callbacks/s; ` +
+      `packet-hops at ${((r.hopsPerSec.median / r.noQueuePerSec) * 1e6).toFixed(1)} per M no-queue callbacks`);
+  }
+}
+
+/** `node dist/bench/fabric.bench.js` runs it alone. */
+if (import.meta.url === `file://${process.argv[1]}`) {
+  printFabric([await benchFabric('scenarios/incast-8to1.json', 5), await benchFabric('scenarios/incast-64to1.json', 3)]);
+  process.exit(0);
+}
