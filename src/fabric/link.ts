@@ -309,6 +309,16 @@ export class SimLink {
     return this.#lane(dir).queued;
   }
 
+  /**
+   * Takes `frame` back if it is the last frame waiting in `dir`'s transmit
+   * queue (sent, not yet started): a MAC that was told to pause its
+   * priority keeps it. Returns whether it did; the frame is the caller's
+   * again and counts as never sent.
+   */
+  unsend(dir: LinkDir, frame: Uint8Array): boolean {
+    return this.#lane(dir).unsend(frame);
+  }
+
   /** Frames being serialized or propagating in one direction now. */
   inFlight(dir: LinkDir): number {
     return this.#lane(dir).inFlight;
@@ -417,6 +427,19 @@ class Lane {
     if (queued + 1 > this.s.queueHighWater) this.s.queueHighWater = queued + 1;
     if (this.#qBytes > this.s.queueBytesHighWater) this.s.queueBytesHighWater = this.#qBytes;
     if (!this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+  }
+
+  unsend(frame: Uint8Array): boolean {
+    const last = this.#q.length - 1;
+    if (last < this.#qHead || this.#q[last] !== frame) return false;
+    this.#q.pop();
+    this.#qAt.pop();
+    this.#qBytes -= frame.length;
+    this.from.s.framesSent--;
+    this.from.s.bytesSent -= frame.length;
+    AS_BUILT.delete(frame);
+    if (this.#qHead === this.#q.length && this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
+    return true;
   }
 
   /** The transmitter is free: start the next queued frame. */

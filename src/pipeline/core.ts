@@ -4,12 +4,15 @@
  * requester, completer and responder are functions over it.
  */
 import type { CqeFields } from '../device/cqe.js';
+import type { CcParams } from './cc-params.js';
 import type { EthPort } from './eth-port.js';
 import type { NicEnv } from './nic-env.js';
 import type { QpCtx } from './qp-ctx.js';
 
 export interface NicCore {
   readonly env: NicEnv;
+  /** QoS and congestion-control parameters in force (env.cc or the defaults). */
+  readonly cc: CcParams;
   /** Counter block of a port (1-based), for this engine's lane. */
   ctr(portNum: number): Float64Array;
   /** A zeroed scratch CQE record. */
@@ -20,8 +23,8 @@ export interface NicCore {
   asyncEvent(cqn: number, type: number, resource: number): void;
   /** Moves the QP to ERR: outstanding work is flushed on the next pass. */
   fail(q: QpCtx): void;
-  /** Sends a frame out of port `portNum`. */
-  transmit(portNum: number, frame: Uint8Array): void;
+  /** Sends a frame out of port `portNum` on transmit priority `priority` (0..7). */
+  transmit(portNum: number, frame: Uint8Array, priority?: number): void;
   port(portNum: number): EthPort;
   /** Next IPv4 identification value for port `portNum`. */
   nextIpId(portNum: number): number;

@@ -26,9 +26,11 @@ import {
   ALL_NODES_ADDRESS, decodeNdFrame, encodeNeighborAdvertisement, encodeNeighborSolicitation, Icmpv6Type,
   IP_PROTO_ICMPV6, ipv6MulticastMac, isIpv6Unspecified, ndMessageType,
 } from '../wire/ndp.js';
+import { encodePfc } from '../wire/mac-control.js';
 import { LINKTYPE_ETHERNET } from '../wire/pcap.js';
 import type { PcapWriter } from '../wire/pcap-writer.js';
 import { ROCE_V2_UDP_PORT } from '../wire/udp.js';
+import { PriorityPause } from './pfc.js';
 
 // ---- errors ----------------------------------------------------------------
 
@@ -214,8 +216,12 @@ export interface PortClock {
 /** Where transmitted frames go (a fabric CableEnd is one). Must copy the frame. */
 export interface FrameSink {
   send(frame: Uint8Array): void;
-  /** Optional: takes the frame without copying it (the sender gives it away). */
-  sendOwned?(frame: Uint8Array): void;
+  /**
+   * Optional: takes the frame without copying it (the sender gives it away).
+   * `priority` (0..7) is the transmit priority the frame is queued on, for
+   * a sink with a priority arbiter (the simulator's MAC); others ignore it.
+   */
+  sendOwned?(frame: Uint8Array, priority?: number): void;
 }
 
 /** What `receive` did with a frame. */
@@ -297,6 +303,12 @@ export class EthPort {
   readonly params: EthPortParams;
   /** The counters, indexed by PortCtr (see ETH_PORT_COUNTERS). May be a view of shared memory. */
   readonly counterArray: Float64Array;
+  /**
+   * What PFC / PAUSE frames received say about our 8 transmit priorities,
+   * and what we have sent (the ethtool rx_prio<N>_pause... counters).
+   * The runtime sets its link rate when it cables the port.
+   */
+  readonly pause = new PriorityPause();
 
   readonly #clock: PortClock;
   readonly #mac: Uint8Array;
@@ -438,11 +450,26 @@ export class EthPort {
   }
 
   /**
+   * Sends an 802.1Qbb PFC frame from this port: priority p is asked to
+   * hold for `pauseTimes[p]` quanta when bit p of `classEnable` is set
+   * (0 = XON). Counted in tx_prio<p>_pause and tx_prio<p>_pause_duration.
+   */
+  sendPfc(classEnable: number, pauseTimes: readonly number[]): void {
+    if (!Number.isInteger(classEnable) || classEnable < 0 || classEnable > 0xff) {
+      throw new EthPortError('PORT_BAD_CONFIG', `sendPfc: the class-enable vector is 8 bits, got ${classEnable}`);
+    }
+    if (pauseTimes.length !== 8 || pauseTimes.some((t) => !Number.isInteger(t) || t < 0 || t > 0xffff)) {
+      throw new EthPortError('PORT_BAD_CONFIG', `sendPfc: 8 pause times of 0..65535 quanta, got ${JSON.stringify(pauseTimes)}`);
+    }
+    this.transmit(encodePfc(this.#mac, classEnable, pauseTimes));
+  }
+
+  /**
    * Sends a frame the caller gives away when the cable can take it without a
    * copy; returns true if it did (the caller must not reuse the frame), false
    * if the cable copied it (or dropped it) and the caller still owns it.
    */
-  transmitOwned(frame: Uint8Array): boolean {
+  transmitOwned(frame: Uint8Array, priority = 0): boolean {
     const c = this.counterArray;
     const sink = this.#sink;
     if (!sink) {
@@ -452,8 +479,9 @@ export class EthPort {
     if (this.#capture) this.#capture.write(frame, this.#clock.nowNs());
     c[PortCtr.TX_PACKETS]!++;
     c[PortCtr.TX_BYTES]! += frame.length;
+    if (frame[12] === 0x88 && frame[13] === 0x08) this.pause.noteTransmit(frame, Number(this.#clock.nowNs()) * 1000);
     if (sink.sendOwned) {
-      sink.sendOwned(frame);
+      sink.sendOwned(frame, priority);
       return true;
     }
     sink.send(frame);
@@ -490,6 +518,8 @@ export class EthPort {
         return 'consumed';
       case EtherType.MAC_CONTROL:
         c[PortCtr.RX_MAC_CONTROL_PACKETS]!++;
+        // The MAC acts on PAUSE / PFC at once, from the time the frame has arrived.
+        this.pause.receive(frame, Number(this.#clock.nowNs()) * 1000);
         return 'mac-control';
       case EtherType.ROCE: {
         // GRH: SGID at +8, DGID at +24. A truncated one goes to the parser, which counts it.
@@ -781,11 +811,11 @@ export class EthPort {
 
   // ---- counters ------------------------------------------------------------
 
-  /** The counters by name. */
+  /** The counters by name, the PFC ones (PFC_COUNTERS) after the port's own. */
   counters(): Record<string, number> {
     const out: Record<string, number> = {};
     ETH_PORT_COUNTERS.forEach((d, i) => { out[d.name] = this.counterArray[i]!; });
-    return out;
+    return Object.assign(out, this.pause.counters(Number(this.#clock.nowNs()) * 1000));
   }
 }
 

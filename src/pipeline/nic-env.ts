@@ -9,6 +9,7 @@ import type { HwCounters } from '../device/counters.js';
 import type { Firmware } from '../device/firmware.js';
 import type { HostMemory } from '../device/host-memory.js';
 import type { Bar } from '../device/registers.js';
+import type { CcParams } from './cc-params.js';
 import type { EthPort } from './eth-port.js';
 
 export interface NicClock {
@@ -29,6 +30,8 @@ export interface NicEnv {
   readonly clock: NicClock;
   /** Named differences from the IBTA (see docs/device-behaviours.md). */
   readonly quirks: Quirks;
+  /** QoS and congestion control (cc-params.ts); DEFAULT_CC_PARAMS when absent. */
+  readonly cc?: CcParams;
 }
 
 /**

@@ -19,6 +19,7 @@ import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPC
 const RX_DECODE: DecodeOptions = Object.freeze({});
 /** The runtime vouches that the frame is byte for byte as a model device built it: its ICRC check would pass. */
 const RX_DECODE_ICRC_KNOWN: DecodeOptions = Object.freeze({ verifyIcrc: false });
+import { type CcParams, DEFAULT_CC_PARAMS, txPriority } from './cc-params.js';
 import { completerReceive, completerTimeout } from './completer.js';
 import type { NicCore } from './core.js';
 import type { EthPort } from './eth-port.js';
@@ -37,6 +38,7 @@ const TRANSPORT_OF_QPT: Record<number, number> = { [IBV_QPT_RC]: Transport.RC, [
 
 export class Nic implements NicCore {
   readonly env: NicEnv;
+  readonly cc: CcParams;
   private readonly qps = new Map<number, QpCtx>();
   /**
    * QPs whose local ACK or RNR timer may be running: all that serviceTimers
@@ -49,6 +51,12 @@ export class Nic implements NicCore {
   private nextRank = 0;
   /** QPs with something to send, in round-robin order. */
   private readonly ready: QpCtx[] = [];
+  /**
+   * QPs with something to send on a priority the far end has paused (PFC):
+   * off the schedule until the pause ends (XON or its time), so a paused
+   * priority costs no work and never holds up the others.
+   */
+  private parked: QpCtx[] = [];
   private readonly pairs = new Int32Array(1024);
   /** QPNs taken from the firmware's change list after a command. */
   private readonly changed: Int32Array;
@@ -60,6 +68,7 @@ export class Nic implements NicCore {
 
   constructor(env: NicEnv) {
     this.env = env;
+    this.cc = env.cc ?? DEFAULT_CC_PARAMS;
     this.changed = new Int32Array(env.fw.qpChanges.capacity);
     this.ipIds = env.ports.map(() => 0);
     this.lanes = env.ports.map((_, i) => env.counters.lane(i + 1, 0));
@@ -100,9 +109,9 @@ export class Nic implements NicCore {
     this.schedule(q);
   }
 
-  transmit(portNum: number, frame: Uint8Array): void {
+  transmit(portNum: number, frame: Uint8Array, priority = 0): void {
     this.ctr(portNum)[Ctr.SENT_PKTS]!++;
-    if (!this.port(portNum).transmitOwned(frame)) releaseFrame(frame);
+    if (!this.port(portNum).transmitOwned(frame, priority)) releaseFrame(frame);
   }
 
   port(portNum: number): EthPort {
@@ -145,6 +154,7 @@ export class Nic implements NicCore {
     // UD has no path MTU attribute: its messages are bounded by the port's MTU (rxe get_mtu).
     if (q.refresh(t, off) && q.qpType === IBV_QPT_UD) q.mtu = this.env.caps.ports[q.portNum - 1]?.activeMtu ?? q.mtu;
     this.handleFlags(q, off);
+    if (q.av !== null && q.qpType !== IBV_QPT_UD) q.prio = txPriority(q.av.sl, q.av.trafficClass, this.cc.trust);
     return { q, off };
   }
 
@@ -238,6 +248,7 @@ export class Nic implements NicCore {
   poll(budget = 256): number {
     const now = this.env.clock.now();
     let work = this.serviceDoorbells();
+    if (this.parked.length > 0) this.unpark(now);
     work += this.serviceTimers(now);
     work += this.transmitScheduled(budget, now);
     return work;
@@ -367,9 +378,13 @@ export class Nic implements NicCore {
     return work;
   }
 
-  /** Earliest timer deadline (ns), or Infinity: the runtime may sleep until then. */
+  /** Earliest timer deadline (ns), or Infinity: the runtime may sleep until then. A PFC pause's end is one. */
   nextDeadline(): number {
     let d = Infinity;
+    for (const q of this.parked) {
+      const r = this.port(q.portNum).pause.resumeNs(q.prio);
+      if (r < d) d = r;
+    }
     for (const q of this.timed) {
       if (q.ackDeadline < d) d = q.ackDeadline;
       if (q.rnrUntil !== 0 && q.rnrUntil < d) d = q.rnrUntil;
@@ -387,6 +402,13 @@ export class Nic implements NicCore {
     let rounds = this.ready.length;
     while (rounds-- > 0 && sent < budget) {
       const q = this.ready.shift()!;
+      const pause = this.port(q.portNum).pause;
+      if (pause.pausedMask !== 0 && pause.isPaused(q.prio, now)) {
+        // Still scheduled (schedule() leaves it alone); back on the list when the pause ends.
+        q.parked = true;
+        this.parked.push(q);
+        continue;
+      }
       q.scheduled = false;
       const s = this.qp(q.qpn);
       if (!s) continue;
@@ -400,6 +422,19 @@ export class Nic implements NicCore {
       else if (blocked && (s.q.responses.length > 0 || requesterHasWork(s.q)) && now >= s.q.rnrUntil && this.waitingForNeighbour(s.q)) this.schedule(s.q);
     }
     return sent;
+  }
+
+  /** Puts the parked QPs whose priority flows again back on the schedule, in the order they were parked. */
+  private unpark(now: number): void {
+    const still: QpCtx[] = [];
+    for (const q of this.parked) {
+      if (this.port(q.portNum).pause.isPaused(q.prio, now)) still.push(q);
+      else {
+        q.parked = false;
+        this.ready.push(q);
+      }
+    }
+    this.parked = still;
   }
 
   private sqPending(off: number): boolean {

@@ -120,6 +120,10 @@ export class QpCtx {
 
   /** Queued on the engine's transmit list. */
   scheduled = false;
+  /** Transmit priority 0..7 (from the AV's SL or DSCP, cc-params.ts txPriority); UD: of its last WQE. */
+  prio = 0;
+  /** Waiting on the engine's list of QPs whose priority the far end paused (PFC). */
+  parked = false;
 
   constructor(qpn: number) {
     this.qpn = qpn;

@@ -15,6 +15,7 @@ import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { sqAdvance, sqPeek } from '../device/queues.js';
 import { Op } from '../wire/index.js';
+import { txPriority } from './cc-params.js';
 import type { NicCore } from './core.js';
 import { checkSges, gather } from './dma.js';
 import type { PathTemplate } from './packet-builder.js';
@@ -192,7 +193,7 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
       return false;
     }
   }
-  nic.transmit(portNum, path.finish(frame, nic.nextIpId(portNum)));
+  nic.transmit(portNum, path.finish(frame, nic.nextIpId(portNum)), q.prio);
   w.sentPkts = isRead || isAtomic ? w.npsn : i + 1;
   if (i === 0) nic.ctr(portNum)[Ctr.RDMA_SENDS]!++;
   return true;
@@ -217,6 +218,11 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
     const path = q.qpType === IBV_QPT_UD ? udPath(nic, q, w.av!, udPaths(q)) : connectedPath(nic, q);
     if (!path) break; // neighbour being resolved: try again on the next pass
     const portNum = q.qpType === IBV_QPT_UD ? w.av!.portNum || q.portNum : q.portNum;
+    if (q.qpType === IBV_QPT_UD) {
+      // Each UD WQE names its own path, so its own priority; a paused one waits (PFC).
+      q.prio = txPriority(w.av!.sl, w.av!.trafficClass, nic.cc.trust);
+      if (nic.port(portNum).pause.isPaused(q.prio, now)) break;
+    }
     if (!sendPacket(nic, q, w, path, portNum)) break;
     sent++;
     if (w.sentPkts >= w.npsn) {

@@ -47,7 +47,7 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, single
       r.sent++;
       if (last) q.responses.shift();
     }
-    nic.transmit(portNum, path.finish(frame, nic.nextIpId(portNum)));
+    nic.transmit(portNum, path.finish(frame, nic.nextIpId(portNum)), q.prio);
     sent++;
   }
   return sent;

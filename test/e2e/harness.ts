@@ -349,6 +349,9 @@ export interface ConnOpts {
   maxRdAtomic?: number;
   maxDestRdAtomic?: number;
   qkey?: number;
+  /** Address vector (RC/UC): service level and IP traffic class (default 0). */
+  sl?: number;
+  trafficClass?: number;
 }
 
 export function modifyOk(qp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: number, what: string): void {
@@ -400,6 +403,8 @@ export function toRtr(ep: Ep, peer: Ep | RemoteQp, rqPsn: number, o: ConnOpts = 
     attr.dest_qp_num = remote.qpn;
     attr.rq_psn = rqPsn;
     attr.ah_attr = avTo(ep.dev, ep.dev, ep.dev.gidIndex, remote.gid);
+    attr.ah_attr.sl = o.sl ?? 0;
+    attr.ah_attr.grh.traffic_class = o.trafficClass ?? 0;
     mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if (ep.type === IBV_QPT_RC) {
       attr.max_dest_rd_atomic = o.maxDestRdAtomic ?? 16;

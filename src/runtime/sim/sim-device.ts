@@ -42,6 +42,7 @@ import type { DeviceResources } from '../device-resources.js';
 import { bthDestQp, bthOffset, payloadLength } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
 import type { SimRuntimeParams } from './sim-params.js';
+import { CONTROL_LANE, TxArbiter } from './tx-arbiter.js';
 
 /** A frame passing a port, for observers (captures, the scenario timeline). */
 export interface FrameEvent {
@@ -91,9 +92,9 @@ class SimNic extends Nic {
   }
 
   /** A frame the pipeline built (headers, payload, ICRC): its port may vouch for its bytes. */
-  override transmit(portNum: number, frame: Uint8Array): void {
+  override transmit(portNum: number, frame: Uint8Array, priority = 0): void {
     PIPELINE_BUILT.add(frame);
-    super.transmit(portNum, frame);
+    super.transmit(portNum, frame, priority);
   }
 
   override complete(cqn: number, f: CqeFields): void {
@@ -132,7 +133,11 @@ interface PendingWrite {
 
 /**
  * One port of a simulated device: the `FrameSink` its EthPort transmits
- * into (the transmit FIFO), and the receive side of its link.
+ * into (the MAC's transmit arbiter: a FIFO per priority, tx-arbiter.ts),
+ * and the receive side of its link. PAUSE / PFC frames take effect in the
+ * MAC the moment they arrive; a frame already handed to the line but not
+ * yet started goes back to its lane when its priority is paused, so only
+ * the frame on the wire finishes.
  */
 export class SimPort implements FrameSink {
   readonly dev: SimDevice;
@@ -146,12 +151,13 @@ export class SimPort implements FrameSink {
   /** Frames dropped because the port has no cable. */
   dropped = 0;
   readonly #txEv: SimEvent;
-  #fifo: (Uint8Array | undefined)[] = [];
-  #ready: number[] = [];
-  #head = 0;
-  #lastReady = 0;
+  readonly #arb = new TxArbiter();
   /** True while #onTx hands frames to the link (the link's hook must not re-kick us then). */
   #inTx = false;
+  /** The frame handed to the line that waits behind the one being serialized, its lane and whether we built it. */
+  #waiting: Uint8Array | null = null;
+  #waitingLane = 0;
+  #waitingBuilt = false;
 
   constructor(dev: SimDevice, portNum: number, eth: EthPort) {
     this.dev = dev;
@@ -161,48 +167,60 @@ export class SimPort implements FrameSink {
   }
 
   get queued(): number {
-    return this.#fifo.length - this.#head;
+    return this.#arb.size;
+  }
+
+  /** Frames held in lanes the far end pauses now (they do not count against the device's transmit room). */
+  held(): number {
+    return this.#arb.held(this.dev.sched.now(), this.eth.pause);
   }
 
   send(frame: Uint8Array): void {
     this.sendOwned(frame.slice());
   }
 
-  /** A frame from the pipeline (or the port's ARP/ND): into the FIFO with its ready time. */
-  sendOwned(frame: Uint8Array): void {
-    const sched = this.dev.sched;
-    let ready = this.dev.txReadyNs(frame);
-    if (ready < this.#lastReady) ready = this.#lastReady;
-    this.#lastReady = ready;
-    this.#fifo.push(frame);
-    this.#ready.push(ready);
+  /** A frame from the pipeline (or the port's ARP/ND): into its priority's lane with its ready time. */
+  sendOwned(frame: Uint8Array, priority = 0): void {
+    const lane = frame[12] === 0x88 && frame[13] === 0x08 ? CONTROL_LANE : priority & 7;
+    this.#arb.push(lane, frame, this.dev.txReadyNs(frame));
     this.dev.fifoFrames++;
     this.dev.framesBuilt++;
-    if (!this.#txEv.scheduled) sched.schedule(this.#txEv, Math.max(sched.now(), this.#ready[this.#head]!));
+    this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
+  }
+
+  /** Runs #onTx at `t` (or now) unless it runs by then anyway. */
+  #wake(t: number): void {
+    if (t === Infinity) return;
+    const sched = this.dev.sched;
+    const at = Math.max(sched.now(), t);
+    const ev = this.#txEv;
+    if (!ev.scheduled || ev.when > at) sched.reschedule(ev, at);
   }
 
   #onTx(): void {
     const sched = this.dev.sched;
     const now = sched.now();
+    const arb = this.#arb;
+    const pause = this.eth.pause;
     let freed = 0;
     this.#inTx = true;
-    while (this.#head < this.#fifo.length) {
-      const at = this.#ready[this.#head]!;
-      if (at > now) {
-        sched.schedule(this.#txEv, at);
+    for (;;) {
+      const lane = arb.pick(now, pause);
+      if (lane < 0) {
+        this.#wake(arb.nextNs(now, pause));
         break;
       }
       // The line has a frame waiting already: the link's hook calls us back when that one starts.
       if (this.link !== null && this.link.queued(this.dir) > 0) break;
-      const frame = this.#fifo[this.#head]!;
-      this.#fifo[this.#head] = undefined;
-      this.#head++;
+      const frame = arb.take(lane);
       // The link takes the frame as its own copy (no copy); the receiving device recycles it.
+      let built = false;
       if (this.end === null) {
         this.dropped++;
         releaseFrame(frame);
       } else if (PIPELINE_BUILT.delete(frame) && this.link !== null && this.end === (this.dir === 'aToB' ? this.link.a : this.link.b)) {
         // Our own frame, as built: the far device may take its ICRC check as passed (arrivedAsBuilt).
+        built = true;
         this.link.sendBuilt(this.dir, frame);
       } else if (this.end.sendOwned) {
         this.end.sendOwned(frame);
@@ -210,30 +228,24 @@ export class SimPort implements FrameSink {
         this.end.send(frame);
         releaseFrame(frame);
       }
+      if (this.link !== null && this.link.queued(this.dir) > 0) {
+        this.#waiting = frame;
+        this.#waitingLane = lane;
+        this.#waitingBuilt = built;
+      }
       freed++;
     }
     this.#inTx = false;
-    if (this.#head === this.#fifo.length) {
-      this.#fifo = [];
-      this.#ready = [];
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#fifo.length) {
-      this.#fifo = this.#fifo.slice(this.#head);
-      this.#ready = this.#ready.slice(this.#head);
-      this.#head = 0;
-    }
     if (freed > 0) this.dev.txFreed(freed);
   }
 
   /** Called by the link's hook: a frame of ours starts serialization now. */
   onSerialize(frame: Uint8Array, ns: number): void {
+    if (frame === this.#waiting) this.#waiting = null;
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
     if (obs !== null) obs({ dir: 'tx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
-    if (!this.#inTx && this.#head < this.#fifo.length && !this.#txEv.scheduled) {
-      const sched = this.dev.sched;
-      sched.schedule(this.#txEv, Math.max(sched.now(), this.#ready[this.#head]!));
-    }
+    if (!this.#inTx && this.#arb.size > 0) this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
   }
 
   /** A frame off the link (the link's copy, ours now). */
@@ -242,7 +254,27 @@ export class SimPort implements FrameSink {
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
     if (obs !== null) obs({ dir: 'rx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
-    this.dev.rxPush(this.portNum, frame);
+    if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
+    else this.dev.rxPush(this.portNum, frame);
+  }
+
+  /** PAUSE / PFC: the MAC acts now, not after the receive pipeline's stages. */
+  #onMacControl(frame: Uint8Array, now: number): void {
+    this.eth.receive(frame);
+    releaseFrame(frame);
+    const w = this.#waiting;
+    if (w !== null && this.#waitingLane !== CONTROL_LANE && this.link !== null && this.eth.pause.isPaused(this.#waitingLane, now)) {
+      // Not started yet: it waits in its lane like the rest of its priority.
+      if (this.link.unsend(this.dir, w)) {
+        this.#arb.unshift(this.#waitingLane, w, now);
+        if (this.#waitingBuilt) PIPELINE_BUILT.add(w);
+        this.dev.fifoFrames++;
+      }
+      this.#waiting = null;
+    }
+    if (this.#arb.size > 0) this.#wake(this.#arb.nextNs(now, this.eth.pause));
+    // The pipeline parks or resumes the QPs of the priorities this frame named.
+    this.dev.schedulePoll(now);
   }
 }
 
@@ -400,7 +432,7 @@ export class SimDevice {
   }
 
   #runPoll(): void {
-    const room = this.ctx.params.txQueueFrames - this.fifoFrames;
+    const room = this.ctx.params.txQueueFrames - this.#activeFrames();
     this.#pollNow(room > 0 ? room : 0);
   }
 
@@ -409,7 +441,7 @@ export class SimDevice {
     const sched = this.sched;
     const now = sched.now();
     if (this.nic.busy()) {
-      if (this.fifoFrames >= this.ctx.params.txQueueFrames) {
+      if (this.#activeFrames() >= this.ctx.params.txQueueFrames) {
         // Full: txFreed() polls again when the MAC has taken some.
       } else if (sent > 0) {
         this.#backoffNs = FIRST_BACKOFF_NS;
@@ -445,7 +477,18 @@ export class SimDevice {
   /** The MAC took `n` frames from a FIFO. */
   txFreed(n: number): void {
     this.fifoFrames -= n;
-    if (this.nic.busy() && this.fifoFrames <= this.ctx.params.txQueueFrames >> 1) this.schedulePoll(this.sched.now());
+    if (this.nic.busy() && this.#activeFrames() <= this.ctx.params.txQueueFrames >> 1) this.schedulePoll(this.sched.now());
+  }
+
+  /**
+   * Frames in the transmit FIFOs that count against txQueueFrames: those on
+   * priorities the far end pauses do not, so a paused priority's backlog
+   * never stops the pipeline from feeding the others.
+   */
+  #activeFrames(): number {
+    let n = this.fifoFrames;
+    for (const p of this.ports) if (p.eth.pause.pausedMask !== 0) n -= p.held();
+    return n;
   }
 
   // ---- the DMA model of the transmit path ------------------------------------

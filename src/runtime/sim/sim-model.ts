@@ -184,6 +184,8 @@ export class SimModel implements RunningModel {
   #plug(p: SimPort, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a'): void {
     p.link = link;
     p.dir = dir;
+    // A PAUSE quantum is 512 bit times at this link's rate.
+    p.eth.pause.setLinkRate(link.params.linkRate);
     p.end = end;
     end.onReceive((f) => p.onReceive(f));
     // The hook sees each frame as it starts serialization: the port's transmit tap, then the faults.
@@ -399,6 +401,15 @@ export class SimModel implements RunningModel {
    */
   injectFrame(port: string, frame: Uint8Array): void {
     this.#port(port, 'injectFrame').onReceive(frame);
+  }
+
+  /**
+   * Sends an 802.1Qbb PFC frame out of port `port` now, as the device's MAC
+   * would when its receive buffer fills (EthPort.sendPfc): priority p holds
+   * for `pauseTimes[p]` quanta when bit p of `classEnable` is set.
+   */
+  sendPfc(port: string, classEnable: number, pauseTimes: readonly number[]): void {
+    this.#port(port, 'sendPfc').eth.sendPfc(classEnable, pauseTimes);
   }
 
   /** The Ethernet counters of port `port` ('rnic1:1') by name, and its neighbour table's size. */
