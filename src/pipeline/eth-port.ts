@@ -346,6 +346,11 @@ export class EthPort {
     for (const a of params.ipv6Addresses) this.addAddress(parseIpv6(a));
   }
 
+  /** The port's link rate, b/s (what the runtime cabled it at; PAUSE quanta and pacing use it). */
+  get linkRateBps(): number {
+    return this.pause.linkRateBps;
+  }
+
   /** A copy of the port's MAC address. */
   get mac(): Uint8Array {
     return this.#mac.slice();

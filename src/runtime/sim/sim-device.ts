@@ -33,6 +33,7 @@ import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, 
 import type { CableEnd } from '../../fabric/cable.js';
 import { arrivedAsBuilt, type LinkDir, type SimLink } from '../../fabric/link.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
+import { resolveCcParams } from '../../pipeline/cc-params.js';
 import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv, Quirks } from '../../pipeline/nic-env.js';
@@ -339,7 +340,8 @@ export class SimDevice {
     const fw = new Firmware({ caps, mem, bar, tables, counters });
     const portClock = { nowNs: () => BigInt(sched.now()) };
     const eth = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
-    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, quirks }, this);
+    const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
+    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, quirks, cc }, this);
     this.ports = eth.map((e, i) => {
       const p = new SimPort(this, i + 1, e);
       e.attach(p);
