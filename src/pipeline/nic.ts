@@ -121,9 +121,9 @@ export class Nic implements NicCore {
     this.schedule(q);
   }
 
-  transmit(portNum: number, frame: Uint8Array, priority = 0): void {
+  transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
     this.ctr(portNum)[Ctr.SENT_PKTS]!++;
-    if (!this.port(portNum).transmitOwned(frame, priority)) releaseFrame(frame);
+    if (!this.port(portNum).transmitOwned(frame, priority, spacingPs)) releaseFrame(frame);
   }
 
   port(portNum: number): EthPort {

@@ -131,6 +131,8 @@ export class QpCtx {
   cc: CcFlow | null = null;
   /** Pacing: the next request packet may not start before this time, ps. */
   nextSendPs = 0;
+  /** The gap the last paced packet set before the next, ps (the MAC keeps it between them too). */
+  paceGapPs = 0;
   /** The requester stopped for pacing: the engine's timer puts it back on the schedule. */
   paceWait = false;
   /** Notification point: when this QP last sent a CNP, ns. */

@@ -155,7 +155,7 @@ function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
  * or 0 when the packet could not be built (a gather fault: the WQE has
  * been failed).
  */
-function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, portNum: number): number {
+function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, portNum: number, spacingPs: number): number {
   const { mem, tables: t } = nic.env;
   const i = w.sentPkts;
   const uc = q.qpType === IBV_QPT_UC;
@@ -196,7 +196,7 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   }
   const built = path.finish(frame, nic.nextIpId(portNum));
   const len = built.length;
-  nic.transmit(portNum, built, q.prio);
+  nic.transmit(portNum, built, q.prio, spacingPs);
   w.sentPkts = isRead || isAtomic ? w.npsn : i + 1;
   if (i === 0) nic.ctr(portNum)[Ctr.RDMA_SENDS]!++;
   return len;
@@ -219,7 +219,18 @@ function pace(q: QpCtx, len: number, nowNs: number): void {
   const nowPs = nowNs * 1000;
   // A packet sent at the first ns at or after its allowed time counts from that time.
   const from = q.nextSendPs > nowPs - 1000 ? q.nextSendPs : nowPs;
-  q.nextSendPs = from + Math.ceil((bytes * 8e12) / cc.rateBps);
+  q.paceGapPs = Math.ceil((bytes * 8e12) / cc.rateBps);
+  q.nextSendPs = from + q.paceGapPs;
+}
+
+/**
+ * The gap the MAC must keep between a paced packet about to go at `nowNs`
+ * and the one before it (which set it), ps; 0 after an idle spell (nothing
+ * to keep), -1 when the QP is not paced.
+ */
+function spacingFor(q: QpCtx, paced: boolean, nowNs: number): number {
+  if (!paced) return -1;
+  return q.nextSendPs > nowNs * 1000 - 1000 ? q.paceGapPs : 0;
 }
 
 /**
@@ -252,7 +263,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
       q.paceWait = true;
       break;
     }
-    const len = sendPacket(nic, q, w, path, portNum);
+    const len = sendPacket(nic, q, w, path, portNum, spacingFor(q, paced, now));
     if (len === 0) break;
     if (cc !== null) {
       if (paced) pace(q, len, now);

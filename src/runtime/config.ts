@@ -176,7 +176,8 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       try {
         resolveCcParams(cc, `${path}.congestion`);
       } catch (e) {
-        fail(`${path}.congestion`, (e as Error).message.replace(`${path}.congestion.`, ''));
+        // The parameter checker names the key: config.devices[0].congestion.rpg_gd: 0 is outside [1, 15].
+        throw new ConfigError((e as Error).message);
       }
       device.congestion = cc;
     }
