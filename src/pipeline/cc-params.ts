@@ -6,7 +6,7 @@
  * parameters"), in its units: rates in Mb/s, times in µs, α in 1/1024.
  * docs/pipeline.md carries the table with sources; a test checks it.
  */
-import { bad, count, describeParams, type ParamSpec, type ParamValues, resolveParams } from '../device/params.js';
+import { bad, count, describeParams, type ParamSpec, type ParamValues, resolveParams } from '../params/params.js';
 
 function bool(def: boolean, doc: string): ParamSpec<boolean> {
   return {
