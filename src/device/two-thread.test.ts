@@ -6,7 +6,7 @@
  * doorbells, waits for the interrupt and polls CQEs by their owner bit.
  *
  * Node 20 cannot load .ts in a worker, so the test first transpiles
- * src/device (and the one src/wire file it imports) to a temporary folder.
+ * src/device (with src/params and the one src/wire file it imports) to a temporary folder.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,7 +62,9 @@ function transpileTree(): string {
       else if (p.endsWith('.ts') && !p.endsWith('.test.ts')) files.push(p);
     }
   };
+  // src/device and what its project may import (src/device/tsconfig.json: params, and wire's errors).
   walk(join(srcRoot, 'device'));
+  walk(join(srcRoot, 'params'));
   files.push(join(srcRoot, 'wire', 'errors.ts'));
   for (const f of files) {
     const js = ts.transpileModule(readFileSync(f, 'utf8'), {

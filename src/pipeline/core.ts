@@ -23,8 +23,12 @@ export interface NicCore {
   asyncEvent(cqn: number, type: number, resource: number): void;
   /** Moves the QP to ERR: outstanding work is flushed on the next pass. */
   fail(q: QpCtx): void;
-  /** Sends a frame out of port `portNum` on transmit priority `priority` (0..7). */
-  transmit(portNum: number, frame: Uint8Array, priority?: number): void;
+  /**
+   * Sends a frame out of port `portNum` on transmit priority `priority`
+   * (0..7). `spacingPs` >= 0: a paced QP's packet, to leave the MAC no
+   * sooner than that after the QP's previous one (-1: not paced).
+   */
+  transmit(portNum: number, frame: Uint8Array, priority?: number, spacingPs?: number): void;
   port(portNum: number): EthPort;
   /** Next IPv4 identification value for port `portNum`. */
   nextIpId(portNum: number): number;

@@ -221,7 +221,7 @@ export interface FrameSink {
    * `priority` (0..7) is the transmit priority the frame is queued on, for
    * a sink with a priority arbiter (the simulator's MAC); others ignore it.
    */
-  sendOwned?(frame: Uint8Array, priority?: number): void;
+  sendOwned?(frame: Uint8Array, priority?: number, spacingPs?: number): void;
 }
 
 /** What `receive` did with a frame. */
@@ -344,6 +344,11 @@ export class EthPort {
     if (params.linkLocal) this.addAddress(linkLocalOf(this.#mac));
     for (const a of params.ipv4Addresses) this.addAddress(parseIpv4(a));
     for (const a of params.ipv6Addresses) this.addAddress(parseIpv6(a));
+  }
+
+  /** The port's link rate, b/s (what the runtime cabled it at; PAUSE quanta and pacing use it). */
+  get linkRateBps(): number {
+    return this.pause.linkRateBps;
   }
 
   /** A copy of the port's MAC address. */
@@ -469,7 +474,7 @@ export class EthPort {
    * copy; returns true if it did (the caller must not reuse the frame), false
    * if the cable copied it (or dropped it) and the caller still owns it.
    */
-  transmitOwned(frame: Uint8Array, priority = 0): boolean {
+  transmitOwned(frame: Uint8Array, priority = 0, spacingPs = -1): boolean {
     const c = this.counterArray;
     const sink = this.#sink;
     if (!sink) {
@@ -481,7 +486,7 @@ export class EthPort {
     c[PortCtr.TX_BYTES]! += frame.length;
     if (frame[12] === 0x88 && frame[13] === 0x08) this.pause.noteTransmit(frame, Number(this.#clock.nowNs()) * 1000);
     if (sink.sendOwned) {
-      sink.sendOwned(frame, priority);
+      sink.sendOwned(frame, priority, spacingPs);
       return true;
     }
     sink.send(frame);

@@ -14,12 +14,15 @@ import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
 import { serviceCommandDoorbell } from '../device/mailbox.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
 import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
-import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, Transport } from '../wire/index.js';
+import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, type Packet, Transport } from '../wire/index.js';
 
 const RX_DECODE: DecodeOptions = Object.freeze({});
 /** The runtime vouches that the frame is byte for byte as a model device built it: its ICRC check would pass. */
 const RX_DECODE_ICRC_KNOWN: DecodeOptions = Object.freeze({ verifyIcrc: false });
 import { type CcParams, DEFAULT_CC_PARAMS, txPriority } from './cc-params.js';
+import type { CcEventKind, CcListener, CcSample, CongestionControl } from './cc/congestion-control.js';
+import { Dcqcn } from './cc/dcqcn.js';
+import { buildCnp, ecnOf } from './cnp.js';
 import { completerReceive, completerTimeout } from './completer.js';
 import type { NicCore } from './core.js';
 import type { EthPort } from './eth-port.js';
@@ -30,6 +33,9 @@ import { completeSend, requesterHasWork, requesterTransmit } from './requester.j
 import { responderReceive } from './responder.js';
 import { responderTransmit } from './responses.js';
 import { readRecvWqe, readSendWqe, SendWqe } from './work-requests.js';
+
+/** Told of every change of a QP's congestion-control rate (time series): `qpn`, the event, its time and the state after it. */
+export type CcObserver = (qpn: number, kind: CcEventKind, nowNs: number, s: CcSample) => void;
 
 /** Packets one QP may send before the scheduler moves to the next (fairness). */
 const QP_BURST = 16;
@@ -57,6 +63,11 @@ export class Nic implements NicCore {
    * priority costs no work and never holds up the others.
    */
   private parked: QpCtx[] = [];
+  /** QPs with a congestion-control flow (its timers) or waiting out their pacing. */
+  private readonly ccTimed = new Set<QpCtx>();
+  /** The reaction point's algorithm. */
+  private readonly ccAlgo: CongestionControl;
+  private ccObserver: CcObserver | null = null;
   private readonly pairs = new Int32Array(1024);
   /** QPNs taken from the firmware's change list after a command. */
   private readonly changed: Int32Array;
@@ -69,6 +80,7 @@ export class Nic implements NicCore {
   constructor(env: NicEnv) {
     this.env = env;
     this.cc = env.cc ?? DEFAULT_CC_PARAMS;
+    this.ccAlgo = new Dcqcn(this.cc);
     this.changed = new Int32Array(env.fw.qpChanges.capacity);
     this.ipIds = env.ports.map(() => 0);
     this.lanes = env.ports.map((_, i) => env.counters.lane(i + 1, 0));
@@ -109,9 +121,9 @@ export class Nic implements NicCore {
     this.schedule(q);
   }
 
-  transmit(portNum: number, frame: Uint8Array, priority = 0): void {
+  transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
     this.ctr(portNum)[Ctr.SENT_PKTS]!++;
-    if (!this.port(portNum).transmitOwned(frame, priority)) releaseFrame(frame);
+    if (!this.port(portNum).transmitOwned(frame, priority, spacingPs)) releaseFrame(frame);
   }
 
   port(portNum: number): EthPort {
@@ -164,6 +176,7 @@ export class Nic implements NicCore {
     if (!q) return;
     this.qps.delete(qpn);
     this.timed.delete(q);
+    this.ccTimed.delete(q);
   }
 
   /** After a stage ran for `q`: track it if it left a timer running. */
@@ -354,15 +367,15 @@ export class Nic implements NicCore {
   }
 
   private serviceTimers(now: number): number {
-    if (this.timed.size === 0) return 0;
+    let work = this.ccTimed.size === 0 ? 0 : this.serviceCcTimers(now);
+    if (this.timed.size === 0) return work;
     let due: QpCtx[] | null = null;
     for (const q of this.timed) {
       if (q.ackDeadline <= now || (q.rnrUntil !== 0 && q.rnrUntil <= now)) (due ??= []).push(q);
       else if (q.ackDeadline === Infinity && q.rnrUntil === 0) this.timed.delete(q);
     }
-    if (due === null) return 0;
+    if (due === null) return work;
     if (due.length > 1) due.sort((x, y) => this.rank.get(x)! - this.rank.get(y)!);
-    let work = 0;
     for (const q of due) {
       if (q.ackDeadline <= now) {
         const s = this.qp(q.qpn);
@@ -378,12 +391,38 @@ export class Nic implements NicCore {
     return work;
   }
 
+  /** Congestion-control timers due and pacing waits over: run them (QPs in creation order). */
+  private serviceCcTimers(now: number): number {
+    let due: QpCtx[] | null = null;
+    for (const q of this.ccTimed) {
+      if ((q.cc !== null && q.cc.nextTimerNs <= now) || (q.paceWait && q.nextSendPs <= now * 1000)) (due ??= []).push(q);
+      else if (!q.paceWait && (q.cc === null || q.cc.nextTimerNs === Infinity)) this.ccTimed.delete(q);
+    }
+    if (due === null) return 0;
+    if (due.length > 1) due.sort((x, y) => this.rank.get(x)! - this.rank.get(y)!);
+    for (const q of due) {
+      if (q.cc !== null && q.cc.nextTimerNs <= now) q.cc.onTimer(now);
+      if (q.paceWait && q.nextSendPs <= now * 1000) {
+        q.paceWait = false;
+        this.schedule(q);
+      }
+    }
+    return due.length;
+  }
+
   /** Earliest timer deadline (ns), or Infinity: the runtime may sleep until then. A PFC pause's end is one. */
   nextDeadline(): number {
     let d = Infinity;
     for (const q of this.parked) {
       const r = this.port(q.portNum).pause.resumeNs(q.prio);
       if (r < d) d = r;
+    }
+    for (const q of this.ccTimed) {
+      if (q.cc !== null && q.cc.nextTimerNs < d) d = q.cc.nextTimerNs;
+      if (q.paceWait) {
+        const p = Math.ceil(q.nextSendPs / 1000);
+        if (p < d) d = p;
+      }
     }
     for (const q of this.timed) {
       if (q.ackDeadline < d) d = q.ackDeadline;
@@ -417,8 +456,10 @@ export class Nic implements NicCore {
       this.noteTimers(s.q);
       sent += n;
       const blocked = n === 0;
-      // Still work to do: back on the schedule, unless only waiting (timer, neighbour, credits).
-      if (!blocked && (s.q.responses.length > 0 || requesterHasWork(s.q) || this.sqPending(s.off))) this.schedule(s.q);
+      // Pacing: the engine's timer puts it back when its next packet may go.
+      if (s.q.paceWait) this.ccTimed.add(s.q);
+      // Still work to do: back on the schedule, unless only waiting (timer, neighbour, credits, pacing).
+      if (!blocked && (s.q.responses.length > 0 || (!s.q.paceWait && (requesterHasWork(s.q) || this.sqPending(s.off))))) this.schedule(s.q);
       else if (blocked && (s.q.responses.length > 0 || requesterHasWork(s.q)) && now >= s.q.rnrUntil && this.waitingForNeighbour(s.q)) this.schedule(s.q);
     }
     return sent;
@@ -444,6 +485,69 @@ export class Nic implements NicCore {
   /** Blocked only until the port resolves the peer's MAC (ARP / ND): try again next pass. */
   private waitingForNeighbour(q: QpCtx): boolean {
     return q.qpType === IBV_QPT_UD || q.path === null || !q.path.resolved;
+  }
+
+  // ---- congestion control -------------------------------------------------
+
+  /**
+   * A CE-marked RoCE v2 packet for QP `q`: counted, and answered with a CNP
+   * to the QP that sent it (RC/UC: the connected peer; UD: the DETH's
+   * source QP) unless the priority's notification point is off or this QP
+   * sent one less than min_time_between_cnps ago.
+   */
+  private notificationPoint(portNum: number, q: QpCtx, p: Packet): void {
+    const ctr = this.ctr(portNum);
+    ctr[Ctr.NP_ECN_MARKED_ROCE_PACKETS]!++;
+    const cc = this.cc;
+    if ((cc.np_enable & (1 << q.prio)) === 0) return;
+    const now = this.env.clock.now();
+    if (now - q.lastCnpNs < cc.min_time_between_cnps * 1000) return;
+    q.lastCnpNs = now;
+    const destQp = q.qpType === IBV_QPT_UD ? (p.deth?.srcQp ?? 0) : q.destQpn;
+    const frame = buildCnp(p, this.port(portNum).mac, destQp, cc.cnp_dscp, cc.ecn, this.nextIpId(portNum));
+    ctr[Ctr.NP_CNP_SENT]!++;
+    this.transmit(portNum, frame, cc.cnp_802p_prio);
+  }
+
+  /**
+   * A CNP for QP `qpn`: the reaction point's algorithm takes it (the QP's
+   * flow is made on its first) when the QP exists and its priority's
+   * reaction point is on. Returns whether it did (rp_cnp_handled) or not
+   * (rp_cnp_ignored).
+   */
+  private reactionPoint(qpn: number): boolean {
+    const t = this.env.tables;
+    const off = t.qpByNumber(qpn);
+    if (off < 0) return false;
+    const type = QPC.f.qpType.get(t.dv, off);
+    if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD) return false;
+    const q = this.qp(qpn)!.q;
+    if ((this.cc.rp_enable & (1 << q.prio)) === 0) return false;
+    const now = this.env.clock.now();
+    if (q.cc === null) q.cc = this.ccAlgo.newFlow(this.port(q.portNum).linkRateBps, this.listenerFor(q));
+    q.cc.onCnp(now);
+    this.ccTimed.add(q);
+    return true;
+  }
+
+  private listenerFor(q: QpCtx): CcListener {
+    return (kind, nowNs, s) => {
+      const o = this.ccObserver;
+      if (o !== null) o(q.qpn, kind, nowNs, s);
+    };
+  }
+
+  /** Sets (or with null clears) the observer of every QP's rate changes. Costs nothing unset. */
+  setCcObserver(fn: CcObserver | null): void {
+    this.ccObserver = fn;
+  }
+
+  /** Every QP with a congestion-control flow: its state now (α brought up to date). */
+  ccSnapshot(): { qpn: number; sample: CcSample }[] {
+    const now = this.env.clock.now();
+    const out: { qpn: number; sample: CcSample }[] = [];
+    for (const [qpn, q] of this.qps) if (q.cc !== null) out.push({ qpn, sample: q.cc.sample(now) });
+    return out;
   }
 
   // ---- receive -------------------------------------------------------------
@@ -477,7 +581,8 @@ export class Nic implements NicCore {
     const info = OPCODES[p.bth.opcode]!;
     if (info.transport === Transport.CNP) {
       ctr[Ctr.RCVD_PKTS]!++;
-      ctr[Ctr.RP_CNP_IGNORED]!++;
+      if (this.reactionPoint(p.bth.destQp)) ctr[Ctr.RP_CNP_HANDLED]!++;
+      else ctr[Ctr.RP_CNP_IGNORED]!++;
       return;
     }
     const t = this.env.tables;
@@ -501,6 +606,9 @@ export class Nic implements NicCore {
     }
     ctr[Ctr.RCVD_PKTS]!++;
     const s = this.qp(p.bth.destQp)!;
+    if (p.ipv4 !== null || p.ipv6 !== null) {
+      if (ecnOf(p) === 3) this.notificationPoint(portNum, s.q, p);
+    }
     if (info.isRequest) responderReceive(this, s.q, s.off, p, frame);
     else completerReceive(this, s.q, s.off, p, this.env.clock.now());
     this.noteTimers(s.q);

@@ -82,6 +82,8 @@ export class PathTemplate {
     readonly srcMac: Uint8Array,
     srcQpn: number,
     destQpn: number,
+    /** RoCE v2: send ECN-capable, ECT(0), whatever the traffic class's low bits say. */
+    ect = false,
   ) {
     const src = path.v6 || path.framing === 'roce-v1' ? path.sgid : path.sgid.subarray(12, 16);
     const dst = path.v6 || path.framing === 'roce-v1' ? path.dgid : path.dgid.subarray(12, 16);
@@ -92,7 +94,7 @@ export class PathTemplate {
       srcIp: src,
       dstIp: dst,
       dscp: av.trafficClass >>> 2,
-      ecn: av.trafficClass & 3,
+      ecn: ect && path.framing === 'roce-v2' ? 2 : av.trafficClass & 3,
       hopLimit: av.hopLimit || 64,
       flowLabel: av.flowLabel,
       udpSrcPort: roceUdpSport(av.flowLabel, srcQpn, destQpn),

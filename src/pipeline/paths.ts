@@ -15,7 +15,7 @@ export function connectedPath(nic: NicCore, q: QpCtx): PathTemplate | null {
     if (!port || !q.av) return null;
     const path = pathFor(port, q.av);
     if (!path) return null;
-    q.path = new PathTemplate(path, q.av, nic.port(q.portNum).mac, q.qpn, q.destQpn);
+    q.path = new PathTemplate(path, q.av, nic.port(q.portNum).mac, q.qpn, q.destQpn, nic.cc.ecn);
   }
   return q.path.resolveMac(nic.port(q.portNum)) ? q.path : null;
 }
@@ -30,7 +30,7 @@ export function udPath(nic: NicCore, q: QpCtx, av: AddressVector, cache: Map<str
     if (!port) return null;
     const path = pathFor(port, av);
     if (!path) return null;
-    t = new PathTemplate(path, av, nic.port(portNum).mac, q.qpn, 0);
+    t = new PathTemplate(path, av, nic.port(portNum).mac, q.qpn, 0, nic.cc.ecn);
     if (cache.size > 256) cache.clear();
     cache.set(key, t);
   }

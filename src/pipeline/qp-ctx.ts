@@ -9,6 +9,7 @@
 import { QPC, QpFlag } from '../device/contexts.js';
 import type { ContextTables } from '../device/contexts.js';
 import { mtu_enum_to_bytes } from '../device/abi/constants.js';
+import type { CcFlow } from './cc/congestion-control.js';
 import type { PathTemplate } from './packet-builder.js';
 import { readAv, type AddressVector, type RecvWqe, type SendWqe } from './work-requests.js';
 
@@ -124,6 +125,18 @@ export class QpCtx {
   prio = 0;
   /** Waiting on the engine's list of QPs whose priority the far end paused (PFC). */
   parked = false;
+
+  // ---- congestion control ----
+  /** The reaction point's flow (DCQCN), made on the QP's first CNP; null while never notified. */
+  cc: CcFlow | null = null;
+  /** Pacing: the next request packet may not start before this time, ps. */
+  nextSendPs = 0;
+  /** The gap the last paced packet set before the next, ps (the MAC keeps it between them too). */
+  paceGapPs = 0;
+  /** The requester stopped for pacing: the engine's timer puts it back on the schedule. */
+  paceWait = false;
+  /** Notification point: when this QP last sent a CNP, ns. */
+  lastCnpNs = -Infinity;
 
   constructor(qpn: number) {
     this.qpn = qpn;

@@ -151,10 +151,11 @@ function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
 }
 
 /**
- * Sends packet `w.sentPkts` of `w` on `path`. Returns false when the packet
- * could not be built (a gather fault: the WQE has been failed).
+ * Sends packet `w.sentPkts` of `w` on `path`. Returns the frame's length,
+ * or 0 when the packet could not be built (a gather fault: the WQE has
+ * been failed).
  */
-function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, portNum: number): boolean {
+function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, portNum: number, spacingPs: number): number {
   const { mem, tables: t } = nic.env;
   const i = w.sentPkts;
   const uc = q.qpType === IBV_QPT_UC;
@@ -190,13 +191,46 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
     if (w.inline) payload.set(w.inline.subarray(i * q.mtu, i * q.mtu + payloadLen));
     else if (gather(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen, payload, 0) !== MrCheck.OK) {
       failHead(nic, q, w, IBV_WC_LOC_PROT_ERR);
-      return false;
+      return 0;
     }
   }
-  nic.transmit(portNum, path.finish(frame, nic.nextIpId(portNum)), q.prio);
+  const built = path.finish(frame, nic.nextIpId(portNum));
+  const len = built.length;
+  nic.transmit(portNum, built, q.prio, spacingPs);
   w.sentPkts = isRead || isAtomic ? w.npsn : i + 1;
   if (i === 0) nic.ctr(portNum)[Ctr.RDMA_SENDS]!++;
-  return true;
+  return len;
+}
+
+/** What a frame of `len` bytes (no FCS) takes on the line: padding to 60, FCS, preamble, SFD and IFG. */
+function lineBytes(len: number): number {
+  return (len < 60 ? 60 : len) + 24;
+}
+
+/**
+ * Pacing (the rate limiter): after a packet of `len` bytes left at `nowNs`,
+ * the next may not start before its bytes have gone at the flow's rate,
+ * counted from when this one was allowed to (so waits do not drift).
+ */
+function pace(q: QpCtx, len: number, nowNs: number): void {
+  const cc = q.cc!;
+  const bytes = lineBytes(len);
+  cc.onSent(bytes, nowNs);
+  const nowPs = nowNs * 1000;
+  // A packet sent at the first ns at or after its allowed time counts from that time.
+  const from = q.nextSendPs > nowPs - 1000 ? q.nextSendPs : nowPs;
+  q.paceGapPs = Math.ceil((bytes * 8e12) / cc.rateBps);
+  q.nextSendPs = from + q.paceGapPs;
+}
+
+/**
+ * The gap the MAC must keep between a paced packet about to go at `nowNs`
+ * and the one before it (which set it), ps; 0 after an idle spell (nothing
+ * to keep), -1 when the QP is not paced.
+ */
+function spacingFor(q: QpCtx, paced: boolean, nowNs: number): number {
+  if (!paced) return -1;
+  return q.nextSendPs > nowNs * 1000 - 1000 ? q.paceGapPs : 0;
 }
 
 /**
@@ -223,7 +257,18 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
       q.prio = txPriority(w.av!.sl, w.av!.trafficClass, nic.cc.trust);
       if (nic.port(portNum).pause.isPaused(q.prio, now)) break;
     }
-    if (!sendPacket(nic, q, w, path, portNum)) break;
+    const cc = q.cc;
+    const paced = cc !== null && cc.rateBps < nic.port(portNum).linkRateBps;
+    if (paced && now * 1000 < q.nextSendPs) {
+      q.paceWait = true;
+      break;
+    }
+    const len = sendPacket(nic, q, w, path, portNum, spacingFor(q, paced, now));
+    if (len === 0) break;
+    if (cc !== null) {
+      if (paced) pace(q, len, now);
+      else cc.onSent(lineBytes(len), now);
+    }
     sent++;
     if (w.sentPkts >= w.npsn) {
       if (isReadOrAtomic(w.opcode) && !w.rdSlot) {

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
+import { resolveCcParams } from '../pipeline/cc-params.js';
 import { QUIRK_NAMES } from '../pipeline/nic-env.js';
 import { RnicError } from '../wire/errors.js';
 
@@ -28,6 +29,8 @@ export interface DeviceConfig {
   memoryBytes: number;
   /** Device capability overrides (see docs/device-interface.md, DEVICE_PARAMS). */
   caps: Record<string, unknown>;
+  /** QoS and congestion-control parameters (CC_PARAMS, docs/configuration.md); validated at parse time. */
+  congestion?: Record<string, unknown>;
 }
 
 /**
@@ -148,7 +151,7 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
   const devices = o.devices.map((d, i): DeviceConfig => {
     const path = `${source}.devices[${i}]`;
     const dv = obj(d, path);
-    onlyKeys(dv, ['name', 'ports', 'memory', 'caps'], path);
+    onlyKeys(dv, ['name', 'ports', 'memory', 'caps', 'congestion'], path);
     const name = str(dv.name, `${path}.name`);
     if (!/^[A-Za-z0-9_.-]+$/.test(name)) fail(`${path}.name`, `${JSON.stringify(name)}: use letters, digits, '_', '.', '-'`);
     if (names.has(name)) fail(`${path}.name`, `device ${name} is defined twice`);
@@ -167,7 +170,18 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       return port;
     });
     const caps = dv.caps === undefined ? {} : obj(dv.caps, `${path}.caps`);
-    return { name, ports, memoryBytes: memorySize(dv.memory, `${path}.memory`), caps };
+    const device: DeviceConfig = { name, ports, memoryBytes: memorySize(dv.memory, `${path}.memory`), caps };
+    if (dv.congestion !== undefined) {
+      const cc = obj(dv.congestion, `${path}.congestion`);
+      try {
+        resolveCcParams(cc, `${path}.congestion`);
+      } catch (e) {
+        // The parameter checker names the key: config.devices[0].congestion.rpg_gd: 0 is outside [1, 15].
+        throw new ConfigError((e as Error).message);
+      }
+      device.congestion = cc;
+    }
+    return device;
   });
   const portExists = (ref: string, path: string) => {
     if (!PORT_REF.test(ref)) fail(path, `${JSON.stringify(ref)} is not DEVICE:PORT`);

@@ -13,6 +13,7 @@ import { Bar, DevStatus, setDeviceStatus } from '../device/registers.js';
 import { InProcessCable, type CableEnd } from '../fabric/cable.js';
 import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
 import { Random } from './sim/random.js';
+import { resolveCcParams } from '../pipeline/cc-params.js';
 import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
@@ -63,7 +64,7 @@ export class DeviceHost {
       const counters = HwCounters.attach(r.counters);
       const fw = new Firmware({ caps, mem, bar, tables, counters });
       const ports = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
-      const nic = new Nic({ name: r.name, caps, fw, mem, bar, tables, counters, ports, clock, quirks: q });
+      const nic = new Nic({ name: r.name, caps, fw, mem, bar, tables, counters, ports, clock, quirks: q, cc: resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`) });
       r.ports.forEach((p, i) => {
         if (p.capture) {
           const w = openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true });

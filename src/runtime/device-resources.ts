@@ -16,6 +16,8 @@ import { ConfigError, type DeviceConfig, type PortConfig } from './config.js';
 export interface DeviceResources {
   name: string;
   capsConfig: CapabilitiesConfig;
+  /** The device's `congestion` section as configured (resolveCcParams makes the values). */
+  ccConfig: Record<string, unknown>;
   ports: PortConfig[];
   mem: HostMemoryDescriptor;
   bar: SharedArrayBuffer;
@@ -62,7 +64,7 @@ export function createDevice(d: DeviceConfig): DeviceOnHost {
   const tables = ContextTables.create(caps);
   const counters = HwCounters.create(caps.ports.length, 1);
   return {
-    resources: { name: d.name, capsConfig, ports: d.ports, mem: mem.descriptor, bar: bar.sab, tables: tables.descriptor, counters: counters.descriptor },
+    resources: { name: d.name, capsConfig, ccConfig: d.congestion ?? {}, ports: d.ports, mem: mem.descriptor, bar: bar.sab, tables: tables.descriptor, counters: counters.descriptor },
     caps,
     mem,
     bar,

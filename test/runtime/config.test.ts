@@ -75,3 +75,36 @@ describe('parseConfig: memory', () => {
     expect(parseConfig(JSON.parse(JSON.stringify({ ...DEFAULT_CONFIG, devices: DEFAULT_CONFIG.devices.map(({ memoryBytes, ...d }) => ({ ...d, memory: memoryBytes })) }))).devices).toHaveLength(2);
   });
 });
+
+describe('parseConfig: devices[].congestion', () => {
+  const base = () => two(port('02:00:00:00:00:01', ['192.0.2.1']), port('02:00:00:00:00:02', ['192.0.2.2']));
+  it('takes mlx5-named congestion parameters and hands them to the device', () => {
+    const raw = base();
+    (raw.devices[0] as Record<string, unknown>).congestion = { rpg_ai_rate: 20, dce_tcp_g: 1020, trust: 'dscp', ecn: false };
+    const c = parseConfig(raw);
+    expect(c.devices[0]!.congestion).toEqual({ rpg_ai_rate: 20, dce_tcp_g: 1020, trust: 'dscp', ecn: false });
+    expect(createDevice(c.devices[0]!).resources.ccConfig).toEqual({ rpg_ai_rate: 20, dce_tcp_g: 1020, trust: 'dscp', ecn: false });
+    expect(createDevice(c.devices[1]!).resources.ccConfig).toEqual({});
+  });
+
+  it.each([
+    [{ rpg_gd: 0 }, /^f\.json\.devices\[0\]\.congestion\.rpg_gd: 0 is outside \[1, 15\]$/],
+    [{ rpg_ai: 5 }, /^f\.json\.devices\[0\]\.congestion\.rpg_ai: unknown parameter$/],
+    [{ trust: 'vlan' }, /congestion\.trust: "vlan" is not one of pcp, dscp/],
+    [{ ecn: 'yes' }, /congestion\.ecn: expected true or false/],
+    [{ cnp_802p_prio: 8 }, /congestion\.cnp_802p_prio: 8 is outside \[0, 7\]/],
+    [{ min_time_between_cnps: -1 }, /congestion\.min_time_between_cnps: -1 is outside/],
+    [{ dce_tcp_g: 1.5 }, /congestion\.dce_tcp_g: expected an integer/],
+  ])('refuses %j naming the key', (cc, re) => {
+    const raw = base();
+    (raw.devices[0] as Record<string, unknown>).congestion = cc;
+    expect(() => parseConfig(raw, 'f.json')).toThrow(ConfigError);
+    expect(() => parseConfig(raw, 'f.json')).toThrow(re);
+  });
+
+  it('refuses a congestion section that is not an object', () => {
+    const raw = base();
+    (raw.devices[0] as Record<string, unknown>).congestion = [1];
+    expect(() => parseConfig(raw, 'f.json')).toThrow(/f\.json\.devices\[0\]\.congestion: expected an object/);
+  });
+});

@@ -15,6 +15,7 @@
  * order fixed by the frame sequence: same seed, same frames, same faults.
  */
 import { type FrameClass, classifyFrame, corruptClassified, newFrameClass } from './classify.js';
+import { markCe } from './ecn.js';
 import { type RandomSource, mulberry32, streamSeed } from './random.js';
 import {
   type FaultAction, type FaultDirection, FaultError, type FaultRule, type ResolvedFaultRule,
@@ -48,6 +49,8 @@ export type FaultVerdictKind = FaultVerdict['kind'];
 
 /** The one frozen verdict of the common case: no allocation per frame. */
 export const PASS: FaultVerdict = Object.freeze({ kind: 'pass' });
+/** An ecn-mark rule's verdict: sent on, changed in place (not counted as passed). */
+const MARKED: FaultVerdict = Object.freeze({ kind: 'pass' });
 
 /** Counters of one rule. */
 export interface FaultRuleStats {
@@ -71,6 +74,8 @@ export interface FaultStats {
   readonly dropped: number;
   readonly linkDownDropped: number;
   readonly corrupted: number;
+  /** ECN-capable frames an ecn-mark rule set to CE. */
+  readonly ecnMarked: number;
   /** Frames duplicated (not copies made). */
   readonly duplicated: number;
   readonly delayed: number;
@@ -93,6 +98,7 @@ export const FAULT_STATS: readonly FaultStatDecl[] = Object.freeze([
   { name: 'dropped', unit: 'frames', doc: 'frames dropped by a drop rule' },
   { name: 'linkDownDropped', unit: 'frames', doc: 'frames lost because the link was down' },
   { name: 'corrupted', unit: 'frames', doc: 'frames replaced by a copy with one bit flipped (bad ICRC)' },
+  { name: 'ecnMarked', unit: 'frames', doc: 'ECN-capable frames marked CE by an ecn-mark rule' },
   { name: 'duplicated', unit: 'frames', doc: 'frames sent more than once' },
   { name: 'delayed', unit: 'frames', doc: 'frames sent late' },
   { name: 'held', unit: 'frames', doc: 'frames held back for reorder' },
@@ -194,6 +200,7 @@ export class FaultInjector {
   #dropped = 0;
   #linkDownDropped = 0;
   #corrupted = 0;
+  #ecnMarked = 0;
   #duplicated = 0;
   #delayed = 0;
   #heldCount = 0;
@@ -346,6 +353,7 @@ export class FaultInjector {
       dropped: this.#dropped,
       linkDownDropped: this.#linkDownDropped,
       corrupted: this.#corrupted,
+      ecnMarked: this.#ecnMarked,
       duplicated: this.#duplicated,
       delayed: this.#delayed,
       held: this.#heldCount,
@@ -399,6 +407,10 @@ export class FaultInjector {
         const { frame: bad } = corruptClassified(frame, this.#classify(frame), rule.target ?? 'any', r.rnd[d]!);
         return { kind: 'replace', frame: bad, rule: r.index };
       }
+      case 'ecn-mark':
+        // In place, as a switch marks at egress: the link's own copy, which goes to the receiver.
+        if (markCe(frame)) this.#ecnMarked++;
+        return MARKED;
       case 'duplicate':
         this.#duplicated++;
         return { kind: 'duplicate', count: rule.copies ?? 1, rule: r.index };

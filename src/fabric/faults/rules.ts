@@ -31,7 +31,7 @@ export class FaultError extends RnicError<FaultErrorCode> {
   }
 }
 
-export const FAULT_ACTIONS = ['drop', 'corrupt', 'duplicate', 'reorder', 'delay', 'link-down'] as const;
+export const FAULT_ACTIONS = ['drop', 'corrupt', 'duplicate', 'reorder', 'delay', 'link-down', 'ecn-mark'] as const;
 export type FaultAction = (typeof FAULT_ACTIONS)[number];
 
 /** The way a frame travels along a link: from end a to end b, or back. */
@@ -133,6 +133,7 @@ const ACTION_PARAMS: Readonly<Record<FaultAction, readonly string[]>> = {
   reorder: ['reorderDepth'],
   delay: ['delayNs'],
   'link-down': ['downForNs', 'atNs'],
+  'ecn-mark': [],
 };
 const ALL_ACTION_PARAMS = ['delayNs', 'copies', 'reorderDepth', 'downForNs', 'atNs', 'target'];
 
@@ -345,6 +346,7 @@ export function resolveFaultRule(raw: unknown, index = -1): ResolvedFaultRule {
       }
       break;
     case 'drop':
+    case 'ecn-mark':
       break;
   }
   if (raw.name !== undefined) {

@@ -136,7 +136,7 @@ describe('resolveFaultRule: the object form', () => {
       [{ action: 'link-down', downForNs: 5, atNs: 0, probability: 0.5 }, 'probability', /is certain/],
       [{ action: 'drop', name: 'a,b' }, 'name', /cannot carry/],
       [{ action: 'drop', direction: 'up' }, 'direction', /expected 'a->b', 'b->a' or 'both', got "up"/],
-      [{ action: 'nuke' }, 'action', /expected one of drop, corrupt, duplicate, reorder, delay, link-down, got "nuke"/],
+      [{ action: 'nuke' }, 'action', /expected one of drop, corrupt, duplicate, reorder, delay, link-down, ecn-mark, got "nuke"/],
       [{ action: 'reorder', copies: 2 }, 'copies', /applies to duplicate, not to reorder/],
     ];
     cases.forEach(([raw, field, msg], i) => {

@@ -33,6 +33,7 @@ import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, 
 import type { CableEnd } from '../../fabric/cable.js';
 import { arrivedAsBuilt, type LinkDir, type SimLink } from '../../fabric/link.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
+import { resolveCcParams } from '../../pipeline/cc-params.js';
 import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv, Quirks } from '../../pipeline/nic-env.js';
@@ -92,9 +93,9 @@ class SimNic extends Nic {
   }
 
   /** A frame the pipeline built (headers, payload, ICRC): its port may vouch for its bytes. */
-  override transmit(portNum: number, frame: Uint8Array, priority = 0): void {
+  override transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
     PIPELINE_BUILT.add(frame);
-    super.transmit(portNum, frame, priority);
+    super.transmit(portNum, frame, priority, spacingPs);
   }
 
   override complete(cqn: number, f: CqeFields): void {
@@ -180,9 +181,9 @@ export class SimPort implements FrameSink {
   }
 
   /** A frame from the pipeline (or the port's ARP/ND): into its priority's lane with its ready time. */
-  sendOwned(frame: Uint8Array, priority = 0): void {
+  sendOwned(frame: Uint8Array, priority = 0, spacingPs = -1): void {
     const lane = frame[12] === 0x88 && frame[13] === 0x08 ? CONTROL_LANE : priority & 7;
-    this.#arb.push(lane, frame, this.dev.txReadyNs(frame));
+    this.#arb.push(lane, frame, this.dev.txReadyNs(frame, spacingPs));
     this.dev.fifoFrames++;
     this.dev.framesBuilt++;
     this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
@@ -314,6 +315,8 @@ export class SimDevice {
   readonly #spareCqes: CqeFields[] = [];
   /** DMA read channel: when it has returned its last byte, ps. */
   #readFreePs = 0;
+  /** Per destination QP of a paced QP: when its last packet was ready, ps. */
+  readonly #pacedReadyPs = new Map<number, number>();
   /** Per destination QP: when the WQE of the message being sent arrived, ps. */
   readonly #wqeAt = new Map<number, number>();
   #backoffNs = FIRST_BACKOFF_NS;
@@ -339,7 +342,8 @@ export class SimDevice {
     const fw = new Firmware({ caps, mem, bar, tables, counters });
     const portClock = { nowNs: () => BigInt(sched.now()) };
     const eth = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
-    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, quirks }, this);
+    const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
+    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, quirks, cc }, this);
     this.ports = eth.map((e, i) => {
       const p = new SimPort(this, i + 1, e);
       e.attach(p);
@@ -512,7 +516,7 @@ export class SimDevice {
    * (Inline data is gathered like any other: the frame does not say it
    * was inline.)
    */
-  txReadyNs(frame: Uint8Array): number {
+  txReadyNs(frame: Uint8Array, spacingPs = -1): number {
     const nowPs = this.sched.now() * 1000;
     let readyPs = nowPs;
     const bth = bthOffset(frame);
@@ -532,6 +536,12 @@ export class SimDevice {
           }
           const len = info.payload ? payloadLength(frame, bth) : 0;
           readyPs = len > 0 ? this.#dmaRead(issuePs, len) : issuePs;
+          if (spacingPs >= 0) {
+            // A paced QP: the DMA may bunch its packets (a message's first waits for its WQE); the MAC keeps the gaps.
+            const prev = this.#pacedReadyPs.get(qp);
+            if (spacingPs > 0 && prev !== undefined && readyPs < prev + spacingPs) readyPs = prev + spacingPs;
+            this.#pacedReadyPs.set(qp, readyPs);
+          }
         } else if (info.kind === 'read-response') {
           const len = payloadLength(frame, bth);
           if (len > 0) readyPs = this.#dmaRead(nowPs, len);

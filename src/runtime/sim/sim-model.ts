@@ -34,6 +34,7 @@ import { resolveTimingParams, type TimingParams } from '../../fabric/timing-para
 import { DEFAULT_SWITCH_CONFIG, type SwitchConfig } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
 import { shortestPathPorts } from '../../fabric/topology.js';
+import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
 import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
 import { LINKTYPE_ETHERNET, parseIpv4, parseIpv6, parseMac, PcapWriter } from '../../wire/index.js';
 import { ConfigError, type ModelConfig } from '../config.js';
@@ -111,6 +112,21 @@ export interface SimStats {
   readonly devices: Record<string, { framesBuilt: number; doorbells: number; droppedNoCable: number }>;
 }
 
+/** One point of a QP's congestion-control time series. */
+export interface CongestionEvent {
+  readonly device: string;
+  readonly qpn: number;
+  /** What changed the rate, or 'sample' (congestionSnapshot). */
+  readonly kind: CcEventKind | 'sample';
+  /** Virtual time, ns. */
+  readonly ns: number;
+  readonly rateBps: number;
+  readonly targetBps: number;
+  readonly alpha: number;
+}
+
+export type CongestionObserver = (e: CongestionEvent) => void;
+
 const CHUNK_EVENTS = 50_000;
 
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -129,6 +145,7 @@ export class SimModel implements RunningModel {
   readonly #made: DeviceOnHost[];
   readonly #captures: PcapWriter[] = [];
   #observers: FrameObserver[] = [];
+  #ccObservers: CongestionObserver[] = [];
   #observer: FrameObserver | null = null;
   #changes = 0;
   #stopped = false;
@@ -481,6 +498,42 @@ export class SimModel implements RunningModel {
   }
 
   // ---- observation -----------------------------------------------------------
+
+  /**
+   * Adds an observer of congestion control: told of every change of a QP's
+   * rate (its first CNP, each cut and increase) with the device, QP number,
+   * event, virtual time, rate, target rate and α after it. Returns a
+   * remover. With no observer the devices build nothing for it.
+   */
+  observeCongestion(fn: CongestionObserver): () => void {
+    this.#ccObservers.push(fn);
+    this.#updateCcObserver();
+    return () => {
+      this.#ccObservers = this.#ccObservers.filter((f) => f !== fn);
+      this.#updateCcObserver();
+    };
+  }
+
+  #updateCcObserver(): void {
+    const list = this.#ccObservers;
+    for (const d of this.#devs) {
+      const device = d.name;
+      d.nic.setCcObserver(list.length === 0 ? null : (qpn, kind, ns, s) => {
+        const e: CongestionEvent = { device, qpn, kind, ns, rateBps: s.rateBps, targetBps: s.targetBps, alpha: s.alpha };
+        for (const f of list) f(e);
+      });
+    }
+  }
+
+  /** Every QP with a congestion-control flow, per device: its rate, target and α now (for sampled time series). */
+  congestionSnapshot(): CongestionEvent[] {
+    const out: CongestionEvent[] = [];
+    const ns = this.now();
+    for (const d of this.#devs) {
+      for (const { qpn, sample: s } of d.nic.ccSnapshot()) out.push({ device: d.name, qpn, kind: 'sample', ns, rateBps: s.rateBps, targetBps: s.targetBps, alpha: s.alpha });
+    }
+    return out;
+  }
 
   /** Adds a frame observer (every frame starting serialization, 'tx', and arriving, 'rx'); returns a remover. */
   observe(fn: FrameObserver): () => void {
