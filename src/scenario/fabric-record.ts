@@ -25,8 +25,9 @@ export interface FabricSeries {
   readonly queueBytes: Record<string, number[]>;
   /** 'h1/qpn 17' → payload Gb/s received in each interval. */
   readonly flowGbps: Record<string, number[]>;
-  /** Extra series others add (per-QP rate and α from the NIC's congestion control), by name. */
-  readonly extra: Record<string, number[]>;
+  /** Per sending QP (`"h1/qpn 2"`): the NIC's congestion-control rate (Gb/s) and α at each sample (NaN before it has a flow). */
+  readonly ccRateGbps: Record<string, number[]>;
+  readonly ccAlpha: Record<string, number[]>;
 }
 
 export class FabricRecorder {
@@ -36,14 +37,11 @@ export class FabricRecorder {
   readonly #ev: SimEvent;
   readonly #bytes = new Map<string, number>();
   readonly #unobserve: () => void;
-  readonly #extra: (() => Record<string, number>) | null;
   #ended = false;
 
-  /** `extra`: sampled with the rest (cc's per-QP rate and α), when given. */
-  constructor(sim: SimModel, intervalNs: number, extra: (() => Record<string, number>) | null = null) {
+  constructor(sim: SimModel, intervalNs: number) {
     this.#sim = sim;
-    this.#extra = extra;
-    this.series = { intervalNs, t: [], queueBytes: {}, flowGbps: {}, extra: {} };
+    this.series = { intervalNs, t: [], queueBytes: {}, flowGbps: {}, ccRateGbps: {}, ccAlpha: {} };
     for (const s of sim.switches) {
       s.sw.onPfc((r) => this.pfc.push({ ...r, port: r.port + 1 }));
       for (let p = 0; p < s.sw.portCount; p++) this.series.queueBytes[`${s.name}:${p + 1}`] = [];
@@ -80,14 +78,17 @@ export class FabricRecorder {
       this.#bytes.set(k, 0);
     }
     for (const list of Object.values(s.flowGbps)) if (list.length < n + 1) list.push(0);
-    if (this.#extra) {
-      for (const [k, v] of Object.entries(this.#extra())) {
-        let list = s.extra[k];
-        if (!list) s.extra[k] = list = new Array<number>(n).fill(Number.NaN);
-        list.push(v);
-      }
-      for (const list of Object.values(s.extra)) if (list.length < n + 1) list.push(Number.NaN);
+    for (const c of this.#sim.congestionSnapshot()) {
+      const k = `${c.device}/qpn ${c.qpn}`;
+      let rate = s.ccRateGbps[k];
+      let alpha = s.ccAlpha[k];
+      if (!rate) s.ccRateGbps[k] = rate = new Array<number>(n).fill(Number.NaN);
+      if (!alpha) s.ccAlpha[k] = alpha = new Array<number>(n).fill(Number.NaN);
+      rate.push(c.rateBps / 1e9);
+      alpha.push(c.alpha);
     }
+    for (const list of Object.values(s.ccRateGbps)) if (list.length < n + 1) list.push(Number.NaN);
+    for (const list of Object.values(s.ccAlpha)) if (list.length < n + 1) list.push(Number.NaN);
     // Keep sampling while the fabric has other work; a frame wakes us after a quiet spell.
     if (this.#sim.scheduler.pending > 0) this.#sim.scheduler.schedule(this.#ev, now + s.intervalNs);
   }

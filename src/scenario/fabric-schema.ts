@@ -19,6 +19,7 @@ import { parseBytes } from '../params/params.js';
 import { type EcnAtRate, DEFAULT_SWITCH_CONFIG, PRIORITIES, type SwitchConfig } from '../fabric/switch/config.js';
 import { parseDurationNs, parseRate } from '../fabric/timing-params.js';
 import { buildTopology, type Topology } from '../fabric/topology.js';
+import { resolveCcParams } from '../pipeline/cc-params.js';
 
 /** A value in units ('100Gbps', '1us', '32MiB') or a bare number, converted by `parse` (which throws on bad input). */
 function unit(parse: (raw: unknown, path: string) => number, what: string) {
@@ -56,6 +57,8 @@ const topoCommon = {
   hostMtu: z.union([z.literal(256), z.literal(512), z.literal(1024), z.literal(2048), z.literal(4096)]).default(4096),
   /** Per link (by generated name, 'h0-sw0'): rate, delay, MTU, queue limit and fault rules. */
   links: z.record(z.string(), linkOverride).default({}),
+  /** Every host's QoS and congestion-control parameters (the device configuration's `congestion`: DCQCN, ECN, CNPs). */
+  hostCongestion: z.record(z.string(), z.unknown()).optional(),
 };
 
 export const TopologySchema = z.discriminatedUnion('kind', [
@@ -215,6 +218,13 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
   if (o.devices !== undefined) fail(`${source}.devices: not with topology (the topology makes the hosts)`);
   if (o.links !== undefined) fail(`${source}.links: not with topology (set links under topology.links by name)`);
   const t = check(TopologySchema, o.topology, `${source}.topology`, fail);
+  if (t.hostCongestion !== undefined) {
+    try {
+      resolveCcParams(t.hostCongestion, `${source}.topology.hostCongestion`);
+    } catch (e) {
+      fail((e as Error).message);
+    }
+  }
   const topo = buildTopology(t);
   if (topo.hosts.length > 4096) fail(`${source}.topology: ${topo.hosts.length} hosts; at most 4096`);
   const sw = resolveSwitch(check(SwitchSchema, o.switch ?? {}, `${source}.switch`, fail));
@@ -247,6 +257,7 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
     name: h,
     // Queues and CQs take little; the registered buffers (and their guards) the rest.
     memory: `${Math.ceil((4 * mib + 1.25 * (need.get(h) ?? 0)) / mib)}MiB`,
+    ...(t.hostCongestion !== undefined ? { congestion: { ...t.hostCongestion } } : {}),
     ports: [{ mac: `02:00:00:00:${hex2(i >> 8)}:${hex2(i & 0xff)}`, ipv4: [`10.${(i >> 16) & 0xff}.${(i >> 8) & 0xff}.${(i & 0xff) + 1}`], ipv6: [`fd00::${(i + 1).toString(16)}`], mtu: t.hostMtu }],
   }));
   const names = new Set<string>();

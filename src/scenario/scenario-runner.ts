@@ -49,8 +49,6 @@ export interface RunScenarioOptions {
   onFault?: (hit: FaultHit) => void;
   /** A progress line (virtual time reached, events per wall second), every few seconds of a long run. */
   progress?: (line: string) => void;
-  /** Per-QP series to sample with the fabric's (the NIC's congestion-control rate and α), by name. */
-  sampleExtra?: (sim: SimModel) => (() => Record<string, number>) | null;
 }
 
 /** One flow (traffic item) of a run: flows.json. */
@@ -364,7 +362,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     writers.push(w);
     sim.capturePort(port, w);
   });
-  const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs, opts.sampleExtra?.(sim) ?? null) : null;
+  const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
   const timeline = new TimelineRecorder();
   const unobserve = [sim.observe(timeline.observe)];
   const settleFaults = opts.onFault ? recordFaults(sim, opts.onFault, unobserve) : () => {};

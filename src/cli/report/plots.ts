@@ -81,6 +81,16 @@ export function flowRateSpec(f: FabricResult): Spec {
   return lineChart('Receive rate per flow', 'time (µs)', 'rate (Gb/s)', pts, { series: names.length });
 }
 
+/** The NIC's congestion-control (DCQCN) rate per sending QP, Gb/s, over time. */
+export function ccRateSpec(f: FabricResult): Spec {
+  const pts: Point[] = [];
+  const names = Object.keys(f.series.ccRateGbps);
+  for (const k of names) f.series.ccRateGbps[k]!.forEach((y, i) => {
+    if (!Number.isNaN(y)) pts.push({ x: f.series.t[i]! / 1000, y, s: k });
+  });
+  return lineChart('Congestion-control rate per QP (DCQCN at the sender)', 'time (µs)', 'rate (Gb/s)', pts, { series: names.length });
+}
+
 /** One bar per pause period: from an XOFF a switch sent to its XON (or the end of the run). */
 export interface PausePeriod {
   readonly lane: string;

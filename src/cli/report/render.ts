@@ -4,7 +4,7 @@
  */
 import * as vega from 'vega';
 import type { ScenarioResult } from '../../scenario/scenario-runner.js';
-import { fctSpec, flowRateSpec, pauseSpec, queueDepthSpec } from './plots.js';
+import { ccRateSpec, fctSpec, flowRateSpec, pauseSpec, queueDepthSpec } from './plots.js';
 
 export async function toSvg(spec: Record<string, unknown>): Promise<string> {
   const view = new vega.View(vega.parse(spec as vega.Spec), { renderer: 'none' });
@@ -15,7 +15,7 @@ export async function toSvg(spec: Record<string, unknown>): Promise<string> {
   }
 }
 
-/** The four plots of a fabric run, by file name. */
+/** The plots of a fabric run, by file name (the congestion-control rate when a NIC had a flow). */
 export async function renderPlots(r: ScenarioResult): Promise<Record<string, string>> {
   if (r.fabric === null) return {};
   return {
@@ -23,6 +23,7 @@ export async function renderPlots(r: ScenarioResult): Promise<Record<string, str
     'flow-rate.svg': await toSvg(flowRateSpec(r.fabric)),
     'pauses.svg': await toSvg(pauseSpec(r.fabric, r.endNs)),
     'fct.svg': await toSvg(fctSpec(r.flows)),
+    ...(Object.keys(r.fabric.series.ccRateGbps).length > 0 ? { 'cc-rate.svg': await toSvg(ccRateSpec(r.fabric)) } : {}),
   };
 }
 
