@@ -150,6 +150,8 @@ export interface ScenarioResult {
   readonly wallNs: number;
   /** Wall time of the traffic alone: from the first post to the end (setting up the hosts and QPs excluded). */
   readonly trafficWallNs: number;
+  /** CPU time of the process (user + system) over the same span: less disturbed by other load on a shared machine. */
+  readonly trafficCpuNs: number;
 }
 
 const WC_BATCH = 32;
@@ -446,6 +448,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     let endedBy: ScenarioResult['endedBy'] = 'complete';
     let iter = 0;
     const traffic0 = process.hrtime.bigint();
+    const cpu0 = process.cpuUsage();
     let lastTell = wall0;
     let lastEvents = 0;
     const progress = (): void => {
@@ -783,6 +786,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const wallEnd = process.hrtime.bigint();
     const wallNs = Number(wallEnd - wall0);
     const trafficWallNs = Number(wallEnd - traffic0);
+    const cpu = process.cpuUsage(cpu0);
+    const trafficCpuNs = (cpu.user + cpu.system) * 1000;
     const result: ScenarioResult = {
       scenario: s.name,
       seed: s.seed,
@@ -805,6 +810,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       packetHops,
       wallNs,
       trafficWallNs,
+      trafficCpuNs,
     };
     return result;
   } finally {
