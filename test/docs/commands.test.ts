@@ -51,7 +51,7 @@ const EXPECT: Record<string, Expect> = {
   'npx rnic perf write_bw --loopback -s 65536 -n 1000 -x 3': { out: /RDMA_Write BW Test[\s\S]*GID index\s+: 3[\s\S]*\n 65536\s+1000\s+[\d.]+\s+[\d.]+/ },
   'npx rnic counters -v': { out: /rnic0 port 1:[\s\S]*rnic1 port 1:/ },
   'npx rnic sim scenarios/drop-5th-packet.json --out run/': { out: /checks: all passed\n  wrote config\.json, timeline\.json, counters\.json, summary\.txt, summary\.json, flows\.json, capture\.pcap, capture-rnic1-1\.pcap in run\//, files: ['run/capture.pcap', 'run/counters.json', 'run/flows.json'] },
-  'npx rnic sim scenarios/incast-8to1.json --out incast/': { out: /switch sw0: 0 dropped[\s\S]*checks: all passed\n  wrote .*pfc\.json, timeseries\.json, queue-depth\.svg, flow-rate\.svg, pauses\.svg, fct\.svg, report\.html in incast\//, files: ['incast/flows.json', 'incast/pfc.json', 'incast/report.html', 'incast/summary.json'] },
+  'npx rnic sim scenarios/incast-8to1.json --out incast/': { out: /switch sw0: 0 dropped[\s\S]*checks: all passed\n  wrote .*pfc\.json, timeseries\.json, queue-depth\.svg, flow-rate\.svg, pauses\.svg, fct\.svg, cc-rate\.svg, report\.html in incast\//, files: ['incast/flows.json', 'incast/pfc.json', 'incast/report.html', 'incast/summary.json'] },
   'npx rnic pcap-sample --out sample.pcap': { out: /wrote \d+ Ethernet frames .* to sample\.pcap/, files: ['sample.pcap', 'sample-ib.pcap'] },
   'npm run bench': { out: /## wire codec[\s\S]*## sim scheduler/ },
   'npm run bench -- wire': { out: /## wire codec.*\n.*Mpps/ },

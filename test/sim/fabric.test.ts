@@ -8,6 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { currentModel } from '../../src/boot.js';
+import { Priority, SimEvent } from '../../src/runtime/sim/scheduler.js';
+import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import { loadScenario, parseScenario } from '../../src/scenario/scenario.js';
 import { runScenario, type ScenarioResult } from '../../src/scenario/scenario-runner.js';
 import { decodeMacControl, readPcap } from '../../src/wire/index.js';
@@ -129,6 +132,50 @@ describe('incast through a switch', () => {
     const t = totals(r);
     expect(t.drops).toBe(0);
     expect(t.xoff).toBeGreaterThan(0);
+    conserved(r);
+  }, 120_000);
+});
+
+describe('pause spreading', () => {
+  it('a receiver that keeps its switch port paused backs the fabric up: the switch pauses every sender in turn, drops nothing, and all completes once it lets go', async () => {
+    const s = parseScenario({
+      name: 'pause-storm',
+      seed: 11,
+      duration: '100ms',
+      topology: { kind: 'star', hosts: 5, hostCongestion: { ecn: false } },
+      switch: { buffer: '1MiB', ecn: { enabled: false } },
+      incast: { senders: 4, size: 200_000 },
+    });
+    const STORM_END = 2_000_000;
+    let sim: SimModel | null = null;
+    const r = await runScenario(s, {
+      observe: (e) => {
+        if (sim !== null || e.dir !== 'tx') return;
+        // The receiver's NIC says XOFF on priority 3 from the first frame on, every 100 µs, until 2 ms.
+        sim = currentModel() as SimModel;
+        const m = sim;
+        const storm = new SimEvent('test.storm', Priority.default, () => {
+          m.sendPfc('h0:1', 1 << 3, [0, 0, 0, m.now() < STORM_END ? 0xffff : 0, 0, 0, 0, 0]);
+          if (m.now() < STORM_END) m.scheduler.schedule(storm, m.now() + 100_000);
+        });
+        m.scheduler.schedule(storm, m.now());
+      },
+    });
+    allDelivered(r, 200_000);
+    const t = totals(r);
+    expect(t.drops).toBe(0);
+    // sw0 port 1 (h0) was paused by h0; ports 2..5 (the senders) were paused by sw0, and resumed after 2 ms.
+    expect(r.fabric!.switches.sw0!['1']!.pauseReceived).toBeGreaterThanOrEqual(20);
+    for (const p of [2, 3, 4, 5]) {
+      const log = r.fabric!.pfc.filter((x) => x.port === p);
+      expect(log.length, `sw0:${p}`).toBeGreaterThan(0);
+      expect(log[0]!.quanta).toBe(0xffff);
+      expect(log[0]!.timeNs).toBeLessThan(STORM_END);
+      expect(log[log.length - 1]!.quanta).toBe(0);
+      expect(log[log.length - 1]!.timeNs).toBeGreaterThanOrEqual(STORM_END);
+    }
+    // Nothing completed while the storm lasted.
+    for (const f of r.flows) expect(f.finishNs!).toBeGreaterThan(STORM_END);
     conserved(r);
   }, 120_000);
 });
