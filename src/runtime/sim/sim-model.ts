@@ -33,7 +33,8 @@ import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats } from
 import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
 import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
 import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
-import { ConfigError, type ModelConfig } from '../config.js';
+import { ConfigError } from '../config-error.js';
+import type { ModelConfig } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
 import { Random, type Seed } from './random.js';
