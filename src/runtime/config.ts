@@ -6,10 +6,13 @@
  * the built-in default: two devices, rnic0 and rnic1, cabled together.
  */
 import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { DEVICE_PARAMS } from '../device/capabilities.js';
 import { resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
-import { resolveCcParams } from '../pipeline/cc-params.js';
+import { bool, firstIssue, schemaRef, int, list, numberOrText, oneOf, paramsObject, parsed, shown, strictObject, text } from '../params/schema.js';
+import { CC_PARAMS, resolveCcParams } from '../pipeline/cc-params.js';
 import { QUIRK_NAMES } from '../pipeline/nic-env.js';
-import { RnicError } from '../wire/errors.js';
+import { ConfigError } from './config-error.js';
 
 export interface PortConfig {
   /** Station MAC, 'xx:xx:xx:xx:xx:xx'. */
@@ -56,12 +59,7 @@ export interface ModelConfig {
   seed?: number | string | bigint;
 }
 
-export class ConfigError extends RnicError<'CONFIG_INVALID'> {
-  constructor(message: string) {
-    super('CONFIG_INVALID', message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 export const DEFAULT_CONFIG: ModelConfig = Object.freeze({
   workers: 1,
@@ -73,43 +71,22 @@ export const DEFAULT_CONFIG: ModelConfig = Object.freeze({
   quirks: {},
 }) as ModelConfig;
 
-const KNOWN_QUIRKS = new Set<string>(QUIRK_NAMES);
-
 function fail(path: string, msg: string): never {
   throw new ConfigError(`${path}: ${msg}`);
 }
 
-function obj(v: unknown, path: string): Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(path, `expected an object, got ${JSON.stringify(v)}`);
-  return v as Record<string, unknown>;
-}
+// ---- the file's shape, described once (schemas/config.schema.json and docs/configuration.md come from it) ----
 
-function onlyKeys(o: Record<string, unknown>, keys: string[], path: string): void {
-  for (const k of Object.keys(o)) if (!keys.includes(k)) fail(`${path}.${k}`, `unknown setting (known: ${keys.join(', ')})`);
-}
-
-function str(v: unknown, path: string): string {
-  if (typeof v !== 'string' || v.length === 0) fail(path, `expected a non-empty string, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function strList(v: unknown, path: string, re: RegExp, what: string): string[] {
-  if (v === undefined) return [];
-  if (!Array.isArray(v)) fail(path, `expected a list of ${what}`);
-  return v.map((x, i) => {
-    const s = str(x, `${path}[${i}]`);
-    if (!re.test(s)) fail(`${path}[${i}]`, `${JSON.stringify(s)} is not ${what}`);
-    return s;
-  });
-}
-
-const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
+const MAC = /^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/;
 const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
-const IPV6 = /^[0-9a-f:.]+$/i;
+const IPV6 = /^[0-9a-fA-F:.]+$/;
 const PORT_REF = /^[A-Za-z0-9_.-]+:\d+$/;
+const NAME = /^[A-Za-z0-9_.-]+$/;
 
-function size(v: unknown, path: string, def: number): number {
-  if (v === undefined) return def;
+const matching = (re: RegExp, what: string) => text().regex(re, { error: (iss) => `${shown(iss.input)} is not ${what}` });
+
+/** Bytes, or a size with KiB, MiB or GiB. */
+function size(v: unknown, path: string): number {
   if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
   if (typeof v === 'string') {
     const m = /^(\d+)\s*(KiB|MiB|GiB)?$/.exec(v.trim());
@@ -124,11 +101,125 @@ function size(v: unknown, path: string, def: number): number {
 /** Host memory: whole 4 KiB pages, and an address space the driver can name (HostMemory: below 2^53). */
 const MAX_MEMORY_BYTES = 2 ** 46;
 function memorySize(v: unknown, path: string): number {
-  const n = size(v, path, 64 << 20);
+  const n = size(v, path);
   if (n % 4096 !== 0) fail(path, `${JSON.stringify(v)} is not a whole number of 4 KiB pages`);
   if (n > MAX_MEMORY_BYTES) fail(path, `${JSON.stringify(v)} is more than the model's limit of 64 TiB`);
   return n;
 }
+
+function socketBufferSize(v: unknown, path: string): number {
+  const b = size(v, path);
+  if (b < 1024 || b > 1 << 30) fail(path, `expected 1KiB..1GiB, got ${JSON.stringify(v)}`);
+  return b;
+}
+
+/** Fault rules (docs/faults.md); their own checker names the rule. */
+const faultsField = () =>
+  parsed(list(z.unknown(), 'a list of fault rules'), (raw) => resolveFaultRules(raw))
+    .optional()
+    .meta({
+      description:
+        'fault rules on the cable (docs/faults.md), applied where frames are sent: on a wire `a->b` is from `a` to `b`; on a UDP cable what this port sends. Dice are seeded; delays and time windows are wall time in this runtime',
+      defaultText: 'none',
+    });
+
+const PortSchema = strictObject({
+  mac: matching(MAC, 'a MAC address').meta({ description: "station MAC; the node GUID is derived from port 1's (EUI-64)" }),
+  ipv4: list(matching(IPV4, 'an IPv4 address'), 'a list of IPv4 addresses')
+    .default([])
+    .meta({ description: 'IPv4 addresses the port owns: answered by ARP; each gives a RoCE v1 and a v2 GID', defaultText: 'none' }),
+  ipv6: list(matching(IPV6, 'an IPv6 address'), 'a list of IPv6 addresses')
+    .default([])
+    .meta({ description: 'IPv6 addresses the port owns: answered by ND; each gives a RoCE v1 and a v2 GID', defaultText: 'none' }),
+  mtu: oneOf([256, 512, 1024, 2048, 4096], '256, 512, 1024, 2048 or 4096').default(4096).meta({ description: 'active MTU, 256..4096' }),
+  capture: text().optional().meta({ description: 'write every frame in and out of the port to this pcap (ns timestamps)', defaultText: 'none' }),
+});
+
+/** One device, as the configuration and scenario files write it. */
+export const DeviceSchema = strictObject({
+  name: text()
+    .regex(NAME, { error: (iss) => `${shown(iss.input)}: use letters, digits, '_', '.', '-'` })
+    .meta({ description: 'the name `ibv_get_device_name` reports' }),
+  ports: list(PortSchema, 'a non-empty list of ports')
+    .min(1, { error: 'expected a non-empty list of ports' })
+    .max(8, { error: 'a device has 1..8 ports' })
+    .meta({ description: "the device's ports (1..8), port 1 first" }),
+  memory: parsed(numberOrText(), memorySize)
+    .prefault('64MiB')
+    .meta({
+      description:
+        "host memory the driver allocates from (`rnic_alloc_buf`), bytes or `\"64MiB\"` (`KiB`, `MiB`, `GiB`); whole 4 KiB pages, at most 64 TiB; a size this machine cannot allocate is an error naming the device's `memory`",
+      defaultText: '64 MiB',
+    }),
+  caps: paramsObject(DEVICE_PARAMS)
+    .default({})
+    .meta({
+      description: 'device capability overrides (`maxQp`, `maxQpWr`, `maxSge`, `maxCqe`, … — `DEVICE_PARAMS` in `src/device/capabilities.ts`, listed in docs/device-interface.md)',
+      defaultText: 'rxe-like',
+    }),
+  congestion: paramsObject(CC_PARAMS)
+    .optional()
+    .meta({
+      description: 'QoS and congestion-control parameters (`trust`, `ecn`, DCQCN `rpg_*`, `dce_tcp_*`, CNP `min_time_between_cnps`, … — `CC_PARAMS` in `src/pipeline/cc-params.ts`, listed in docs/pipeline.md)',
+      defaultText: 'mlx5 defaults',
+    }),
+});
+
+const WireCableSchema = strictObject({
+  kind: z.literal('wire'),
+  a: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'one end, `"DEVICE:PORT"`' }),
+  b: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'the other end; the two ends must differ in MAC and in every IPv4 / IPv6 address' }),
+  faults: faultsField(),
+}).meta({ description: 'an in-process cable between two ports' });
+
+const UdpCableSchema = strictObject({
+  kind: z.literal('udp'),
+  port: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'the port, `"DEVICE:PORT"`' }),
+  local: text().meta({ description: "where we bind, `'a.b.c.d:port'` or `'[v6]:port'`" }),
+  remote: text().meta({ description: 'where frames go: the peer\'s own bound address' }),
+  socketBufferBytes: parsed(numberOrText(), socketBufferSize)
+    .optional()
+    .meta({
+      description:
+        'SO_RCVBUF / SO_SNDBUF asked of the OS, bytes or `"4MiB"`, 1 KiB..1 GiB. Linux grants at most `net.core.rmem_max` / `wmem_max` (raise it with `sysctl -w net.core.rmem_max=…` for more). 4 MiB holds a 64 KiB `write_bw` run with no socket drop (they are counted: `rxSocketDrops`)',
+      defaultText: '4 MiB',
+    }),
+  faults: faultsField(),
+}).meta({
+  description:
+    "the port's frames as UDP datagrams, one frame each (QEMU's `-netdev socket,udp=…,localaddr=…` convention). The socket lives on its own I/O thread (see Threads)",
+});
+
+const CableSchema = z.discriminatedUnion('kind', [WireCableSchema, UdpCableSchema], {
+  error: (iss) =>
+    iss.code === 'invalid_union'
+      ? `expected 'wire' or 'udp', got ${shown((iss.input as { kind?: unknown } | null)?.kind)}`
+      : `expected an object, got ${shown(iss.input)}`,
+});
+
+const quirkShape = Object.fromEntries(QUIRK_NAMES.map((q) => [q, bool().optional()])) as Record<(typeof QUIRK_NAMES)[number], z.ZodOptional<z.ZodBoolean>>;
+
+/** Named device behaviours (docs/pipeline.md), each on or off. */
+export const QuirksSchema = strictObject(quirkShape, `unknown device behaviour (known: ${QUIRK_NAMES.join(', ')})`)
+  .default({})
+  .meta({ description: 'named device behaviours, e.g. `{"rxeRetryCnt7Infinite": true}`; the list is in docs/pipeline.md', defaultText: 'none (IBTA)' });
+
+/** The model configuration file (`RNIC_CONFIG`). */
+export const ConfigSchema = strictObject({
+  $schema: schemaRef('config.schema.json'),
+  workers: int(0, 64)
+    .default(1)
+    .meta({
+      description:
+        "worker threads that run the devices, 0..64; `0` runs them in the application's thread (they advance when the driver rings a doorbell or polls a CQ)",
+    }),
+  devices: list(DeviceSchema, 'a non-empty list of devices').min(1, { error: 'expected a non-empty list of devices' }).meta({ description: 'the devices' }),
+  cables: list(CableSchema).default([]).meta({ description: 'what connects the ports', defaultText: 'none' }),
+  quirks: QuirksSchema,
+  seed: int(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'seed of the fault dice (each cable gets its own stream)', defaultText: '1' }),
+}).meta({ title: 'rnic-model configuration (RNIC_CONFIG)' });
+
+// ---- what the shape cannot say: references between entries ----
 
 /** Two ends of one wire must not share a MAC or an IP address (the peer's frames would look like its own, ARP would answer itself). */
 function distinctEnds(a: PortConfig, b: PortConfig, aRef: string, bRef: string, path: string): void {
@@ -142,112 +233,61 @@ function distinctEnds(a: PortConfig, b: PortConfig, aRef: string, bRef: string, 
 
 /** Validates raw JSON into a ModelConfig; every fault names its path. */
 export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
-  const o = obj(raw, source);
-  onlyKeys(o, ['workers', 'devices', 'cables', 'quirks', 'seed'], source);
-  const workers = o.workers === undefined ? 1 : o.workers;
-  if (typeof workers !== 'number' || !Number.isInteger(workers) || workers < 0 || workers > 64) fail(`${source}.workers`, `expected an integer 0..64, got ${JSON.stringify(workers)}`);
-  if (!Array.isArray(o.devices) || o.devices.length === 0) fail(`${source}.devices`, 'expected a non-empty list of devices');
-  const names = new Set<string>();
-  const devices = o.devices.map((d, i): DeviceConfig => {
-    const path = `${source}.devices[${i}]`;
-    const dv = obj(d, path);
-    onlyKeys(dv, ['name', 'ports', 'memory', 'caps', 'congestion'], path);
-    const name = str(dv.name, `${path}.name`);
-    if (!/^[A-Za-z0-9_.-]+$/.test(name)) fail(`${path}.name`, `${JSON.stringify(name)}: use letters, digits, '_', '.', '-'`);
-    if (names.has(name)) fail(`${path}.name`, `device ${name} is defined twice`);
-    names.add(name);
-    if (!Array.isArray(dv.ports) || dv.ports.length === 0) fail(`${path}.ports`, 'expected a non-empty list of ports');
-    const ports = dv.ports.map((p, j): PortConfig => {
-      const pp = `${path}.ports[${j}]`;
-      const po = obj(p, pp);
-      onlyKeys(po, ['mac', 'ipv4', 'ipv6', 'mtu', 'capture'], pp);
-      const mac = str(po.mac, `${pp}.mac`);
-      if (!MAC.test(mac)) fail(`${pp}.mac`, `${JSON.stringify(mac)} is not a MAC address`);
-      const mtu = po.mtu === undefined ? 4096 : po.mtu;
-      if (![256, 512, 1024, 2048, 4096].includes(mtu as number)) fail(`${pp}.mtu`, `expected 256, 512, 1024, 2048 or 4096, got ${JSON.stringify(mtu)}`);
-      const port: PortConfig = { mac, ipv4: strList(po.ipv4, `${pp}.ipv4`, IPV4, 'an IPv4 address'), ipv6: strList(po.ipv6, `${pp}.ipv6`, IPV6, 'an IPv6 address'), mtu: mtu as number };
-      if (po.capture !== undefined) port.capture = str(po.capture, `${pp}.capture`);
-      return port;
-    });
-    const caps = dv.caps === undefined ? {} : obj(dv.caps, `${path}.caps`);
-    const device: DeviceConfig = { name, ports, memoryBytes: memorySize(dv.memory, `${path}.memory`), caps };
-    if (dv.congestion !== undefined) {
-      const cc = obj(dv.congestion, `${path}.congestion`);
-      try {
-        resolveCcParams(cc, `${path}.congestion`);
-      } catch (e) {
-        // The parameter checker names the key: config.devices[0].congestion.rpg_gd: 0 is outside [1, 15].
-        throw new ConfigError((e as Error).message);
-      }
-      device.congestion = cc;
-    }
-    return device;
-  });
-  const portExists = (ref: string, path: string) => {
-    if (!PORT_REF.test(ref)) fail(path, `${JSON.stringify(ref)} is not DEVICE:PORT`);
+  const r = ConfigSchema.safeParse(raw);
+  if (!r.success) throw new ConfigError(firstIssue(r.error, source));
+  const o = r.data;
+  const devices = resolveDevices(o.devices, source);
+  const portOf = (ref: string, path: string): PortConfig => {
     const [dev, port] = ref.split(':') as [string, string];
     const d = devices.find((x) => x.name === dev);
     if (!d) fail(path, `no device named ${dev}`);
     if (Number(port) < 1 || Number(port) > d.ports.length) fail(path, `${dev} has no port ${port}`);
-  };
-  const portOf = (ref: string): PortConfig => {
-    const [dev, port] = ref.split(':') as [string, string];
-    return devices.find((x) => x.name === dev)!.ports[Number(port) - 1]!;
+    return d.ports[Number(port) - 1]!;
   };
   const used = new Set<string>();
-  const cables = (o.cables === undefined ? [] : Array.isArray(o.cables) ? o.cables : fail(`${source}.cables`, 'expected a list')).map((c, i): CableConfig => {
+  const use = (ref: string, path: string): PortConfig => {
+    const p = portOf(ref, path);
+    if (used.has(ref)) fail(path, `port ${ref} already has a cable`);
+    used.add(ref);
+    return p;
+  };
+  const cables = o.cables.map((c, i): CableConfig => {
     const path = `${source}.cables[${i}]`;
-    const co = obj(c, path);
-    const use = (ref: string, p: string) => {
-      portExists(ref, p);
-      if (used.has(ref)) fail(p, `port ${ref} already has a cable`);
-      used.add(ref);
-    };
-    const faults = (): { faults?: CableFaults } => {
-      if (co.faults === undefined) return {};
-      try {
-        return { faults: resolveFaultRules(co.faults) };
-      } catch (e) {
-        return fail(`${path}.faults`, (e as Error).message);
-      }
-    };
-    if (co.kind === 'wire') {
-      onlyKeys(co, ['kind', 'a', 'b', 'faults'], path);
-      const a = str(co.a, `${path}.a`);
-      const b = str(co.b, `${path}.b`);
-      use(a, `${path}.a`);
-      use(b, `${path}.b`);
-      distinctEnds(portOf(a), portOf(b), a, b, path);
-      return { kind: 'wire', a, b, ...faults() };
+    const faults = c.faults === undefined ? {} : { faults: c.faults };
+    if (c.kind === 'wire') {
+      const a = use(c.a, `${path}.a`);
+      const b = use(c.b, `${path}.b`);
+      distinctEnds(a, b, c.a, c.b, path);
+      return { kind: 'wire', a: c.a, b: c.b, ...faults };
     }
-    if (co.kind === 'udp') {
-      onlyKeys(co, ['kind', 'port', 'local', 'remote', 'socketBufferBytes', 'faults'], path);
-      const port = str(co.port, `${path}.port`);
-      use(port, `${path}.port`);
-      const cable: CableConfig = { kind: 'udp', port, local: str(co.local, `${path}.local`), remote: str(co.remote, `${path}.remote`), ...faults() };
-      if (co.socketBufferBytes !== undefined) {
-        const b = size(co.socketBufferBytes, `${path}.socketBufferBytes`, 0);
-        if (b < 1024 || b > 1 << 30) fail(`${path}.socketBufferBytes`, `expected 1KiB..1GiB, got ${JSON.stringify(co.socketBufferBytes)}`);
-        cable.socketBufferBytes = b;
-      }
-      return cable;
-    }
-    fail(`${path}.kind`, `expected 'wire' or 'udp', got ${JSON.stringify(co.kind)}`);
+    use(c.port, `${path}.port`);
+    return { kind: 'udp', port: c.port, local: c.local, remote: c.remote, ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }), ...faults };
   });
-  const quirks: Record<string, boolean> = {};
-  if (o.quirks !== undefined) {
-    for (const [k, v] of Object.entries(obj(o.quirks, `${source}.quirks`))) {
-      if (!KNOWN_QUIRKS.has(k)) fail(`${source}.quirks.${k}`, `unknown device behaviour (known: ${[...KNOWN_QUIRKS].join(', ')})`);
-      if (typeof v !== 'boolean') fail(`${source}.quirks.${k}`, 'expected true or false');
-      quirks[k] = v;
+  return { workers: o.workers, devices, cables, quirks: resolveQuirks(o.quirks), ...(o.seed === undefined ? {} : { seed: o.seed }) };
+}
+
+/** Checked devices (DeviceSchema's output) with unique names; `source` starts the paths. */
+export function resolveDevices(parsed: readonly z.output<typeof DeviceSchema>[], source: string): DeviceConfig[] {
+  const names = new Set<string>();
+  return parsed.map((d, i): DeviceConfig => {
+    if (names.has(d.name)) fail(`${source}.devices[${i}].name`, `device ${d.name} is defined twice`);
+    names.add(d.name);
+    const ports = d.ports.map((p): PortConfig => ({ mac: p.mac, ipv4: p.ipv4, ipv6: p.ipv6, mtu: p.mtu, ...(p.capture === undefined ? {} : { capture: p.capture }) }));
+    if (d.congestion !== undefined) {
+      try {
+        resolveCcParams(d.congestion, `${source}.devices[${i}].congestion`);
+      } catch (e) {
+        // The parameter checker names the key: config.devices[0].congestion.rpg_gd: 0 is outside [1, 15].
+        throw new ConfigError((e as Error).message);
+      }
     }
-  }
-  let seed: number | undefined;
-  if (o.seed !== undefined) {
-    if (typeof o.seed !== 'number' || !Number.isSafeInteger(o.seed) || o.seed < 0) fail(`${source}.seed`, `expected a non-negative integer, got ${JSON.stringify(o.seed)}`);
-    seed = o.seed;
-  }
-  return { workers, devices, cables, quirks, ...(seed === undefined ? {} : { seed }) };
+    return { name: d.name, ports, memoryBytes: d.memory, caps: d.caps, ...(d.congestion === undefined ? {} : { congestion: d.congestion }) };
+  });
+}
+
+/** The quirks a file switched (QuirksSchema's output). */
+export function resolveQuirks(parsed: z.output<typeof QuirksSchema>): Record<string, boolean> {
+  return Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as Record<string, boolean>;
 }
 
 /** The configuration in force: RNIC_CONFIG's file, or the default. */

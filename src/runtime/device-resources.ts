@@ -10,7 +10,8 @@ import { ContextTables, type ContextTablesDescriptor } from '../device/contexts.
 import { HwCounters, type HwCountersDescriptor } from '../device/counters.js';
 import { HostMemory, type HostMemoryDescriptor } from '../device/host-memory.js';
 import { Bar } from '../device/registers.js';
-import { ConfigError, type DeviceConfig, type PortConfig } from './config.js';
+import { ConfigError } from './config-error.js';
+import type { DeviceConfig, PortConfig } from './config.js';
 
 /** Plain data: posted to a worker as is. */
 export interface DeviceResources {

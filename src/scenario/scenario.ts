@@ -18,13 +18,15 @@
 import { readFileSync } from 'node:fs';
 import { DeviceError } from '../device/errors.js';
 import { ParamError } from '../params/params.js';
+import { bool, firstIssue, schemaRef, int, list, numberOrText, oneOf, paramsObject, parsed, shown, strictObject, text } from '../params/schema.js';
+import { z } from 'zod';
 import { FaultError, resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
 import { SIM_LINK_PARAMS } from '../fabric/link.js';
-import { parseDurationNs, parseRate, resolveTimingParams, type TimingParams } from '../fabric/timing-params.js';
+import { parseDurationNs, parseRate, resolveTimingParams, TIMING_PARAMS, type TimingParams } from '../fabric/timing-params.js';
 import { RnicError } from '../wire/errors.js';
-import { ConfigError, DEFAULT_CONFIG, parseConfig, type DeviceConfig } from '../runtime/config.js';
-import { resolveSimRuntimeParams, type SimRuntimeParams } from '../runtime/sim/sim-params.js';
-import { expandFabric, FABRIC_KEYS, type OutputOptions, type ScenarioSwitch } from './fabric-schema.js';
+import { ConfigError, DEFAULT_CONFIG, DeviceSchema, QuirksSchema, resolveDevices, resolveQuirks, type DeviceConfig } from '../runtime/config.js';
+import { resolveSimRuntimeParams, SIM_RUNTIME_PARAMS, type SimRuntimeParams } from '../runtime/sim/sim-params.js';
+import { expandFabric, type OutputOptions, type ScenarioSwitch } from './fabric-schema.js';
 
 export class ScenarioError extends RnicError<'SCENARIO_INVALID'> {
   constructor(message: string) {
@@ -150,56 +152,17 @@ export interface Scenario {
   readonly output: OutputOptions;
 }
 
-// ---- checking helpers -------------------------------------------------------
+// ---- the file's shape, described once (schemas/scenario.schema.json and docs/scenarios.md come from it) ----
 
 function fail(path: string, msg: string): never {
   throw new ScenarioError(`${path}: ${msg}`);
 }
 
-function obj(v: unknown, path: string): Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(path, `expected an object, got ${JSON.stringify(v)}`);
-  return v as Record<string, unknown>;
-}
-
-function onlyKeys(o: Record<string, unknown>, keys: readonly string[], path: string): void {
-  for (const k of Object.keys(o)) if (!keys.includes(k)) fail(`${path}.${k}`, `unknown setting (known: ${keys.join(', ')})`);
-}
-
-function list(v: unknown, path: string): unknown[] {
-  if (!Array.isArray(v)) fail(path, `expected a list, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function str(v: unknown, path: string, def?: string): string {
-  if (v === undefined && def !== undefined) return def;
-  if (typeof v !== 'string' || v.length === 0) fail(path, `expected a non-empty string, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function int(v: unknown, path: string, def: number, min: number, max: number): number {
-  if (v === undefined) return def;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) fail(path, `expected an integer, got ${JSON.stringify(v)}`);
-  if (v < min || v > max) fail(path, `${v} is outside [${min}, ${max}]`);
-  return v;
-}
-
-function bool(v: unknown, path: string, def: boolean): boolean {
-  if (v === undefined) return def;
-  if (typeof v !== 'boolean') fail(path, `expected true or false, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-/** A duration (ns number or text such as '10us'), re-thrown with our path. */
-function duration(v: unknown, path: string, def: number): number {
-  if (v === undefined) return def;
-  return rethrow(() => parseDurationNs(v, path));
-}
-
 /**
- * Runs a checker from another schema (timing, model configuration, fault
- * rules) and turns its error into a ScenarioError. Those messages already
- * start with our path, except fault rules, which name the rule: `prefix`
- * goes in front of those.
+ * Runs a checker from another schema (timing, sim runtime, fault rules) and
+ * turns its error into a ScenarioError. Those messages already start with
+ * our path, except fault rules, which name the rule: `prefix` goes in front
+ * of those.
  */
 function rethrow<T>(fn: () => T, prefix = 'faults'): T {
   try {
@@ -211,52 +174,155 @@ function rethrow<T>(fn: () => T, prefix = 'faults'): T {
   }
 }
 
-const MTUS = [256, 512, 1024, 2048, 4096];
-const QP_KEYS = [
-  'name', 'type', 'a', 'b', 'gid_index', 'sl', 'traffic_class', 'mtu', 'timeout', 'retry_cnt', 'rnr_retry', 'min_rnr_timer', 'max_rd_atomic',
-  'max_dest_rd_atomic', 'psn_a', 'psn_b', 'max_send_wr', 'max_recv_wr', 'max_inline_data', 'qkey', 'cq_depth',
-] as const;
-const TRAFFIC_KEYS = ['qp', 'from', 'op', 'size', 'count', 'depth', 'signalEvery', 'startNs', 'recvDepth', 'recvStartNs', 'inline', 'expect', 'wrs'] as const;
-const WR_KEYS = ['op', 'size', 'inline', 'signaled'] as const;
-/** Traffic keys that `wrs` replaces. */
-const UNIFORM_KEYS = ['op', 'size', 'count', 'signalEvery', 'inline'] as const;
-const LINK_KEYS = ['name', 'a', 'b', 'linkRate', 'propagationDelay', 'queueLimit', 'mtu', 'faults'] as const;
-const TOP_KEYS = ['name', 'description', 'seed', 'duration', 'watchdog', 'timing', 'sim', 'devices', 'quirks', 'links', 'faults', 'capture', 'qps', 'traffic', ...FABRIC_KEYS] as const;
+const MTUS = [256, 512, 1024, 2048, 4096] as const;
+const ENDPOINT = /^([A-Za-z0-9_.-]+)(?::(\d+))?$/;
+
+const duration = () => parsed(numberOrText(), parseDurationNs);
+const positiveDuration = () =>
+  parsed(numberOrText(), (raw, path) => {
+    const ns = parseDurationNs(raw, path);
+    if (ns <= 0) throw new ParamError(`${path}: must be more than 0`);
+    return ns;
+  });
+const endpointRef = () => text().regex(ENDPOINT, { error: (iss) => `${shown(iss.input)} is not DEVICE or DEVICE:PORT` });
+const faultRules = () => list(z.unknown(), 'a list of fault rules');
+const keyList = (o: object) => Object.keys(o).map((k) => `\`${k}\``).join(', ');
+const described = <T extends z.ZodType>(schema: T, description: string, defaultText?: string): T =>
+  schema.meta(defaultText === undefined ? { description } : { description, defaultText });
+
+const LinkSchema = strictObject({
+  name: described(text().optional(), 'names its events, its fault streams (`<name>.faults`) and its counters', '`l<i>`'),
+  a: described(endpointRef(), 'one port it joins, `"DEVICE"` (port 1) or `"DEVICE:PORT"`; `a->b` in a fault rule is from `a`'),
+  b: described(endpointRef(), 'the other port it joins'),
+  linkRate: described(parsed(numberOrText(), parseRate).optional(), "this link's rate", '`timing.linkRate`'),
+  propagationDelay: described(duration().optional(), "this link's delay", '`timing.propagationDelay`'),
+  queueLimit: described(parsed(numberOrText(), SIM_LINK_PARAMS.queueLimit.parse).prefault(SIM_LINK_PARAMS.queueLimit.default as number), SIM_LINK_PARAMS.queueLimit.doc),
+  mtu: described(int(256, 16384).optional(), 'the largest frame (bytes, no FCS) a switch port on this link sizes its PFC headroom by', '9018'),
+  faults: described(faultRules().optional(), 'fault rules on this link (docs/faults.md)', 'none'),
+});
+
+const QpSchema = strictObject({
+  name: described(text().optional(), 'what traffic refers to', '`q<i>`'),
+  type: described(oneOf(['RC', 'UC', 'UD'], 'RC, UC or UD').default('RC'), '`RC`, `UC` or `UD`'),
+  a: described(endpointRef().optional(), 'one end, `"DEVICE"` or `"DEVICE:PORT"`', 'the first device'),
+  b: described(endpointRef().optional(), 'the other end', 'the second device (the first if there is one)'),
+  gid_index: described(int(0, 255).default(3), 'source GID index (3: RoCE v2 over the port\'s first IPv4 address)'),
+  sl: described(int(0, 15).default(0), "the address vector's service level: the 802.1p priority the NIC uses (PCP when tagged)"),
+  traffic_class: described(int(0, 255).default(0), "the GRH traffic class: DSCP in the upper 6 bits (a switch's priority is `dscp >> 3` by default), ECN in the lower 2"),
+  mtu: described(oneOf(MTUS, '256, 512, 1024, 2048 or 4096').default(1024), "path MTU in bytes, 256..4096, at most the ports'"),
+  timeout: described(int(0, 31).default(14), 'local ACK timeout, 4.096 µs × 2^timeout (0: none)'),
+  retry_cnt: described(int(0, 7).default(7), 'transport retry count'),
+  rnr_retry: described(int(0, 7).default(7), 'RNR retry count (7: infinite)'),
+  min_rnr_timer: described(int(0, 31).default(12), 'the RNR timer code the responder sends in its RNR NAKs (IBTA table: 4 = 40 µs, 12 = 640 µs)'),
+  max_rd_atomic: described(int(0, 255).default(16), 'READ/atomic credits as requester'),
+  max_dest_rd_atomic: described(int(0, 255).default(16), 'READ/atomic credits as responder'),
+  psn_a: described(int(0, 0xffffff).default(0x1000), 'first PSN end `a` sends with', '`0x1000`'),
+  psn_b: described(int(0, 0xffffff).default(0x2000), 'first PSN end `b` sends with', '`0x2000`'),
+  max_send_wr: described(int(1, 16384).default(256), '`ibv_qp_cap.max_send_wr`'),
+  max_recv_wr: described(int(1, 16384).default(256), '`ibv_qp_cap.max_recv_wr`'),
+  max_inline_data: described(int(0, 1024).default(64), '`ibv_qp_cap.max_inline_data`'),
+  qkey: described(int(0, 0x7fffffff).default(0x11111111), 'UD Q_Key', '`0x11111111`'),
+  cq_depth: described(int(1, 65536).default(1024), 'entries of each CQ (each end has a send CQ and a receive CQ)'),
+});
+
+const opField = () => oneOf(TRAFFIC_OPS as readonly TrafficOp[] as [TrafficOp, ...TrafficOp[]], `one of ${TRAFFIC_OPS.join(', ')}`);
+
+const WrSchema = strictObject({
+  op: described(opField(), 'as `op` above, allowed on the QP\'s type'),
+  size: described(int(0, 1 << 24).optional(), 'bytes (0 allowed; atomics: 8; UD: at most the MTU)', 'required (atomics: 8)'),
+  inline: described(bool().default(false), '`IBV_SEND_INLINE` (a SEND or WRITE of at most `max_inline_data` bytes)'),
+  signaled: described(bool().default(true), '`IBV_SEND_SIGNALED`'),
+});
+
+const TrafficSchema = strictObject({
+  qp: described(text().optional(), 'the QP', 'the only one'),
+  from: described(oneOf(['a', 'b'], "'a' or 'b'").default('a'), 'the requester end, `a` or `b`'),
+  op: described(opField().optional(), '`write`, `write_imm`, `send`, `send_imm`, `read`, `fetch_add`, `cmp_swap` (UD: sends; UC: sends and writes)', '`write`'),
+  size: described(int(0, 1 << 24).optional(), 'bytes per WR (atomics: 8)', '4096'),
+  count: described(int(1, 100_000_000).optional(), 'WRs in all', '1'),
+  depth: described(int(1, 16384).optional(), 'WRs outstanding at most (posted, not completed); at most `max_send_wr`', 'min(16, `max_send_wr`)'),
+  signalEvery: described(int(1, 16384).optional(), 'every n-th WR is signaled, and the last; at most `depth`', '1'),
+  startNs: described(duration().prefault(0), 'virtual time of the first post'),
+  recvDepth: described(int(0, 16384).optional(), '`send`, `send_imm`, `write_imm`: receives kept posted at the responder; at most `max_recv_wr`', 'max(`depth`, 16)'),
+  recvStartNs: described(duration().prefault(0), 'when the responder first posts its receives (before then, a SEND meets an RNR NAK)'),
+  inline: described(bool().optional(), 'post with `IBV_SEND_INLINE` (SEND/WRITE of at most `max_inline_data` bytes)', 'false'),
+  expect: described(oneOf(['success', 'error', 'any'], "'success', 'error' or 'any'").default('success'), '`success`: every WR must succeed; `error`: the stream must end in an error completion; `any`'),
+  wrs: described(
+    list(WrSchema)
+      .min(1, { error: 'expected at least one work request' })
+      .max(1_000_000, { error: (iss) => `${(iss.input as unknown[]).length} work requests; at most 1000000` })
+      .optional(),
+    'the work requests one by one, instead of `op`, `size`, `count`, `inline` and `signalEvery` (see below)',
+    '',
+  ),
+});
+
+const seedError = (iss: { input?: unknown }) => `expected a non-negative integer or a non-empty string, got ${shown(iss.input)}`;
+
+/** A scenario file (docs/scenarios.md). */
+export const ScenarioSchema = strictObject({
+  $schema: schemaRef('scenario.schema.json'),
+  name: described(text().optional(), 'shown in the summary; names the output folder', 'the file name'),
+  description: described(text().optional(), 'free text', ''),
+  seed: described(
+    z.union([z.int({ error: seedError }).min(0, { error: seedError }), z.string({ error: seedError }).min(1, { error: seedError })], { error: seedError }).default(0),
+    'the run\'s one seed: a non-negative integer or a string',
+  ),
+  duration: described(positiveDuration().prefault('1s'), 'virtual time after which the run stops, whatever is outstanding'),
+  watchdog: described(positiveDuration().optional(), 'a QP with outstanding WRs and no completion for this long is reported and given up on', 'see [The watchdog](#the-watchdog)'),
+  timing: described(paramsObject(TIMING_PARAMS).default({}), `timing model overrides (${keyList(TIMING_PARAMS)}; docs/simulator.md)`, 'the defaults'),
+  sim: described(paramsObject(SIM_RUNTIME_PARAMS).default({}), `sim runtime settings (${keyList(SIM_RUNTIME_PARAMS)}; docs/simulator.md)`, 'the defaults'),
+  devices: described(
+    list(DeviceSchema).optional(),
+    "the hosts' devices, in the model configuration's format (`name`, `ports[]` with `mac`, `ipv4`, `ipv6`, `mtu`; `memory`, `caps`; docs/configuration.md)",
+    '`rnic0` and `rnic1` of the default configuration',
+  ),
+  quirks: QuirksSchema,
+  links: described(list(LinkSchema).optional(), 'the cables, see below', 'with exactly two devices: one link between their ports 1'),
+  faults: described(faultRules().optional(), 'fault rules (docs/faults.md) for the one link; with several links put them in `links[i].faults`', 'none'),
+  capture: described(list(endpointRef()).optional(), 'ports to capture, `"DEVICE:PORT"`; the first is `capture.pcap`', "the first link's `a` port"),
+  qps: described(list(QpSchema).default([]), 'queue pairs, see below', 'none'),
+  traffic: described(list(TrafficSchema).default([]), 'what the QPs send, see below', 'none'),
+  // The fabric sections: checked by their own zod schemas (./fabric-schema.ts), which expand them first.
+  topology: described(z.unknown().optional(), 'a switched fabric: hosts, switches and links made for you, see [Fabric](#fabric)', 'none'),
+  switch: described(z.unknown().optional(), "every switch's buffer, PFC, ECN and scheduling, see [Fabric](#fabric)", 'the defaults'),
+  incast: described(z.unknown().optional(), 'N senders, one receiver, one QP and one WRITE (or SEND) stream each, see [Fabric](#fabric)', 'none'),
+  output: described(z.unknown().optional(), 'time-series sampling and plots of a fabric run, see [Fabric](#fabric)', 'the defaults'),
+}).meta({ title: 'rnic-model scenario (rnic sim)' });
+
+type RawQp = z.output<typeof QpSchema>;
+type RawTraffic = z.output<typeof TrafficSchema>;
 
 /** Every key a scenario file may use, by where (docs/scenarios.md documents each; a test checks). */
-export const SCENARIO_KEYS = Object.freeze({ top: TOP_KEYS, links: LINK_KEYS, qps: QP_KEYS, traffic: TRAFFIC_KEYS, wrs: WR_KEYS });
+export const SCENARIO_KEYS = Object.freeze({
+  top: Object.keys(ScenarioSchema.shape),
+  links: Object.keys(LinkSchema.shape),
+  qps: Object.keys(QpSchema.shape),
+  traffic: Object.keys(TrafficSchema.shape),
+  wrs: Object.keys(WrSchema.shape),
+});
 
-/** Checks one op (and its size and inline flag) against its QP; `path` names the op's place. */
+/** Traffic keys that `wrs` replaces. */
+const UNIFORM_KEYS = ['op', 'size', 'count', 'signalEvery', 'inline'] as const;
+
+// ---- what the shape cannot say: references between entries, limits that depend on another field ----
+
+/** `v` (when given) within [min, max], in the words of int(). */
+function within(v: number | undefined, def: number, min: number, max: number, path: string): number {
+  if (v === undefined) return def;
+  if (v < min || v > max) fail(path, `${v} is outside [${min}, ${max}]`);
+  return v;
+}
+
+/** Checks one op against its QP; `path` names the op's place. */
 function checkOp(qp: ScenarioQp, op: TrafficOp, path: string): void {
   if (qp.type === 'UD' && op !== 'send' && op !== 'send_imm') fail(path, `a UD QP only sends, not ${op}`);
   if (qp.type === 'UC' && (op === 'read' || isAtomic(op))) fail(path, `a UC QP has no ${op}`);
 }
 
-function parseWrs(raw: unknown, qp: ScenarioQp, path: string): ScenarioWr[] {
-  const items = list(raw, path);
-  if (items.length === 0) fail(path, 'expected at least one work request');
-  if (items.length > 1_000_000) fail(path, `${items.length} work requests; at most 1000000`);
-  return items.map((w, j): ScenarioWr => {
-    const wp = `${path}[${j}]`;
-    const wo = obj(w, wp);
-    onlyKeys(wo, WR_KEYS, wp);
-    const op = str(wo.op, `${wp}.op`) as TrafficOp;
-    if (!TRAFFIC_OPS.includes(op)) fail(`${wp}.op`, `expected one of ${TRAFFIC_OPS.join(', ')}, got ${JSON.stringify(op)}`);
-    checkOp(qp, op, `${wp}.op`);
-    const size = isAtomic(op) ? int(wo.size, `${wp}.size`, 8, 8, 8) : int(wo.size, `${wp}.size`, 0, 0, 1 << 24);
-    if (wo.size === undefined && !isAtomic(op)) fail(`${wp}.size`, 'required (bytes)');
-    if (qp.type === 'UD' && size > qp.mtu) fail(`${wp}.size`, `a UD message must fit the MTU (${qp.mtu})`);
-    const inline = bool(wo.inline, `${wp}.inline`, false);
-    if (inline && (size > qp.max_inline_data || isAtomic(op) || op === 'read')) fail(`${wp}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
-    return { op, size, inline, signaled: bool(wo.signaled, `${wp}.signaled`, true) };
-  });
-}
-
 /** 'rnic0' or 'rnic0:2' → device and port, checked against the devices. */
-function endpoint(v: unknown, path: string, devices: readonly DeviceConfig[]): { dev: string; port: number } {
-  const s = str(v, path);
-  const m = /^([A-Za-z0-9_.-]+)(?::(\d+))?$/.exec(s);
-  if (!m) fail(path, `${JSON.stringify(s)} is not DEVICE or DEVICE:PORT`);
+function endpoint(s: string, path: string, devices: readonly DeviceConfig[]): { dev: string; port: number } {
+  const m = ENDPOINT.exec(s)!;
   const d = devices.find((x) => x.name === m[1]);
   if (!d) fail(path, `no device named ${m[1]} (devices: ${devices.map((x) => x.name).join(', ')})`);
   const port = m[2] === undefined ? 1 : Number(m[2]);
@@ -265,9 +331,8 @@ function endpoint(v: unknown, path: string, devices: readonly DeviceConfig[]): {
 }
 
 /** 'sw0:3' when sw0 is a switch of the topology (ports 1..n), else null. */
-function switchEnd(v: unknown, path: string, switches: ReadonlyMap<string, number>): { dev: string; port: number } | null {
-  if (typeof v !== 'string') return null;
-  const m = /^([A-Za-z0-9_.-]+):(\d+)$/.exec(v);
+function switchEnd(s: string, path: string, switches: ReadonlyMap<string, number>): { dev: string; port: number } | null {
+  const m = /^([A-Za-z0-9_.-]+):(\d+)$/.exec(s);
   const n = m ? switches.get(m[1]!) : undefined;
   if (n === undefined) return null;
   const port = Number(m![2]);
@@ -275,169 +340,134 @@ function switchEnd(v: unknown, path: string, switches: ReadonlyMap<string, numbe
   return { dev: m![1]!, port };
 }
 
+function resolveQp(q: RawQp, i: number, path: string, devices: readonly DeviceConfig[]): ScenarioQp {
+  const name = q.name ?? `q${i}`;
+  const first = devices[0]?.name ?? '';
+  const a = endpoint(q.a ?? first, `${path}.a`, devices);
+  const b = endpoint(q.b ?? devices[1]?.name ?? first, `${path}.b`, devices);
+  const portMtu = Math.min(devices.find((d) => d.name === a.dev)!.ports[a.port - 1]!.mtu, devices.find((d) => d.name === b.dev)!.ports[b.port - 1]!.mtu);
+  if (q.mtu > portMtu) fail(`${path}.mtu`, `${q.mtu} is above the ports' active MTU ${portMtu}`);
+  return {
+    name, type: q.type, a: a.dev, aPort: a.port, b: b.dev, bPort: b.port, gid_index: q.gid_index, sl: q.sl, traffic_class: q.traffic_class, mtu: q.mtu, timeout: q.timeout,
+    retry_cnt: q.retry_cnt, rnr_retry: q.rnr_retry, min_rnr_timer: q.min_rnr_timer, max_rd_atomic: q.max_rd_atomic,
+    max_dest_rd_atomic: q.max_dest_rd_atomic, psn_a: q.psn_a, psn_b: q.psn_b, max_send_wr: q.max_send_wr, max_recv_wr: q.max_recv_wr,
+    max_inline_data: q.max_inline_data, qkey: q.qkey, cq_depth: q.cq_depth,
+  };
+}
+
+function resolveWrs(wrs: readonly z.output<typeof WrSchema>[], qp: ScenarioQp, path: string): ScenarioWr[] {
+  return wrs.map((w, j): ScenarioWr => {
+    const wp = `${path}[${j}]`;
+    checkOp(qp, w.op, `${wp}.op`);
+    if (w.size === undefined && !isAtomic(w.op)) fail(`${wp}.size`, 'required (bytes)');
+    const size = isAtomic(w.op) ? within(w.size, 8, 8, 8, `${wp}.size`) : w.size!;
+    if (qp.type === 'UD' && size > qp.mtu) fail(`${wp}.size`, `a UD message must fit the MTU (${qp.mtu})`);
+    if (w.inline && (size > qp.max_inline_data || isAtomic(w.op) || w.op === 'read')) fail(`${wp}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
+    return { op: w.op, size, inline: w.inline, signaled: w.signaled };
+  });
+}
+
+function resolveTraffic(t: RawTraffic, path: string, qps: readonly ScenarioQp[]): ScenarioTraffic {
+  const qpName = t.qp ?? (qps.length === 1 ? qps[0]!.name : undefined);
+  if (qpName === undefined) fail(`${path}.qp`, `expected a non-empty string, got nothing (qps: ${qps.map((q) => q.name).join(', ') || 'none'})`);
+  const qp = qps.find((q) => q.name === qpName);
+  if (!qp) fail(`${path}.qp`, `no QP named ${qpName} (qps: ${qps.map((q) => q.name).join(', ') || 'none'})`);
+  const depth = within(t.depth, Math.min(16, qp.max_send_wr), 1, qp.max_send_wr, `${path}.depth`);
+  /** recvDepth: by default enough receives for the WRs that consume one. */
+  const recvDepth = (needsRecv: boolean, why: string) => {
+    const n = within(t.recvDepth, needsRecv ? Math.min(qp.max_recv_wr, Math.max(depth, 16)) : 0, 0, qp.max_recv_wr, `${path}.recvDepth`);
+    if (needsRecv && n === 0) fail(`${path}.recvDepth`, why);
+    return n;
+  };
+  if (t.wrs !== undefined) {
+    for (const k of UNIFORM_KEYS) if (t[k] !== undefined) fail(`${path}.${k}`, 'not with wrs (each entry of wrs has its own op, size, inline and signaled)');
+    const wrs = resolveWrs(t.wrs, qp, `${path}.wrs`);
+    const rd = recvDepth(wrs.some((w) => consumesRecv(w.op)), 'SEND and WRITE with immediate need receives posted at the responder');
+    const size = wrs.reduce((m, w) => Math.max(m, w.size), 0);
+    return { qp: qpName, from: t.from, op: 'mixed', size, count: wrs.length, depth, signalEvery: 1, startNs: t.startNs, recvDepth: rd, recvStartNs: t.recvStartNs, inline: false, expect: t.expect, wrs };
+  }
+  const op = t.op ?? 'write';
+  checkOp(qp, op, `${path}.op`);
+  const size = isAtomic(op) ? within(t.size, 8, 8, 8, `${path}.size`) : (t.size ?? 4096);
+  if (qp.type === 'UD' && size > qp.mtu) fail(`${path}.size`, `a UD message must fit the MTU (${qp.mtu})`);
+  const signalEvery = within(t.signalEvery, 1, 1, depth, `${path}.signalEvery`);
+  const inline = t.inline ?? false;
+  if (inline && (size > qp.max_inline_data || isAtomic(op) || op === 'read')) fail(`${path}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
+  const rd = recvDepth(consumesRecv(op), `${op} needs receives posted at the responder`);
+  return { qp: qpName, from: t.from, op, size, count: t.count ?? 1, depth, signalEvery, startNs: t.startNs, recvDepth: rd, recvStartNs: t.recvStartNs, inline, expect: t.expect, wrs: null };
+}
+
 // ---- the parser ---------------------------------------------------------------
 
 /** Checks a scenario (parsed JSON) and resolves it; `source` names it in messages (the file name). */
 export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
-  const given = obj(raw, source);
-  onlyKeys(given, TOP_KEYS, source);
   // The fabric sections become devices, links, QPs and traffic, checked below like hand-written ones.
-  const fabric = expandFabric(given, source, (m) => {
+  const given = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : null;
+  const fabric = given === null ? null : expandFabric(given, source, (m) => {
     throw new ScenarioError(m);
   });
-  const o: Record<string, unknown> = fabric.topology === null ? given : {
+  const expanded = fabric === null || fabric.topology === null ? raw : {
     ...given,
     devices: fabric.devices,
     links: fabric.links,
-    qps: [...(given.qps === undefined ? [] : list(given.qps, `${source}.qps`)), ...fabric.qps],
-    traffic: [...(given.traffic === undefined ? [] : list(given.traffic, `${source}.traffic`)), ...fabric.traffic],
+    qps: [...(Array.isArray(given!.qps) ? given!.qps : []), ...fabric.qps],
+    traffic: [...(Array.isArray(given!.traffic) ? given!.traffic : []), ...fabric.traffic],
   };
-  const switchPorts = new Map(fabric.switches.map((s) => [s.name, s.ports]));
-  const name = o.name === undefined ? source.replace(/^.*[\\/]/, '').replace(/\.json$/i, '') : str(o.name, `${source}.name`);
-  if (o.description !== undefined) str(o.description, `${source}.description`);
-  let seed: number | string = 0;
-  if (o.seed !== undefined) {
-    if (typeof o.seed === 'string' && o.seed.length > 0) seed = o.seed;
-    else seed = int(o.seed, `${source}.seed`, 0, 0, Number.MAX_SAFE_INTEGER);
-  }
-  const durationNs = duration(o.duration, `${source}.duration`, 1_000_000_000);
-  if (durationNs <= 0) fail(`${source}.duration`, 'must be more than 0');
-  const watchdogNs = o.watchdog === undefined ? null : duration(o.watchdog, `${source}.watchdog`, 0);
-  if (watchdogNs !== null && watchdogNs <= 0) fail(`${source}.watchdog`, 'must be more than 0');
-  const timing = rethrow(() => resolveTimingParams(o.timing === undefined ? {} : obj(o.timing, `${source}.timing`), `${source}.timing`));
-  const sim = rethrow(() => resolveSimRuntimeParams(o.sim === undefined ? {} : obj(o.sim, `${source}.sim`), `${source}.sim`));
+  const r = ScenarioSchema.safeParse(expanded);
+  if (!r.success) throw new ScenarioError(firstIssue(r.error, source));
+  const o = r.data;
+  const switchPorts = new Map((fabric?.switches ?? []).map((sw) => [sw.name, sw.ports]));
+  const name = o.name ?? source.replace(/^.*[\\/]/, '').replace(/\.json$/i, '');
+  const timing = rethrow(() => resolveTimingParams(o.timing, `${source}.timing`));
+  const sim = rethrow(() => resolveSimRuntimeParams(o.sim, `${source}.sim`));
 
-  // Devices: the model configuration's own checker, with our paths.
-  const rawDevices = o.devices === undefined ? DEFAULT_CONFIG.devices.map((d) => ({ name: d.name, ports: d.ports })) : list(o.devices, `${source}.devices`);
-  const model = rethrow(() => parseConfig({ workers: 0, devices: rawDevices, quirks: o.quirks ?? {} }, source));
-  const devices = model.devices;
+  // Devices: the model configuration's own checks, with our paths.
+  const devices = o.devices === undefined ? DEFAULT_CONFIG.devices.map((d) => ({ ...d, caps: {} })) : rethrow(() => resolveDevices(o.devices!, source));
+  const quirks = resolveQuirks(o.quirks);
 
   // Links.
-  const rawLinks = o.links === undefined
-    ? (devices.length === 2 ? [{ a: `${devices[0]!.name}:1`, b: `${devices[1]!.name}:1` }] : [])
-    : list(o.links, `${source}.links`);
+  const rawLinks = o.links ?? (devices.length === 2 ? [{ a: `${devices[0]!.name}:1`, b: `${devices[1]!.name}:1`, queueLimit: SIM_LINK_PARAMS.queueLimit.default as number }] : []);
   if (o.faults !== undefined && rawLinks.length !== 1) fail(`${source}.faults`, `top-level faults apply to the one link; there are ${rawLinks.length}: put them in links[i].faults`);
   const used = new Set<string>();
   const names = new Set<string>();
-  const links = rawLinks.map((l, i): ScenarioLink => {
+  const links = rawLinks.map((l: z.output<typeof LinkSchema>, i): ScenarioLink => {
     const path = `${source}.links[${i}]`;
-    const lo = obj(l, path);
-    onlyKeys(lo, LINK_KEYS, path);
-    const lname = str(lo.name, `${path}.name`, `l${i}`);
+    const lname = l.name ?? `l${i}`;
     if (names.has(lname)) fail(`${path}.name`, `link ${lname} is defined twice`);
     names.add(lname);
     const ends = (['a', 'b'] as const).map((k) => {
-      const e = switchEnd(lo[k], `${path}.${k}`, switchPorts) ?? endpoint(lo[k], `${path}.${k}`, devices);
+      const e = switchEnd(l[k], `${path}.${k}`, switchPorts) ?? endpoint(l[k], `${path}.${k}`, devices);
       const ref = `${e.dev}:${e.port}`;
       if (used.has(ref)) fail(`${path}.${k}`, `port ${ref} already has a link`);
       used.add(ref);
       return ref;
     });
-    const linkRate = lo.linkRate === undefined ? timing.linkRate : rethrow(() => parseRate(lo.linkRate, `${path}.linkRate`));
-    const propagationDelay = duration(lo.propagationDelay, `${path}.propagationDelay`, timing.propagationDelay);
-    const queueLimit = lo.queueLimit === undefined ? 4096 : rethrow(() => SIM_LINK_PARAMS.queueLimit.parse(lo.queueLimit, `${path}.queueLimit`));
-    const mtu = lo.mtu === undefined ? null : int(lo.mtu, `${path}.mtu`, 0, 256, 16384);
-    const rawFaults = lo.faults ?? (i === 0 ? o.faults : undefined) ?? [];
-    const faultPath = lo.faults !== undefined ? `${path}.faults` : `${source}.faults`;
+    const rawFaults = l.faults ?? (i === 0 ? o.faults : undefined) ?? [];
+    const faultPath = l.faults !== undefined ? `${path}.faults` : `${source}.faults`;
     const faults = rethrow(() => resolveFaultRules(rawFaults), faultPath);
-    return { name: lname, a: ends[0]!, b: ends[1]!, linkRate, propagationDelay, queueLimit, mtu, faults };
+    return { name: lname, a: ends[0]!, b: ends[1]!, linkRate: l.linkRate ?? timing.linkRate, propagationDelay: l.propagationDelay ?? timing.propagationDelay, queueLimit: l.queueLimit, mtu: l.mtu ?? null, faults };
   });
 
   // Captures.
   const capture = o.capture === undefined
     ? (links.length > 0 ? [links[0]!.a] : [])
-    : list(o.capture, `${source}.capture`).map((c, i) => {
+    : o.capture.map((c, i) => {
         const e = endpoint(c, `${source}.capture[${i}]`, devices);
         return `${e.dev}:${e.port}`;
       });
 
   // Queue pairs.
   const qpNames = new Set<string>();
-  const qps = (o.qps === undefined ? [] : list(o.qps, `${source}.qps`)).map((q, i): ScenarioQp => {
+  const qps = o.qps.map((q, i): ScenarioQp => {
     const path = `${source}.qps[${i}]`;
-    const qo = obj(q, path);
-    onlyKeys(qo, QP_KEYS, path);
-    const qname = str(qo.name, `${path}.name`, `q${i}`);
-    if (qpNames.has(qname)) fail(`${path}.name`, `QP ${qname} is defined twice`);
-    qpNames.add(qname);
-    const type = str(qo.type, `${path}.type`, 'RC');
-    if (type !== 'RC' && type !== 'UC' && type !== 'UD') fail(`${path}.type`, `expected RC, UC or UD, got ${JSON.stringify(type)}`);
-    const a = endpoint(qo.a ?? devices[0]?.name, `${path}.a`, devices);
-    const b = endpoint(qo.b ?? devices[1]?.name ?? devices[0]?.name, `${path}.b`, devices);
-    const mtu = qo.mtu === undefined ? 1024 : qo.mtu;
-    if (!MTUS.includes(mtu as number)) fail(`${path}.mtu`, `expected 256, 512, 1024, 2048 or 4096, got ${JSON.stringify(mtu)}`);
-    const portMtu = Math.min(devices.find((d) => d.name === a.dev)!.ports[a.port - 1]!.mtu, devices.find((d) => d.name === b.dev)!.ports[b.port - 1]!.mtu);
-    if ((mtu as number) > portMtu) fail(`${path}.mtu`, `${mtu} is above the ports' active MTU ${portMtu}`);
-    const maxSend = int(qo.max_send_wr, `${path}.max_send_wr`, 256, 1, 16384);
-    return {
-      name: qname,
-      type,
-      a: a.dev,
-      aPort: a.port,
-      b: b.dev,
-      bPort: b.port,
-      gid_index: int(qo.gid_index, `${path}.gid_index`, 3, 0, 255),
-      sl: int(qo.sl, `${path}.sl`, 0, 0, 15),
-      traffic_class: int(qo.traffic_class, `${path}.traffic_class`, 0, 0, 255),
-      mtu: mtu as number,
-      timeout: int(qo.timeout, `${path}.timeout`, 14, 0, 31),
-      retry_cnt: int(qo.retry_cnt, `${path}.retry_cnt`, 7, 0, 7),
-      rnr_retry: int(qo.rnr_retry, `${path}.rnr_retry`, 7, 0, 7),
-      min_rnr_timer: int(qo.min_rnr_timer, `${path}.min_rnr_timer`, 12, 0, 31),
-      max_rd_atomic: int(qo.max_rd_atomic, `${path}.max_rd_atomic`, 16, 0, 255),
-      max_dest_rd_atomic: int(qo.max_dest_rd_atomic, `${path}.max_dest_rd_atomic`, 16, 0, 255),
-      psn_a: int(qo.psn_a, `${path}.psn_a`, 0x1000, 0, 0xffffff),
-      psn_b: int(qo.psn_b, `${path}.psn_b`, 0x2000, 0, 0xffffff),
-      max_send_wr: maxSend,
-      max_recv_wr: int(qo.max_recv_wr, `${path}.max_recv_wr`, 256, 1, 16384),
-      max_inline_data: int(qo.max_inline_data, `${path}.max_inline_data`, 64, 0, 1024),
-      qkey: int(qo.qkey, `${path}.qkey`, 0x11111111, 0, 0x7fffffff),
-      cq_depth: int(qo.cq_depth, `${path}.cq_depth`, 1024, 1, 65536),
-    };
+    const qp = resolveQp(q, i, path, devices);
+    if (qpNames.has(qp.name)) fail(`${path}.name`, `QP ${qp.name} is defined twice`);
+    qpNames.add(qp.name);
+    return qp;
   });
 
   // Traffic.
-  const traffic = (o.traffic === undefined ? [] : list(o.traffic, `${source}.traffic`)).map((t, i): ScenarioTraffic => {
-    const path = `${source}.traffic[${i}]`;
-    const to = obj(t, path);
-    onlyKeys(to, TRAFFIC_KEYS, path);
-    const qpName = str(to.qp, `${path}.qp`, qps.length === 1 ? qps[0]!.name : undefined);
-    const qp = qps.find((q) => q.name === qpName);
-    if (!qp) fail(`${path}.qp`, `no QP named ${qpName} (qps: ${qps.map((q) => q.name).join(', ') || 'none'})`);
-    const from = str(to.from, `${path}.from`, 'a');
-    if (from !== 'a' && from !== 'b') fail(`${path}.from`, `expected 'a' or 'b', got ${JSON.stringify(from)}`);
-    if (to.wrs !== undefined) return mixedTraffic(to, qp, qpName, from, path);
-    const op = str(to.op, `${path}.op`, 'write') as TrafficOp;
-    if (!TRAFFIC_OPS.includes(op)) fail(`${path}.op`, `expected one of ${TRAFFIC_OPS.join(', ')}, got ${JSON.stringify(op)}`);
-    const atomic = op === 'fetch_add' || op === 'cmp_swap';
-    checkOp(qp, op, `${path}.op`);
-    const size = atomic ? int(to.size, `${path}.size`, 8, 8, 8) : int(to.size, `${path}.size`, 4096, 0, 1 << 24);
-    if (qp.type === 'UD' && size > qp.mtu) fail(`${path}.size`, `a UD message must fit the MTU (${qp.mtu})`);
-    const depth = int(to.depth, `${path}.depth`, Math.min(16, qp.max_send_wr), 1, qp.max_send_wr);
-    const signalEvery = int(to.signalEvery, `${path}.signalEvery`, 1, 1, depth);
-    const inline = bool(to.inline, `${path}.inline`, false);
-    if (inline && (size > qp.max_inline_data || atomic || op === 'read')) fail(`${path}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
-    const needsRecv = op === 'send' || op === 'send_imm' || op === 'write_imm';
-    const recvDepth = int(to.recvDepth, `${path}.recvDepth`, needsRecv ? Math.min(qp.max_recv_wr, Math.max(depth, 16)) : 0, 0, qp.max_recv_wr);
-    if (needsRecv && recvDepth === 0) fail(`${path}.recvDepth`, `${op} needs receives posted at the responder`);
-    const expect = str(to.expect, `${path}.expect`, 'success');
-    if (expect !== 'success' && expect !== 'error' && expect !== 'any') fail(`${path}.expect`, `expected 'success', 'error' or 'any', got ${JSON.stringify(expect)}`);
-    return {
-      qp: qpName,
-      from,
-      op,
-      size,
-      count: int(to.count, `${path}.count`, 1, 1, 100_000_000),
-      depth,
-      signalEvery,
-      startNs: duration(to.startNs, `${path}.startNs`, 0),
-      recvDepth,
-      recvStartNs: duration(to.recvStartNs, `${path}.recvStartNs`, 0),
-      inline,
-      expect,
-      wrs: null,
-    };
-  });
+  const traffic = o.traffic.map((t, i) => resolveTraffic(t, `${source}.traffic[${i}]`, qps));
   for (const [i, q] of qps.entries()) {
     const users = traffic.filter((t) => t.qp === q.name);
     if (users.length > 1 && q.type !== 'UD') {
@@ -445,34 +475,9 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
       if (dirs.size !== users.length) fail(`${source}.qps[${i}]`, `more than one traffic item sends from the same end of ${q.name}: give each its own QP`);
     }
   }
-  return deepFreeze({ name, source, seed, durationNs, watchdogNs, timing, sim, devices, quirks: model.quirks, links, capture, qps, traffic, switches: fabric.switches, output: fabric.output });
-}
-
-/** A traffic item that lists its work requests (`wrs`). */
-function mixedTraffic(to: Record<string, unknown>, qp: ScenarioQp, qpName: string, from: 'a' | 'b', path: string): ScenarioTraffic {
-  for (const k of UNIFORM_KEYS) if (to[k] !== undefined) fail(`${path}.${k}`, 'not with wrs (each entry of wrs has its own op, size, inline and signaled)');
-  const wrs = parseWrs(to.wrs, qp, `${path}.wrs`);
-  const depth = int(to.depth, `${path}.depth`, Math.min(16, qp.max_send_wr), 1, qp.max_send_wr);
-  const needsRecv = wrs.some((w) => consumesRecv(w.op));
-  const recvDepth = int(to.recvDepth, `${path}.recvDepth`, needsRecv ? Math.min(qp.max_recv_wr, Math.max(depth, 16)) : 0, 0, qp.max_recv_wr);
-  if (needsRecv && recvDepth === 0) fail(`${path}.recvDepth`, 'SEND and WRITE with immediate need receives posted at the responder');
-  const expect = str(to.expect, `${path}.expect`, 'success');
-  if (expect !== 'success' && expect !== 'error' && expect !== 'any') fail(`${path}.expect`, `expected 'success', 'error' or 'any', got ${JSON.stringify(expect)}`);
-  return {
-    qp: qpName,
-    from,
-    op: 'mixed',
-    size: wrs.reduce((m, w) => Math.max(m, w.size), 0),
-    count: wrs.length,
-    depth,
-    signalEvery: 1,
-    startNs: duration(to.startNs, `${path}.startNs`, 0),
-    recvDepth,
-    recvStartNs: duration(to.recvStartNs, `${path}.recvStartNs`, 0),
-    inline: false,
-    expect,
-    wrs,
-  };
+  const switches = fabric?.switches ?? [];
+  const output = fabric?.output ?? { sampleIntervalNs: 10_000, plots: true };
+  return deepFreeze({ name, source, seed: o.seed, durationNs: o.duration, watchdogNs: o.watchdog ?? null, timing, sim, devices, quirks, links, capture, qps, traffic, switches, output });
 }
 
 function deepFreeze<T>(v: T): T {

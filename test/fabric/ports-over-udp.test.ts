@@ -28,7 +28,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+async function until(cond: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);

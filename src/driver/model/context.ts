@@ -30,8 +30,13 @@ import type { ModelAh, ModelCompChannel, ModelCq, ModelMr, ModelPd, ModelQp, Mod
 
 /** log2 entries of a context's EQ: 4096 events of 32 bytes (128 KiB). */
 export const MODEL_EQ_LOG_SIZE = 12;
-/** How long open waits for DEVICE_STATUS.READY when the device runs on another thread. */
-const READY_TIMEOUT_MS = 5000;
+/**
+ * How long open waits for DEVICE_STATUS.READY when the device runs on another
+ * thread. A device worker that is still loading its code on a loaded machine
+ * is slow, not broken: wait as a driver waits for firmware to come up (mlx5
+ * allows two minutes), sleeping on the status word meanwhile.
+ */
+const READY_TIMEOUT_MS = 120_000;
 
 /** The device attributes the driver checks against (from QUERY_DEVICE at open). */
 export interface DeviceLimits {
