@@ -32,7 +32,7 @@ import { FaultInjector, type FaultRule, type FaultStats, PASS, type ResolvedFaul
 import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats } from '../../fabric/link.js';
 import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
 import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, PcapWriter } from '../../wire/index.js';
+import { LINKTYPE_ETHERNET, type PcapWriter } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
 import type { ModelConfig } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
@@ -290,7 +290,7 @@ export class SimModel implements RunningModel {
         else await turn();
       }
     } finally {
-      if (wake !== null && wake.scheduled) this.scheduler.deschedule(wake);
+      if (wake?.scheduled) this.scheduler.deschedule(wake);
     }
   }
 
@@ -312,7 +312,7 @@ export class SimModel implements RunningModel {
       while (n < CHUNK_EVENTS && sched.nextTime() <= limit) {
         sched.step();
         n++;
-        if (this.#changes !== seen || (cond !== null && cond())) break;
+        if (this.#changes !== seen || (cond?.())) break;
       }
     } finally {
       this.#driving = false;
