@@ -116,7 +116,7 @@ import type {
 import { GetoptError, getopt_long, intArg, type OptionSpec } from './common/getopt.js';
 import { errText, idle, processIo, type Io } from './common/io.js';
 import { sprintf } from './common/printf.js';
-import { MsgSocket, tcpAcceptOne, tcpConnect } from './common/sock.js';
+import { type MsgSocket, tcpAcceptOne, tcpConnect } from './common/sock.js';
 import { RnicError } from '../src/wire/errors.js';
 import { pp_mtu_to_enum } from './pingpong.js';
 

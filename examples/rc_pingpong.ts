@@ -116,7 +116,7 @@ import { GetoptError, getopt_long, intArg, type OptionSpec } from './common/geto
 import { inet_ntop6 } from './common/inet.js';
 import { errText, idle, processIo, type Io } from './common/io.js';
 import { sprintf } from './common/printf.js';
-import { MsgSocket, tcpAcceptOne, tcpConnect } from './common/sock.js';
+import { type MsgSocket, tcpAcceptOne, tcpConnect } from './common/sock.js';
 import { gid_to_wire_gid, pp_get_port_info, pp_mtu_to_enum, wire_gid_to_gid } from './pingpong.js';
 
 /** The GID a RoCE port uses without -g: index 3, RoCE v2 over its first IPv4 address. */

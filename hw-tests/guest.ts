@@ -43,6 +43,7 @@ function sh(cmd: string, args: string[], opts: { cwd?: string } = {}): string {
 }
 
 function dpkgInstalled(pkg: string): boolean {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax, not a template
   return spawnSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8' }).stdout.includes('install ok installed');
 }
 

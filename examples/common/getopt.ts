@@ -56,7 +56,7 @@ export function getopt_long(argv: readonly string[], specs: readonly OptionSpec[
       const eq = a.indexOf('=');
       const key = eq >= 0 ? a.slice(2, eq) : a.slice(2);
       const exact = specs.find((s) => s.long === key);
-      const candidates = exact ? [exact] : specs.filter((s) => s.long !== undefined && s.long.startsWith(key));
+      const candidates = exact ? [exact] : specs.filter((s) => s.long?.startsWith(key));
       if (candidates.length === 0) throw new GetoptError(`unrecognized option '--${key}'`);
       if (candidates.length > 1) {
         const names = candidates.map((s) => `'--${s.long}'`).join(' ');

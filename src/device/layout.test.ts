@@ -11,7 +11,6 @@ import {
   registeredLayouts,
   reserved,
   u,
-  u64,
   type BytesAccessor,
   type Layout,
   type U64Accessor,

@@ -18,7 +18,7 @@ import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
 import { IBTA_QUIRKS, type NicClock, type Quirks } from '../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, PcapWriter } from '../wire/index.js';
+import { LINKTYPE_ETHERNET, type PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
 import type { DeviceResources } from './device-resources.js';
 import { RingEnd } from './ring-end.js';

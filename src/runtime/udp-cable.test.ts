@@ -138,7 +138,7 @@ describe('UdpCable pair on 127.0.0.1', () => {
     const n = 400;
     const lens = sizes(n);
     const ab = lens.map((len, i) => frame(i, len));
-    const ba = lens.map((len, i) => frame(1000 + i, lens[n - 1 - i]!));
+    const ba = lens.map((_len, i) => frame(1000 + i, lens[n - 1 - i]!));
     const [gotB, gotA] = await Promise.all([transfer(a, b, ab), transfer(b, a, ba)]);
     // Loopback keeps order; compare by index so a reorder would show clearly.
     expect(mismatches(gotB, (i) => frame(i, lens[i]!))).toEqual([]);

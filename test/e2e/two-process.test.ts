@@ -37,7 +37,7 @@ class Mailbox {
   private readonly queue: Msg[] = [];
   private waiter: (() => void) | null = null;
   private exited: string | null = null;
-  constructor(private readonly child: ChildProcess, private readonly stderr: () => string) {
+  constructor(readonly child: ChildProcess, private readonly stderr: () => string) {
     child.on('message', (m: Msg) => {
       this.queue.push(m);
       this.waiter?.();

@@ -23,7 +23,7 @@ import {
   IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SEND, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, ibv_destroy_qp, type ibv_wc,
 } from '../../src/driver/verbs/index.js';
 import {
-  closeDev, counters, expectBytes, expectWc, makePair, openDev, pattern, poll1, pollN, postRecv, postSend, recvWr, region,
+  closeDev, counters, expectBytes, expectWc, makePair, openDev, poll1, pollN, postRecv, postSend, recvWr, region,
   wrCas, wrFaa, wrRead, wrSend, wrWrite, type Dev, type Fabric, type Region,
 } from '../e2e/harness.js';
 

@@ -534,7 +534,7 @@ describe(`decodePacket fuzzing (seed 0x${BASE_SEED.toString(16)}, FUZZ_ITERATION
       const { packet, frame, linktype } = built;
       // The valid frame itself.
       const [r] = fz.check(seed, frame, linktype);
-      if (!r || !r.ok) {
+      if (!r?.ok) {
         roundTrip.push(`seed ${seed}: a freshly encoded ${packet.framing} ${OPCODES[packet.bth.opcode]!.name} frame does not decode: ${r && !r.ok ? `${r.error.code} ${r.error.message}` : 'threw'}`);
       } else {
         if (builtFields(r.packet) !== builtFields(packet)) roundTrip.push(`seed ${seed}: decode(encode(p)) differs from p:\n    ${builtFields(r.packet).slice(0, 400)}\n    ${builtFields(packet).slice(0, 400)}`);

@@ -135,7 +135,7 @@ describe.skipIf(!TSHARK)('sample capture judged by tshark', () => {
   const ib = all.filter((f) => f.framing === 'ib');
 
   it('covers every RC, UC and UD opcode in every framing, plus CNP, PFC and PAUSE', () => {
-    const model = OPCODES.filter((i) => i && i.modelSupported && i.kind !== 'cnp').length;
+    const model = OPCODES.filter((i) => i?.modelSupported && i.kind !== 'cnp').length;
     expect(all.filter((f) => f.packet).length).toBe(model * 4 + 2);
     expect(all.filter((f) => f.pfc).length).toBeGreaterThan(0);
     expect(all.filter((f) => f.pauseTime !== null).length).toBe(1);

@@ -45,7 +45,7 @@ import { decodeStruct } from '../../device/layout.js';
 import { SMALL_DEVICE } from '../../device/testbed.js';
 import { recvWqeStride, sendWqeStride } from '../../device/wqe.js';
 import { newAhAttr, newDeviceAttr, newGid, newPortAttr, newQpAttr, newQpCap, newSendWr, newSrqAttr } from '../verbs/structs.js';
-import type { ibv_context, ibv_cq, ibv_pd, ibv_qp, ibv_qp_init_attr, ibv_srq } from '../verbs/types.js';
+import type { ibv_context, ibv_cq, ibv_pd, ibv_qp_init_attr, ibv_srq } from '../verbs/types.js';
 import {
   ibv_alloc_pd,
   ibv_close_device,
@@ -101,7 +101,7 @@ function errnoOf(f: () => unknown): number {
   return 0;
 }
 
-function qpInit(pd: ibv_pd, cq: ibv_cq, type: number, over: Partial<ibv_qp_init_attr> = {}): ibv_qp_init_attr {
+function qpInit(_pd: ibv_pd, cq: ibv_cq, type: number, over: Partial<ibv_qp_init_attr> = {}): ibv_qp_init_attr {
   return {
     send_cq: cq,
     recv_cq: cq,
@@ -542,7 +542,10 @@ describe('QPs: modify and query', () => {
     const g = createFakeDevice({ config: SMALL_DEVICE });
     const mac = Uint8Array.of(0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee);
     const seen: number[][] = [];
-    const handle = { ...g.handle, resolveMac: (port: number, dgid: Uint8Array) => (seen.push([port, dgid[15]!]), dgid[15] === 9 ? mac : null) };
+    const handle = { ...g.handle, resolveMac: (port: number, dgid: Uint8Array) => {
+      seen.push([port, dgid[15]!]);
+      return dgid[15] === 9 ? mac : null;
+    } };
     const dev = addModelDevice(handle);
     const c = ibv_open_device(dev);
     const pd2 = ibv_alloc_pd(c);

@@ -39,7 +39,7 @@ import {
   ibv_poll_cq,
   ibv_req_notify_cq,
 } from '../verbs/verbs.js';
-import { VerbsError } from '../verbs/errno-error.js';
+import type { VerbsError } from '../verbs/errno-error.js';
 import type { ModelContext } from './context.js';
 import { flush, openHarness, type Harness } from './harness.js';
 

@@ -77,7 +77,12 @@ describe.skipIf(!addon)('rdma-core addon without a device', () => {
     try {
       let fired = -1;
       const done = new Promise<void>((r) => {
-        expect(addon!.watchFd(fd, (s) => ((fired = s), r()))).toBeGreaterThan(0);
+        expect(
+          addon!.watchFd(fd, (s) => {
+            fired = s;
+            r();
+          }),
+        ).toBeGreaterThan(0);
       });
       await new Promise((r) => setTimeout(r, 30));
       expect(fired).toBe(-1);

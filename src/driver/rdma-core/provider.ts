@@ -855,7 +855,7 @@ function rc_ack_async_event(ev: ibv_async_event): void {
   if (!n) fail(errno.EINVAL, 'ibv_ack_async_event', 'not an event from ibv_get_async_event of the rdma-core provider');
   if (n.acked) fail(errno.EINVAL, 'ibv_ack_async_event', 'the event is already acknowledged');
   const owner = (ev.element.qp ?? ev.element.cq ?? ev.element.srq) as RcQp | RcCq | RcSrq | undefined;
-  if (owner && owner.ptr) {
+  if (owner?.ptr) {
     A().ackAsyncEvent(ev.event_type, n.kind, n.ptr);
     owner.asyncAcked++;
     const i = owner.pendingAsync.findIndex((p) => p.type === ev.event_type && p.ptr === n.ptr);

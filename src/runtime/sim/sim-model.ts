@@ -36,7 +36,7 @@ import { Switch } from '../../fabric/switch/switch.js';
 import { shortestPathPorts } from '../../fabric/topology.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
 import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, parseIpv4, parseIpv6, parseMac, PcapWriter } from '../../wire/index.js';
+import { LINKTYPE_ETHERNET, parseIpv4, parseIpv6, parseMac, type PcapWriter } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
 import type { ModelConfig } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
@@ -423,7 +423,7 @@ export class SimModel implements RunningModel {
         else await turn();
       }
     } finally {
-      if (wake !== null && wake.scheduled) this.scheduler.deschedule(wake);
+      if (wake?.scheduled) this.scheduler.deschedule(wake);
     }
   }
 
@@ -445,7 +445,7 @@ export class SimModel implements RunningModel {
       while (n < CHUNK_EVENTS && sched.nextTime() <= limit) {
         sched.step();
         n++;
-        if (this.#changes !== seen || (cond !== null && cond())) break;
+        if (this.#changes !== seen || (cond?.())) break;
       }
     } finally {
       this.#driving = false;
