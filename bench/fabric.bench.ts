@@ -75,12 +75,16 @@ export function printFabric(results: readonly FabricBenchResult[]): void {
   console.log('\n## sim fabric: incast through a switch (min / median / max over rounds; goal ≥ 1.3 M packet-hops/s)');
   for (const r of results) {
     console.log(r.name);
-    console.log(`  packet-hops/s       ${fmtSpread(r.hopsPerSec, fmtK)}   (traffic only; ${r.hops} hops, ${(r.simulatedNs / 1000).toFixed(0)} µs simulated, ${r.drops} dropped)`);
+    console.log(
+      `  packet-hops/s       ${fmtSpread(r.hopsPerSec, fmtK)}   (traffic only; ${r.hops} hops, ${(r.simulatedNs / 1000).toFixed(0)} µs simulated, ${r.drops} dropped)`,
+    );
     console.log(`  per CPU second      ${fmtSpread(r.hopsPerCpuSec, fmtK)}   (traffic only, CPU time of the process)`);
     console.log(`  wall ms per sim ms  ${fmtSpread(r.wallMsPerSimMs, (x) => x.toFixed(1))}`);
     console.log(`  whole run, wall ms  ${fmtSpread(r.runWallMs, (x) => x.toFixed(0))}`);
-    console.log(`  same run: scheduler no-queue loop ${(r.noQueuePerSec / 1e6).toFixed(0)} M callbacks/s; ` +
-      `packet-hops at ${((r.hopsPerSec.median / r.noQueuePerSec) * 1e6).toFixed(1)} per M no-queue callbacks`);
+    console.log(
+      `  same run: scheduler no-queue loop ${(r.noQueuePerSec / 1e6).toFixed(0)} M callbacks/s; ` +
+        `packet-hops at ${((r.hopsPerSec.median / r.noQueuePerSec) * 1e6).toFixed(1)} per M no-queue callbacks`,
+    );
   }
 }
 

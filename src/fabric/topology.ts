@@ -59,7 +59,11 @@ export function buildTopology(t: TopologySpec): Topology {
       break;
     }
     case 'leaf-spine': {
-      for (const [k, v] of [['leaves', t.leaves], ['spines', t.spines], ['hostsPerLeaf', t.hostsPerLeaf]] as const) {
+      for (const [k, v] of [
+        ['leaves', t.leaves],
+        ['spines', t.spines],
+        ['hostsPerLeaf', t.hostsPerLeaf],
+      ] as const) {
         if (!Number.isSafeInteger(v) || v < 1) throw new FabricError('FABRIC_BAD_CONFIG', `a leaf-spine needs ${k} >= 1, got ${v}`);
       }
       for (let l = 0; l < t.leaves; l++) for (let i = 0; i < t.hostsPerLeaf; i++) link(host(), `leaf${l}`);
@@ -125,7 +129,11 @@ export function shortestPathPorts(links: readonly TopoLink[], switches: Readonly
       const d = dist.get(s);
       if (d === undefined) continue;
       const ports = (adj.get(s) ?? []).filter(({ peer }) => dist.get(peer) === d - 1 && (peer === h || switches.has(peer))).map((x) => x.port);
-      if (ports.length > 0) out.get(s)!.set(h, ports.sort((x, y) => x - y));
+      if (ports.length > 0)
+        out.get(s)!.set(
+          h,
+          ports.sort((x, y) => x - y),
+        );
     }
   }
   return out;

@@ -36,14 +36,23 @@ function unit(parse: (raw: unknown, path: string) => number, what: string) {
 const rate = unit(parseRate, 'a rate');
 const duration = unit(parseDurationNs, 'a duration');
 const bytes = unit(parseBytes, 'a size');
-const prio = z.number().int().min(0).max(PRIORITIES - 1);
+const prio = z
+  .number()
+  .int()
+  .min(0)
+  .max(PRIORITIES - 1);
 const prioList = z.array(prio).max(PRIORITIES);
 
 const linkOverride = z.strictObject({
   linkRate: rate.optional(),
   delay: duration.optional(),
   mtu: z.number().int().min(256).max(16384).optional(),
-  queueLimit: z.number().int().min(1).max(1 << 24).optional(),
+  queueLimit: z
+    .number()
+    .int()
+    .min(1)
+    .max(1 << 24)
+    .optional(),
   faults: z.array(z.unknown()).optional(),
 });
 
@@ -52,7 +61,12 @@ const topoCommon = {
   delay: duration.default(1000),
   /** Largest frame (bytes, no FCS) a switch forwards; sizes PFC headroom. */
   mtu: z.number().int().min(256).max(16384).default(9018),
-  queueLimit: z.number().int().min(1).max(1 << 24).optional(),
+  queueLimit: z
+    .number()
+    .int()
+    .min(1)
+    .max(1 << 24)
+    .optional(),
   /** Active MTU of every host port (the RoCE path MTU ceiling). */
   hostMtu: z.union([z.literal(256), z.literal(512), z.literal(1024), z.literal(2048), z.literal(4096)]).default(4096),
   /** Per link (by generated name, 'h0-sw0'): rate, delay, MTU, queue limit and fault rules. */
@@ -72,7 +86,12 @@ export const TopologySchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({
     kind: z.literal('fat-tree'),
-    k: z.number().int().min(2).max(16).refine((k) => k % 2 === 0, 'k must be even'),
+    k: z
+      .number()
+      .int()
+      .min(2)
+      .max(16)
+      .refine((k) => k % 2 === 0, 'k must be even'),
     ...topoCommon,
   }),
 ]);
@@ -106,16 +125,25 @@ export const SwitchSchema = z
     ecn: z
       .strictObject({
         enabled: z.boolean().default(true),
-        thresholds: z.array(ecnAtRate).min(1).default([{ linkRate: 100e9, kmin: 400_000, kmax: 1_600_000, pmax: 0.2 }]),
+        thresholds: z
+          .array(ecnAtRate)
+          .min(1)
+          .default([{ linkRate: 100e9, kmin: 400_000, kmax: 1_600_000, pmax: 0.2 }]),
         priorities: prioList.default([1, 2, 3, 4, 5, 6, 7]),
       })
       .prefault({}),
     scheduler: z.enum(['strict', 'dwrr']).default('strict'),
-    dwrrWeights: z.array(z.number().int().min(1).max(1000)).length(PRIORITIES).default([...D.dwrrWeights]),
+    dwrrWeights: z
+      .array(z.number().int().min(1).max(1000))
+      .length(PRIORITIES)
+      .default([...D.dwrrWeights]),
     dwrrQuantum: bytes.default(D.dwrrQuantumBytes),
     trust: z.enum(['dscp', 'pcp']).default('dscp'),
     /** 64 priorities, one per DSCP. */
-    dscpToPriority: z.array(prio).length(64).default([...D.dscpToPriority]),
+    dscpToPriority: z
+      .array(prio)
+      .length(64)
+      .default([...D.dscpToPriority]),
     ecmpSeed: z.number().int().min(0).max(0xffffffff).default(0),
   })
   .refine((s) => s.buffer > 0, { message: 'must be more than 0', path: ['buffer'] })
@@ -126,7 +154,12 @@ export const IncastSchema = z.strictObject({
   /** How many senders (the hosts after the receiver, in order), or their names. */
   senders: z.union([z.number().int().min(1).max(1023), z.array(z.string().min(1)).min(1)]),
   op: z.enum(['write', 'send']).default('write'),
-  size: z.number().int().min(1).max(1 << 26).default(1_000_000),
+  size: z
+    .number()
+    .int()
+    .min(1)
+    .max(1 << 26)
+    .default(1_000_000),
   count: z.number().int().min(1).max(1_000_000).default(1),
   priority: prio.default(3),
   mtu: z.union([z.literal(256), z.literal(512), z.literal(1024), z.literal(2048), z.literal(4096)]).default(1024),
@@ -209,7 +242,15 @@ const hex2 = (n: number): string => n.toString(16).padStart(2, '0');
  */
 export function expandFabric(o: Record<string, unknown>, source: string, fail: (msg: string) => never): FabricExpansion {
   const output = check(OutputSchema, o.output ?? {}, `${source}.output`, fail);
-  const out: FabricExpansion = { topology: null, devices: null, links: null, qps: [], traffic: [], switches: [], output: { sampleIntervalNs: output.sampleInterval, plots: output.plots } };
+  const out: FabricExpansion = {
+    topology: null,
+    devices: null,
+    links: null,
+    qps: [],
+    traffic: [],
+    switches: [],
+    output: { sampleIntervalNs: output.sampleInterval, plots: output.plots },
+  };
   if (o.topology === undefined) {
     if (o.switch !== undefined) fail(`${source}.switch: needs a topology (there is no switch without one)`);
     if (o.incast !== undefined) fail(`${source}.incast: needs a topology (its hosts come from it)`);
@@ -236,7 +277,8 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
     if (!topo.hosts.includes(incast.receiver)) fail(`${source}.incast.receiver: no host ${incast.receiver} (hosts h0..h${topo.hosts.length - 1})`);
     const others = topo.hosts.filter((h) => h !== incast.receiver);
     if (typeof incast.senders === 'number') {
-      if (incast.senders > others.length) fail(`${source}.incast.senders: ${incast.senders} senders, but the topology has ${others.length} hosts besides the receiver`);
+      if (incast.senders > others.length)
+        fail(`${source}.incast.senders: ${incast.senders} senders, but the topology has ${others.length} hosts besides the receiver`);
       senders = others.slice(0, incast.senders);
     } else {
       for (const [i, s] of incast.senders.entries()) {
@@ -258,7 +300,14 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
     // Queues and CQs take little; the registered buffers (and their guards) the rest.
     memory: `${Math.ceil((4 * mib + 1.25 * (need.get(h) ?? 0)) / mib)}MiB`,
     ...(t.hostCongestion !== undefined ? { congestion: { ...t.hostCongestion } } : {}),
-    ports: [{ mac: `02:00:00:00:${hex2(i >> 8)}:${hex2(i & 0xff)}`, ipv4: [`10.${(i >> 16) & 0xff}.${(i >> 8) & 0xff}.${(i & 0xff) + 1}`], ipv6: [`fd00::${(i + 1).toString(16)}`], mtu: t.hostMtu }],
+    ports: [
+      {
+        mac: `02:00:00:00:${hex2(i >> 8)}:${hex2(i & 0xff)}`,
+        ipv4: [`10.${(i >> 16) & 0xff}.${(i >> 8) & 0xff}.${(i & 0xff) + 1}`],
+        ipv6: [`fd00::${(i + 1).toString(16)}`],
+        mtu: t.hostMtu,
+      },
+    ],
   }));
   const names = new Set<string>();
   const links = topo.links.map((l) => {
@@ -283,8 +332,27 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
     for (const s of senders) {
       const qp = `${s}-${incast.receiver}`;
       // DSCP = priority × 8 (the default DSCP → priority map is dscp >> 3); the NIC adds ECT.
-      qps.push({ name: qp, type: 'RC', a: s, b: incast.receiver, mtu: incast.mtu, sl: incast.priority, traffic_class: (incast.priority << 3) << 2, max_send_wr: Math.max(16, incast.count), cq_depth: Math.max(64, 2 * incast.count) });
-      traffic.push({ qp, from: 'a', op: incast.op, size: incast.size, count: incast.count, depth: Math.min(16, incast.count), startNs: incast.start, ...(incast.op === 'send' ? { recvDepth: Math.min(16, incast.count) } : {}) });
+      qps.push({
+        name: qp,
+        type: 'RC',
+        a: s,
+        b: incast.receiver,
+        mtu: incast.mtu,
+        sl: incast.priority,
+        traffic_class: (incast.priority << 3) << 2,
+        max_send_wr: Math.max(16, incast.count),
+        cq_depth: Math.max(64, 2 * incast.count),
+      });
+      traffic.push({
+        qp,
+        from: 'a',
+        op: incast.op,
+        size: incast.size,
+        count: incast.count,
+        depth: Math.min(16, incast.count),
+        startNs: incast.start,
+        ...(incast.op === 'send' ? { recvDepth: Math.min(16, incast.count) } : {}),
+      });
     }
   }
   const switches = topo.switches.map((s) => ({ name: s.name, ports: s.ports, config: sw }));

@@ -248,7 +248,7 @@ describe('captures and reproducibility', () => {
     expect(one.r.fabric!.pfc.length).toBeGreaterThan(0);
   }, 120_000);
 
-  it('the PFC frames a switch sent are in the sender port\'s capture, as the PFC log says, and tshark decodes them', async () => {
+  it("the PFC frames a switch sent are in the sender port's capture, as the PFC log says, and tshark decodes them", async () => {
     const { r } = await run('tshark');
     const pcap = readPcap(r.captures['h1:1']!);
     const pfcFrames = pcap.records.map((rec) => ({ ns: rec.timestampNs, m: decodeMacControl(rec.data) })).filter((x) => typeof x.m !== 'string');
@@ -284,8 +284,16 @@ describe('scenario fabric sections', () => {
     ['odd fat tree', { topology: { kind: 'fat-tree', k: 3 } }, /^s\.topology\.k: k must be even/],
     ['bad kind', { topology: { kind: 'ring', hosts: 3 } }, /^s\.topology\.kind: /],
     ['bad rate', { topology: { kind: 'star', hosts: 3, linkRate: 'fast' } }, /^s\.topology\.linkRate: a rate: /],
-    ['kmax below kmin', { ...base, switch: { ecn: { thresholds: [{ linkRate: '100Gbps', kmin: '400KB', kmax: '100KB', pmax: 0.2 }] } } }, /^s\.switch\.ecn\.thresholds\[0\]\.kmax: must be above kmin/],
-    ['pmax above 1', { ...base, switch: { ecn: { thresholds: [{ linkRate: '100Gbps', kmin: 1, kmax: 2, pmax: 1.5 }] } } }, /^s\.switch\.ecn\.thresholds\[0\]\.pmax: /],
+    [
+      'kmax below kmin',
+      { ...base, switch: { ecn: { thresholds: [{ linkRate: '100Gbps', kmin: '400KB', kmax: '100KB', pmax: 0.2 }] } } },
+      /^s\.switch\.ecn\.thresholds\[0\]\.kmax: must be above kmin/,
+    ],
+    [
+      'pmax above 1',
+      { ...base, switch: { ecn: { thresholds: [{ linkRate: '100Gbps', kmin: 1, kmax: 2, pmax: 1.5 }] } } },
+      /^s\.switch\.ecn\.thresholds\[0\]\.pmax: /,
+    ],
     ['xon above xoff', { ...base, switch: { pfc: { mode: 'static', xoff: '10KB', xon: '20KB' } } }, /^s\.switch\.pfc\.xon: must be at most xoff/],
     ['priority 8', { ...base, switch: { pfc: { priorities: [8] } } }, /^s\.switch\.pfc\.priorities\[0\]: /],
     ['bad buffer', { ...base, switch: { buffer: 'lots' } }, /^s\.switch\.buffer: a size: /],
@@ -303,7 +311,10 @@ describe('scenario fabric sections', () => {
   }
 
   it('expands a star into hosts, a switch, links and one QP per sender on the incast priority', () => {
-    const s = parseScenario({ topology: { kind: 'star', hosts: 4, delay: '2us', links: { 'h2-sw0': { linkRate: '25Gbps' } } }, incast: { senders: 2, priority: 5 } }, 's');
+    const s = parseScenario(
+      { topology: { kind: 'star', hosts: 4, delay: '2us', links: { 'h2-sw0': { linkRate: '25Gbps' } } }, incast: { senders: 2, priority: 5 } },
+      's',
+    );
     expect(s.devices.map((d) => d.name)).toEqual(['h0', 'h1', 'h2', 'h3']);
     expect(s.switches).toEqual([expect.objectContaining({ name: 'sw0', ports: 4 })]);
     expect(s.links.map((l) => [l.name, l.a, l.b, l.linkRate, l.propagationDelay])).toEqual([

@@ -85,9 +85,10 @@ export function flowRateSpec(f: FabricResult): Spec {
 export function ccRateSpec(f: FabricResult): Spec {
   const pts: Point[] = [];
   const names = Object.keys(f.series.ccRateGbps);
-  for (const k of names) f.series.ccRateGbps[k]!.forEach((y, i) => {
-    if (!Number.isNaN(y)) pts.push({ x: f.series.t[i]! / 1000, y, s: k });
-  });
+  for (const k of names)
+    f.series.ccRateGbps[k]!.forEach((y, i) => {
+      if (!Number.isNaN(y)) pts.push({ x: f.series.t[i]! / 1000, y, s: k });
+    });
   return lineChart('Congestion-control rate per QP (DCQCN at the sender)', 'time (µs)', 'rate (Gb/s)', pts, { series: names.length });
 }
 
@@ -153,7 +154,10 @@ export function pauseSpec(f: FabricResult, endNs: number): Spec {
 
 /** The empirical CDF of flow completion times (µs). */
 export function fctSpec(flows: readonly FlowRecord[]): Spec {
-  const fct = flows.map((f) => f.fctNs).filter((x): x is number => x !== null).sort((a, b) => a - b);
+  const fct = flows
+    .map((f) => f.fctNs)
+    .filter((x): x is number => x !== null)
+    .sort((a, b) => a - b);
   const pts: Point[] = fct.map((v, i) => ({ x: v / 1000, y: (i + 1) / fct.length, s: 'FCT' }));
   const spec = lineChart(`Flow completion time, CDF of ${fct.length} flows`, 'FCT (µs)', 'fraction of flows', pts, { step: true, series: 0 });
   return spec;

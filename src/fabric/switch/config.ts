@@ -81,7 +81,10 @@ export const DEFAULT_SWITCH_CONFIG: SwitchConfig = Object.freeze({
     pauseQuanta: 0xffff,
     priorities: 1 << 3,
   }),
-  ecn: Object.freeze({ thresholds: Object.freeze([Object.freeze({ linkRate: 100e9, kminBytes: 400_000, kmaxBytes: 1_600_000, pmax: 0.2 })]), priorities: 0xfe }),
+  ecn: Object.freeze({
+    thresholds: Object.freeze([Object.freeze({ linkRate: 100e9, kminBytes: 400_000, kmaxBytes: 1_600_000, pmax: 0.2 })]),
+    priorities: 0xfe,
+  }),
   scheduler: 'strict' as const,
   dwrrWeights: Object.freeze([1, 1, 1, 1, 1, 1, 1, 1]),
   dwrrQuantumBytes: 1500,

@@ -129,7 +129,10 @@ export function addrKey(a: Uint8Array, off: number, len: 4 | 16): number | strin
     for (let i = 0; i < 10 && mapped; i++) if (a[off + i] !== 0) mapped = false;
     if (!mapped) {
       let s = '';
-      for (let i = 0; i < 16; i += 4) s += word(a, off + i).toString(16).padStart(8, '0');
+      for (let i = 0; i < 16; i += 4)
+        s += word(a, off + i)
+          .toString(16)
+          .padStart(8, '0');
       return s;
     }
     off += 12;

@@ -40,7 +40,8 @@ function run(seed: number, cfg: SwitchConfig): void {
         // Refused: the buffer is full, or the shared bytes would cross the threshold (and, lossless, the headroom too).
         const full = before + size > cfg.bufferBytes;
         const hdrmFull = mmu.headroomUsed(inPort, prio) + size > headroom[inPort]!;
-        if (!(full || (overThreshold && (!lossless || hdrmFull)))) expect.fail(`seed ${seed} step ${step}: refused ${size} B from port ${inPort} prio ${prio} with room`);
+        if (!(full || (overThreshold && (!lossless || hdrmFull))))
+          expect.fail(`seed ${seed} step ${step}: refused ${size} B from port ${inPort} prio ${prio} with room`);
       }
       if (mmu.shouldPause(inPort, prio)) mmu.setPaused(inPort, prio, true);
     } else if (queued.length > 0) {
@@ -56,14 +57,21 @@ function run(seed: number, cfg: SwitchConfig): void {
     // Plain comparisons (expect is slow at this count); a mismatch fails with the seed and step.
     for (let p = 0; p < PORTS; p++) {
       for (const prio of [0, 3, 5]) {
-        const bad = mmu.ingressBytes(p, prio) !== (ingress.get(key(p, prio)) ?? 0) || mmu.egressBytes(p, prio) !== (egress.get(key(p, prio)) ?? 0)
-          || mmu.headroomUsed(p, prio) < 0 || (!mmu.isLossless(prio) && mmu.headroomUsed(p, prio) !== 0);
-        if (bad) expect.fail(`seed ${seed} step ${step}: port ${p} prio ${prio}: ingress ${mmu.ingressBytes(p, prio)} vs ${ingress.get(key(p, prio))}, egress ${mmu.egressBytes(p, prio)} vs ${egress.get(key(p, prio))}, headroom ${mmu.headroomUsed(p, prio)}`);
+        const bad =
+          mmu.ingressBytes(p, prio) !== (ingress.get(key(p, prio)) ?? 0) ||
+          mmu.egressBytes(p, prio) !== (egress.get(key(p, prio)) ?? 0) ||
+          mmu.headroomUsed(p, prio) < 0 ||
+          (!mmu.isLossless(prio) && mmu.headroomUsed(p, prio) !== 0);
+        if (bad)
+          expect.fail(
+            `seed ${seed} step ${step}: port ${p} prio ${prio}: ingress ${mmu.ingressBytes(p, prio)} vs ${ingress.get(key(p, prio))}, egress ${mmu.egressBytes(p, prio)} vs ${egress.get(key(p, prio))}, headroom ${mmu.headroomUsed(p, prio)}`,
+          );
       }
     }
     let held = 0;
     for (const q of queued) held += q.size;
-    if (mmu.usedBytes !== held || mmu.usedBytes > cfg.bufferBytes || mmu.sharedBytes < 0) expect.fail(`seed ${seed} step ${step}: used ${mmu.usedBytes}, held ${held}, shared ${mmu.sharedBytes}`);
+    if (mmu.usedBytes !== held || mmu.usedBytes > cfg.bufferBytes || mmu.sharedBytes < 0)
+      expect.fail(`seed ${seed} step ${step}: used ${mmu.usedBytes}, held ${held}, shared ${mmu.sharedBytes}`);
   }
   for (const q of queued) mmu.dequeue(q.inPort, q.outPort, q.prio, q.size);
   expect(mmu.usedBytes).toBe(0);
@@ -71,7 +79,11 @@ function run(seed: number, cfg: SwitchConfig): void {
 }
 
 describe('MMU', () => {
-  const small = (o: Partial<SwitchConfig['pfc']> = {}): SwitchConfig => ({ ...DEFAULT_SWITCH_CONFIG, bufferBytes: 300_000, pfc: { ...DEFAULT_SWITCH_CONFIG.pfc, ...o } });
+  const small = (o: Partial<SwitchConfig['pfc']> = {}): SwitchConfig => ({
+    ...DEFAULT_SWITCH_CONFIG,
+    bufferBytes: 300_000,
+    pfc: { ...DEFAULT_SWITCH_CONFIG.pfc, ...o },
+  });
   it('dynamic PFC: 300 seeded random runs of 2000 steps keep the accounting exact', () => {
     for (let seed = 0; seed < 300; seed++) run(seed, small());
   }, 120_000);

@@ -49,11 +49,20 @@ function rig(n: number, cfg: SwitchConfig, seed = 1) {
 
 /** A RoCE v2 SEND from host `from` to host `to` at priority `prio` (DSCP prio × 8), `psn` to tell it. */
 function frame(from: number, to: number, o: { prio?: number; psn?: number; ecn?: number; payload?: number; sport?: number } = {}): Uint8Array {
-  return encodePacket(newPacket('roce-v2', 0x04, {
-    srcMac: MAC(from), dstMac: MAC(to), srcIp: IP(from), dstIp: IP(to),
-    dscp: (o.prio ?? 3) << 3, ecn: o.ecn ?? 2, psn: o.psn ?? 0, destQp: 17, udpSrcPort: o.sport ?? 0xc000,
-    payload: new Uint8Array(o.payload ?? 1000),
-  }));
+  return encodePacket(
+    newPacket('roce-v2', 0x04, {
+      srcMac: MAC(from),
+      dstMac: MAC(to),
+      srcIp: IP(from),
+      dstIp: IP(to),
+      dscp: (o.prio ?? 3) << 3,
+      ecn: o.ecn ?? 2,
+      psn: o.psn ?? 0,
+      destQp: 17,
+      udpSrcPort: o.sport ?? 0xc000,
+      payload: new Uint8Array(o.payload ?? 1000),
+    }),
+  );
 }
 
 const pfc = (prio: number, quanta: number): Uint8Array => {
@@ -210,12 +219,15 @@ describe('PFC sent by the switch', () => {
     r.sw.receive(0, pfc(3, 0xffff)); // hold the egress so the ingress fills
     for (let k = 0; k < 40; k++) r.sw.receive(1, frame(1, 0, { psn: k }));
     r.sched.runUntil(20_000);
-    const sent = (): { ns: number; q: number }[] => r.got[1]!.map((a) => ({ ns: a.ns, m: decodeMacControl(a.frame) })).filter((x) => typeof x.m !== 'string').map((x) => {
-      const m = x.m as Exclude<typeof x.m, string>;
-      if (m.kind !== 'pfc') throw new Error('not PFC');
-      expect(m.classEnable).toBe(1 << 3);
-      return { ns: x.ns, q: m.pauseTimes[3]! };
-    });
+    const sent = (): { ns: number; q: number }[] =>
+      r.got[1]!.map((a) => ({ ns: a.ns, m: decodeMacControl(a.frame) }))
+        .filter((x) => typeof x.m !== 'string')
+        .map((x) => {
+          const m = x.m as Exclude<typeof x.m, string>;
+          if (m.kind !== 'pfc') throw new Error('not PFC');
+          expect(m.classEnable).toBe(1 << 3);
+          return { ns: x.ns, q: m.pauseTimes[3]! };
+        });
     const xoff = sent();
     // First XOFF at t = 0 (the 4 KB reserve plus 20 KB crossed), then refreshes every 5120 ns.
     expect(xoff.length).toBeGreaterThanOrEqual(3);
@@ -286,7 +298,10 @@ describe('forwarding', () => {
       const after = [1, 2, 3, 4].map((p) => r.sw.stats(p).enqueuedFrames);
       const moved = after.map((a, i) => a - before[i]!);
       expect(moved.filter((m) => m > 0)).toEqual([2]);
-      portOf.set(sport, moved.findIndex((m) => m > 0));
+      portOf.set(
+        sport,
+        moved.findIndex((m) => m > 0),
+      );
       r.sched.runUntil(r.sched.now() + 100);
     }
     const per = [0, 1, 2, 3].map((p) => [...portOf.values()].filter((x) => x === p).length);
@@ -301,7 +316,7 @@ describe('forwarding', () => {
     expect(r.sw.stats(0).droppedMalformed).toBe(1);
   });
 
-  it('answers ARP for a known host with that host\'s MAC (ARP suppression), and nothing for an unknown one', () => {
+  it("answers ARP for a known host with that host's MAC (ARP suppression), and nothing for an unknown one", () => {
     const r = rig(2, cfg());
     r.links[0]!.a.send(encodeArpRequest(MAC(0), IP(0), IP(1)));
     r.links[0]!.a.send(encodeArpRequest(MAC(0), IP(0), Uint8Array.of(10, 9, 9, 9)));

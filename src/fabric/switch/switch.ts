@@ -106,7 +106,7 @@ export const SWITCH_PORT_STATS: readonly { name: keyof SwitchPortStats; doc: str
   { name: 'rxBytes', doc: 'bytes of rxFrames (no FCS)' },
   { name: 'txFrames', doc: 'frames the port transmitted (data, PFC, ARP/ND answers)' },
   { name: 'txBytes', doc: 'bytes of txFrames' },
-  { name: 'enqueuedFrames', doc: 'data frames admitted to this port\'s egress queues' },
+  { name: 'enqueuedFrames', doc: "data frames admitted to this port's egress queues" },
   { name: 'enqueuedBytes', doc: 'bytes of enqueuedFrames' },
   { name: 'droppedFrames', doc: 'data frames bound for this port that the shared buffer refused (admission)' },
   { name: 'droppedBytes', doc: 'bytes of droppedFrames' },
@@ -175,7 +175,10 @@ export class Switch {
     let h = config.ecmpSeed >>> 0;
     for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
     this.#ecmpSeed = h;
-    this.mmu = new Mmu(config, ports.map((p) => headroomBytes(config.pfc, p.linkRate, p.delayNs, p.mtu)));
+    this.mmu = new Mmu(
+      config,
+      ports.map((p) => headroomBytes(config.pfc, p.linkRate, p.delayNs, p.mtu)),
+    );
     this.#ports = ports.map((spec, index): Port => {
       const [num, den] = psPerBit(spec.linkRate);
       const port: Port = {
@@ -473,7 +476,16 @@ export class Switch {
       return;
     }
     port.s.ndAdvertisements++;
-    port.egress.pushControl(encodeNeighborAdvertisement(h.mac, ns.target.slice(), ns.sourceLinkAddr.slice(), r.frame.ipv6.src.slice(), { solicited: true, override: true }, r.frame.eth.vlan));
+    port.egress.pushControl(
+      encodeNeighborAdvertisement(
+        h.mac,
+        ns.target.slice(),
+        ns.sourceLinkAddr.slice(),
+        r.frame.ipv6.src.slice(),
+        { solicited: true, override: true },
+        r.frame.eth.vlan,
+      ),
+    );
     port.line?.kick();
   }
 }
