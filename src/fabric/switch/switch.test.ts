@@ -71,7 +71,7 @@ const pfc = (prio: number, quanta: number): Uint8Array => {
   return encodePfc(MAC(0), 1 << prio, t);
 };
 
-const cfg = (o: Partial<SwitchConfig> & { pfc?: Partial<SwitchConfig['pfc']> } = {}): SwitchConfig => ({
+const cfg = (o: Omit<Partial<SwitchConfig>, 'pfc'> & { pfc?: Partial<SwitchConfig['pfc']> } = {}): SwitchConfig => ({
   ...DEFAULT_SWITCH_CONFIG,
   ...o,
   pfc: { ...DEFAULT_SWITCH_CONFIG.pfc, ...o.pfc },
