@@ -208,5 +208,11 @@ export class QpCtx {
     this.resources.length = 0;
     this.responses.length = 0;
     this.msn = 0;
+    // A reset QP starts unthrottled, as a fresh one (its DCQCN flow, pacing and CNP clock go).
+    this.cc = null;
+    this.paceWait = false;
+    this.nextSendPs = 0;
+    this.paceGapPs = 0;
+    this.lastCnpNs = -Infinity;
   }
 }
