@@ -14,15 +14,17 @@ import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
 import { serviceCommandDoorbell } from '../device/mailbox.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
 import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
-import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, type Packet, Transport } from '../wire/index.js';
+import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, Transport } from '../wire/index.js';
 
 const RX_DECODE: DecodeOptions = Object.freeze({});
 /** The runtime vouches that the frame is byte for byte as a model device built it: its ICRC check would pass. */
 const RX_DECODE_ICRC_KNOWN: DecodeOptions = Object.freeze({ verifyIcrc: false });
 import { type CcParams, DEFAULT_CC_PARAMS, txPriority } from './cc-params.js';
-import type { CcEventKind, CcListener, CcSample, CongestionControl } from './cc/congestion-control.js';
-import { Dcqcn } from './cc/dcqcn.js';
-import { buildCnp, ecnOf } from './cnp.js';
+import type { CcSample } from './cc/congestion-control.js';
+import { ecnOf } from './cnp.js';
+import { type CcObserver, Congestion } from './congestion.js';
+
+export type { CcObserver } from './congestion.js';
 import { completerReceive, completerTimeout } from './completer.js';
 import type { NicCore } from './core.js';
 import type { EthPort } from './eth-port.js';
@@ -33,9 +35,6 @@ import { completeSend, requesterHasWork, requesterTransmit } from './requester.j
 import { responderReceive } from './responder.js';
 import { responderTransmit } from './responses.js';
 import { readRecvWqe, readSendWqe, SendWqe } from './work-requests.js';
-
-/** Told of every change of a QP's congestion-control rate (time series): `qpn`, the event, its time and the state after it. */
-export type CcObserver = (qpn: number, kind: CcEventKind, nowNs: number, s: CcSample) => void;
 
 /** Packets one QP may send before the scheduler moves to the next (fairness). */
 const QP_BURST = 16;
@@ -63,11 +62,13 @@ export class Nic implements NicCore {
    * priority costs no work and never holds up the others.
    */
   private parked: QpCtx[] = [];
-  /** QPs with a congestion-control flow (its timers) or waiting out their pacing. */
-  private readonly ccTimed = new Set<QpCtx>();
-  /** The reaction point's algorithm. */
-  private readonly ccAlgo: CongestionControl;
-  private ccObserver: CcObserver | null = null;
+  /** ECN → CNP, CNP → DCQCN, the flows' timers and pacing waits. */
+  private readonly congestion: Congestion;
+  /** Sorts QPs in creation order (timers due together fire in it). */
+  private readonly byRank = (qs: QpCtx[]): void => {
+    qs.sort((x, y) => this.rank.get(x)! - this.rank.get(y)!);
+  };
+  private readonly scheduleQp = (q: QpCtx): void => this.schedule(q);
   private readonly pairs = new Int32Array(1024);
   /** QPNs taken from the firmware's change list after a command. */
   private readonly changed: Int32Array;
@@ -80,7 +81,7 @@ export class Nic implements NicCore {
   constructor(env: NicEnv) {
     this.env = env;
     this.cc = env.cc ?? DEFAULT_CC_PARAMS;
-    this.ccAlgo = new Dcqcn(this.cc);
+    this.congestion = new Congestion(this, this.cc);
     this.changed = new Int32Array(env.fw.qpChanges.capacity);
     this.ipIds = env.ports.map(() => 0);
     this.lanes = env.ports.map((_, i) => env.counters.lane(i + 1, 0));
@@ -176,7 +177,7 @@ export class Nic implements NicCore {
     if (!q) return;
     this.qps.delete(qpn);
     this.timed.delete(q);
-    this.ccTimed.delete(q);
+    this.congestion.forget(q);
   }
 
   /** After a stage ran for `q`: track it if it left a timer running. */
@@ -367,7 +368,7 @@ export class Nic implements NicCore {
   }
 
   private serviceTimers(now: number): number {
-    let work = this.ccTimed.size === 0 ? 0 : this.serviceCcTimers(now);
+    let work = this.congestion.service(now, this.byRank, this.scheduleQp);
     if (this.timed.size === 0) return work;
     let due: QpCtx[] | null = null;
     for (const q of this.timed) {
@@ -391,25 +392,6 @@ export class Nic implements NicCore {
     return work;
   }
 
-  /** Congestion-control timers due and pacing waits over: run them (QPs in creation order). */
-  private serviceCcTimers(now: number): number {
-    let due: QpCtx[] | null = null;
-    for (const q of this.ccTimed) {
-      if ((q.cc !== null && q.cc.nextTimerNs <= now) || (q.paceWait && q.nextSendPs <= now * 1000)) (due ??= []).push(q);
-      else if (!q.paceWait && (q.cc === null || q.cc.nextTimerNs === Infinity)) this.ccTimed.delete(q);
-    }
-    if (due === null) return 0;
-    if (due.length > 1) due.sort((x, y) => this.rank.get(x)! - this.rank.get(y)!);
-    for (const q of due) {
-      if (q.cc !== null && q.cc.nextTimerNs <= now) q.cc.onTimer(now);
-      if (q.paceWait && q.nextSendPs <= now * 1000) {
-        q.paceWait = false;
-        this.schedule(q);
-      }
-    }
-    return due.length;
-  }
-
   /** Earliest timer deadline (ns), or Infinity: the runtime may sleep until then. A PFC pause's end is one. */
   nextDeadline(): number {
     let d = Infinity;
@@ -417,13 +399,7 @@ export class Nic implements NicCore {
       const r = this.port(q.portNum).pause.resumeNs(q.prio);
       if (r < d) d = r;
     }
-    for (const q of this.ccTimed) {
-      if (q.cc !== null && q.cc.nextTimerNs < d) d = q.cc.nextTimerNs;
-      if (q.paceWait) {
-        const p = Math.ceil(q.nextSendPs / 1000);
-        if (p < d) d = p;
-      }
-    }
+    d = this.congestion.nextDeadline(d);
     for (const q of this.timed) {
       if (q.ackDeadline < d) d = q.ackDeadline;
       if (q.rnrUntil !== 0 && q.rnrUntil < d) d = q.rnrUntil;
@@ -457,7 +433,7 @@ export class Nic implements NicCore {
       sent += n;
       const blocked = n === 0;
       // Pacing: the engine's timer puts it back when its next packet may go.
-      if (s.q.paceWait) this.ccTimed.add(s.q);
+      if (s.q.paceWait) this.congestion.paced(s.q);
       // Still work to do: back on the schedule, unless only waiting (timer, neighbour, credits, pacing).
       if (!blocked && (s.q.responses.length > 0 || (!s.q.paceWait && (requesterHasWork(s.q) || this.sqPending(s.off))))) this.schedule(s.q);
       else if (blocked && (s.q.responses.length > 0 || requesterHasWork(s.q)) && now >= s.q.rnrUntil && this.waitingForNeighbour(s.q)) this.schedule(s.q);
@@ -490,64 +466,26 @@ export class Nic implements NicCore {
   // ---- congestion control -------------------------------------------------
 
   /**
-   * A CE-marked RoCE v2 packet for QP `q`: counted, and answered with a CNP
-   * to the QP that sent it (RC/UC: the connected peer; UD: the DETH's
-   * source QP) unless the priority's notification point is off or this QP
-   * sent one less than min_time_between_cnps ago.
+   * A CNP for QP `qpn`: the reaction point takes it when the QP exists (RC,
+   * UC or UD) and its priority's reaction point is on.
    */
-  private notificationPoint(portNum: number, q: QpCtx, p: Packet): void {
-    const ctr = this.ctr(portNum);
-    ctr[Ctr.NP_ECN_MARKED_ROCE_PACKETS]!++;
-    const cc = this.cc;
-    if ((cc.np_enable & (1 << q.prio)) === 0) return;
-    const now = this.env.clock.now();
-    if (now - q.lastCnpNs < cc.min_time_between_cnps * 1000) return;
-    q.lastCnpNs = now;
-    const destQp = q.qpType === IBV_QPT_UD ? (p.deth?.srcQp ?? 0) : q.destQpn;
-    const frame = buildCnp(p, this.port(portNum).mac, destQp, cc.cnp_dscp, cc.ecn, this.nextIpId(portNum));
-    ctr[Ctr.NP_CNP_SENT]!++;
-    this.transmit(portNum, frame, cc.cnp_802p_prio);
-  }
-
-  /**
-   * A CNP for QP `qpn`: the reaction point's algorithm takes it (the QP's
-   * flow is made on its first) when the QP exists and its priority's
-   * reaction point is on. Returns whether it did (rp_cnp_handled) or not
-   * (rp_cnp_ignored).
-   */
-  private reactionPoint(qpn: number): boolean {
+  private cnpReceived(qpn: number): boolean {
     const t = this.env.tables;
     const off = t.qpByNumber(qpn);
     if (off < 0) return false;
     const type = QPC.f.qpType.get(t.dv, off);
     if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD) return false;
-    const q = this.qp(qpn)!.q;
-    if ((this.cc.rp_enable & (1 << q.prio)) === 0) return false;
-    const now = this.env.clock.now();
-    if (q.cc === null) q.cc = this.ccAlgo.newFlow(this.port(q.portNum).linkRateBps, this.listenerFor(q));
-    q.cc.onCnp(now);
-    this.ccTimed.add(q);
-    return true;
-  }
-
-  private listenerFor(q: QpCtx): CcListener {
-    return (kind, nowNs, s) => {
-      const o = this.ccObserver;
-      if (o !== null) o(q.qpn, kind, nowNs, s);
-    };
+    return this.congestion.reactionPoint(this.qp(qpn)!.q);
   }
 
   /** Sets (or with null clears) the observer of every QP's rate changes. Costs nothing unset. */
   setCcObserver(fn: CcObserver | null): void {
-    this.ccObserver = fn;
+    this.congestion.setObserver(fn);
   }
 
   /** Every QP with a congestion-control flow: its state now (α brought up to date). */
   ccSnapshot(): { qpn: number; sample: CcSample }[] {
-    const now = this.env.clock.now();
-    const out: { qpn: number; sample: CcSample }[] = [];
-    for (const [qpn, q] of this.qps) if (q.cc !== null) out.push({ qpn, sample: q.cc.sample(now) });
-    return out;
+    return this.congestion.snapshot(this.qps);
   }
 
   // ---- receive -------------------------------------------------------------
@@ -581,7 +519,7 @@ export class Nic implements NicCore {
     const info = OPCODES[p.bth.opcode]!;
     if (info.transport === Transport.CNP) {
       ctr[Ctr.RCVD_PKTS]!++;
-      if (this.reactionPoint(p.bth.destQp)) ctr[Ctr.RP_CNP_HANDLED]!++;
+      if (this.cnpReceived(p.bth.destQp)) ctr[Ctr.RP_CNP_HANDLED]!++;
       else ctr[Ctr.RP_CNP_IGNORED]!++;
       return;
     }
@@ -607,7 +545,7 @@ export class Nic implements NicCore {
     ctr[Ctr.RCVD_PKTS]!++;
     const s = this.qp(p.bth.destQp)!;
     if (p.ipv4 !== null || p.ipv6 !== null) {
-      if (ecnOf(p) === 3) this.notificationPoint(portNum, s.q, p);
+      if (ecnOf(p) === 3) this.congestion.notificationPoint(portNum, s.q, p);
     }
     if (info.isRequest) responderReceive(this, s.q, s.off, p, frame);
     else completerReceive(this, s.q, s.off, p, this.env.clock.now());
