@@ -12,7 +12,7 @@ import { startSimModel, stopModel } from '../../src/boot.js';
 import { IBV_QPT_RC, IBV_QPT_UD, IBV_WC_SUCCESS, rnic_read_counters } from '../../src/driver/verbs/index.js';
 import type { ModelConfig } from '../../src/runtime/config.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
-import { decodePacket, encodePfc, parseMac } from '../../src/wire/index.js';
+import { decodePacket, encodePfc, parseMac, readPcap } from '../../src/wire/index.js';
 import {
   closeDev, connect, createAh, createQp, type Dev, type Ep, openDev, pollN, postRecv, postSend, recvWr, region, twoDeviceConfig, wrSend, wrWrite,
 } from '../e2e/harness.js';
@@ -189,5 +189,25 @@ describe('ECN marking and CNPs', () => {
     sim.injectFrame('rnic1:1', encodePfc(parseMac('02:00:00:00:00:01'), 1 << 6, [0, 0, 0, 0, 0, 0, 0, 0]));
     sim.advance(10_000);
     expect(cnps.length).toBe(32);
+  });
+});
+
+describe('congestion parameters in a scenario file', () => {
+  it('devices[].congestion reaches the device: ECN off on rnic0, a CNP interval on rnic1; a bad value names its path', async () => {
+    const { run, scenario } = await import('./helpers.js');
+    const devices = [
+      { name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }], congestion: { ecn: false } },
+      { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'] }], congestion: { min_time_between_cnps: 0 } },
+    ];
+    const base = { seed: 1, duration: '2ms', capture: ['rnic0:1'], qps: [{ name: 'q0', mtu: 1024 }], traffic: [{ qp: 'q0', op: 'write', size: 4096, count: 2 }] };
+    const r = await run({ ...base, devices });
+    // rnic0's own frames leave Not-ECT; rnic1's ACKs (default ECN on) ECT(0).
+    const ecnFrom = (mac: number) => [...new Set((readPcap(r.captures['rnic0:1']!).records).filter((x) => x.data[11] === mac).map((x) => {
+      const d = decodePacket(x.data);
+      return d.ok && d.packet.ipv4 ? d.packet.ipv4.ecn : -1;
+    }).filter((e) => e >= 0))];
+    expect(ecnFrom(1)).toEqual([0]);
+    expect(ecnFrom(2)).toEqual([2]);
+    expect(() => scenario({ ...base, devices: [{ ...devices[0], congestion: { rpg_gd: 99 } }, devices[1]] }, 'sc.json')).toThrow(/sc\.json\.devices\[0\]\.congestion\.rpg_gd: 99 is outside \[1, 15\]/);
   });
 });
