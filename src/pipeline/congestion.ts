@@ -63,6 +63,7 @@ export class Congestion {
     const nic = this.#nic;
     if (q.cc === null) {
       q.cc = this.#algo.newFlow(nic.port(q.portNum).linkRateBps, (kind, nowNs, s) => {
+        this.#repace(q, s.rateBps);
         const o = this.#observer;
         if (o !== null) o(q.qpn, kind, nowNs, s);
       });
@@ -70,6 +71,17 @@ export class Congestion {
     q.cc.onCnp(nic.env.clock.now());
     this.#timed.add(q);
     return true;
+  }
+
+  /**
+   * The rate changed while the QP's next packet waits for its time: the
+   * wait is its predecessor's bytes at the new rate, from when the
+   * predecessor was allowed to start (HPCC's ChangeRate does the same).
+   */
+  #repace(q: QpCtx, rateBps: number): void {
+    if (q.paceBytes === 0 || q.nextSendPs <= this.#nic.env.clock.now() * 1000) return;
+    q.paceGapPs = Math.ceil((q.paceBytes * 8e12) / rateBps);
+    q.nextSendPs = q.paceFromPs + q.paceGapPs;
   }
 
   /** QP `q` stopped for pacing: its wait ends at its next allowed send. */

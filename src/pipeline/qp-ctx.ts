@@ -133,6 +133,9 @@ export class QpCtx {
   nextSendPs = 0;
   /** The gap the last paced packet set before the next, ps (the MAC keeps it between them too). */
   paceGapPs = 0;
+  /** The last paced packet: when it was allowed to start, ps, and its line bytes (a rate change re-times the next). */
+  paceFromPs = 0;
+  paceBytes = 0;
   /** The requester stopped for pacing: the engine's timer puts it back on the schedule. */
   paceWait = false;
   /** Notification point: when this QP last sent a CNP, ns. */
@@ -213,6 +216,8 @@ export class QpCtx {
     this.paceWait = false;
     this.nextSendPs = 0;
     this.paceGapPs = 0;
+    this.paceFromPs = 0;
+    this.paceBytes = 0;
     this.lastCnpNs = -Infinity;
   }
 }

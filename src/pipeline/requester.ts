@@ -210,7 +210,8 @@ function lineBytes(len: number): number {
 /**
  * Pacing (the rate limiter): after a packet of `len` bytes left at `nowNs`,
  * the next may not start before its bytes have gone at the flow's rate,
- * counted from when this one was allowed to (so waits do not drift).
+ * counted from when this one was allowed to (so waits do not drift). A rate
+ * change before then re-times the wait (congestion.ts `repace`).
  */
 function pace(q: QpCtx, len: number, nowNs: number): void {
   const cc = q.cc!;
@@ -219,6 +220,8 @@ function pace(q: QpCtx, len: number, nowNs: number): void {
   const nowPs = nowNs * 1000;
   // A packet sent at the first ns at or after its allowed time counts from that time.
   const from = q.nextSendPs > nowPs - 1000 ? q.nextSendPs : nowPs;
+  q.paceFromPs = from;
+  q.paceBytes = bytes;
   q.paceGapPs = Math.ceil((bytes * 8e12) / cc.rateBps);
   q.nextSendPs = from + q.paceGapPs;
 }

@@ -28,8 +28,8 @@ afterEach(async () => {
 /** No increase during the test: the rate after the cut holds. */
 const HOLD = { rpg_byte_reset: 0, rpg_time_reset: 100_000 };
 
-async function setup(cc: Record<string, unknown> = HOLD): Promise<{ p: { a: Ep; b: Ep }; tx: { ns: number; op: number; len: number }[] }> {
-  sim = await startSimModel({ ...twoDeviceConfig(0, (c: ModelConfig) => { c.devices[0]!.congestion = cc; }), seed: 'pacing' });
+async function setup(cc: Record<string, unknown> = HOLD, timing?: Record<string, unknown>): Promise<{ p: { a: Ep; b: Ep }; tx: { ns: number; op: number; len: number }[] }> {
+  sim = await startSimModel({ ...twoDeviceConfig(0, (c: ModelConfig) => { c.devices[0]!.congestion = cc; }), seed: 'pacing', ...(timing ? { timing } : {}) });
   a = openDev('rnic0');
   b = openDev('rnic1');
   const tx: { ns: number; op: number; len: number }[] = [];
@@ -134,5 +134,36 @@ describe('DCQCN pacing on the wire', () => {
     const rc1 = seen[1]!.rateBps;
     expect(Math.abs(seen[2]!.rateBps - (rc1 + 100e9) / 2)).toBeLessThan(1);
     expect(seen[2]!.targetBps).toBe(100e9);
+  });
+
+  it('a rate change re-times the packet waiting for its turn: after an increase it goes at the new rate, not the old gap', async () => {
+    // A deep cut to the 5 Gb/s floor (rpg_gd 10: × (1 − α) ≈ 0.02), then fast recovery 30 µs later to (5 + 100) / 2 = 52.5 Gb/s.
+    // No DMA or stage latency: a packet starts on the wire when the pipeline lets it go.
+    const { p, tx } = await setup({ rpg_byte_reset: 0, rpg_time_reset: 30, rpg_gd: 10, rpg_min_dec_fac: 1, rpg_min_rate: 5000 }, { pcieLatency: 0, stageProcessing: 0, dmaBandwidth: '10Tbps' });
+    const seen: CongestionEvent[] = [];
+    sim.observeCongestion((e) => seen.push(e));
+    sim.injectFrame('rnic0:1', cnpFor(p.a.qp.qp_num));
+    sim.advance(5_000);
+    expect(seen.map((e) => [e.kind, e.rateBps])).toEqual([['first-cnp', 100e9], ['cut', 5e9]]);
+    const len = 32 * 1024;
+    const src = region(a, len);
+    const dst = region(b, len);
+    const before = tx.length;
+    postSend(p.a, wrWrite({ sge: [src.sge(0, len)], remote: { addr: dst.at(0), rkey: dst.rkey }, wrId: 1n }));
+    await pollN(p.a.scq, 1, 'WRITE');
+    const inc = seen.find((e) => e.kind === 'fast-recovery')!;
+    expect(inc.rateBps).toBe(52.5e9);
+    const pkts = tx.slice(before).filter((t) => t.op >= 0x06 && t.op <= 0x08);
+    const slowGap = (1106 * 8e12) / 5e9 / 1000; // 1769.6 ns
+    const fastGap = (1106 * 8e12) / 52.5e9 / 1000; // 168.53 ns
+    const i = pkts.findIndex((t) => t.ns >= inc.ns);
+    expect(i).toBeGreaterThan(1);
+    // Before the increase: the 5 Gb/s gaps; the packet waiting when the rate rose goes at once (its
+    // predecessor left more than a 52.5 Gb/s gap ago), not at the end of its old gap; then 52.5 Gb/s.
+    expect(Math.abs(pkts[i - 1]!.ns - pkts[i - 2]!.ns - slowGap)).toBeLessThan(1);
+    expect(inc.ns - pkts[i - 1]!.ns).toBeGreaterThan(fastGap);
+    expect(pkts[i]!.ns - inc.ns).toBeGreaterThanOrEqual(0);
+    expect(pkts[i]!.ns - inc.ns).toBeLessThanOrEqual(1); // the payload's 0.8 ns DMA transfer at 10 Tb/s
+    for (let k = i + 1; k < Math.min(i + 10, pkts.length); k++) expect(Math.abs(pkts[k]!.ns - pkts[k - 1]!.ns - fastGap)).toBeLessThan(1);
   });
 });
