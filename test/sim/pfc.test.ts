@@ -91,10 +91,10 @@ describe('PFC on the transmit side', () => {
     expect(during.filter((t) => t.destQp === q3)).toEqual([]);
     expect(during.filter((t) => t.destQp === p0.b.qp.qp_num).length).toBeGreaterThan(100);
     // After the pause, priority 3 (strict priority over 0) starts behind at most the priority 0 frame on
-    // the wire and the one the line already holds (a 1098-byte frame is 89.76 ns at 100 Gb/s).
+    // the wire (a 1098-byte frame is 89.76 ns at 100 Gb/s): one waiting for the line steps back for it.
     const first3 = sent.slice(before).find((t) => t.destQp === q3)!;
     expect(first3.ns).toBeGreaterThanOrEqual(resume);
-    expect(first3.ns - resume).toBeLessThanOrEqual(180);
+    expect(first3.ns - resume).toBeLessThanOrEqual(90);
     const wcs3 = await pollN(p3.a.scq, 8, 'priority 3 WRITEs');
     const wcs0 = await pollN(p0.a.scq, 8, 'priority 0 WRITEs');
     for (const w of [...wcs3, ...wcs0]) expect(w.status).toBe(IBV_WC_SUCCESS);

@@ -211,8 +211,12 @@ export class SimPort implements FrameSink {
         this.#wake(arb.nextNs(now, pause));
         break;
       }
-      // The line has a frame waiting already: the link's hook calls us back when that one starts.
-      if (this.link !== null && this.link.queued(this.dir) > 0) break;
+      if (this.link !== null && this.link.queued(this.dir) > 0) {
+        // The line has a frame waiting already: the link's hook calls us back when that one starts,
+        // unless it is of a lower priority than this one, which takes its place (strict priority:
+        // only the frame on the wire is past the arbiter).
+        if (!this.#takeBackWaiting(lane, now)) break;
+      }
       const frame = arb.take(lane);
       // The link takes the frame as its own copy (no copy); the receiving device recycles it.
       let built = false;
@@ -240,6 +244,17 @@ export class SimPort implements FrameSink {
     if (freed > 0) this.dev.txFreed(freed);
   }
 
+  /** Puts the frame waiting for the line back in its lane if `lane` outranks it; returns whether it did. */
+  #takeBackWaiting(lane: number, now: number): boolean {
+    const w = this.#waiting;
+    if (w === null || this.#waitingLane >= lane || this.link === null || !this.link.unsend(this.dir, w)) return false;
+    this.#arb.unshift(this.#waitingLane, w, now);
+    if (this.#waitingBuilt) PIPELINE_BUILT.add(w);
+    this.dev.fifoFrames++;
+    this.#waiting = null;
+    return true;
+  }
+
   /** Called by the link's hook: a frame of ours starts serialization now. */
   onSerialize(frame: Uint8Array, ns: number): void {
     if (frame === this.#waiting) this.#waiting = null;
@@ -264,13 +279,9 @@ export class SimPort implements FrameSink {
     this.eth.receive(frame);
     releaseFrame(frame);
     const w = this.#waiting;
-    if (w !== null && this.#waitingLane !== CONTROL_LANE && this.link !== null && this.eth.pause.isPaused(this.#waitingLane, now)) {
+    if (w !== null && this.#waitingLane !== CONTROL_LANE && this.eth.pause.isPaused(this.#waitingLane, now)) {
       // Not started yet: it waits in its lane like the rest of its priority.
-      if (this.link.unsend(this.dir, w)) {
-        this.#arb.unshift(this.#waitingLane, w, now);
-        if (this.#waitingBuilt) PIPELINE_BUILT.add(w);
-        this.dev.fifoFrames++;
-      }
+      this.#takeBackWaiting(CONTROL_LANE + 1, now);
       this.#waiting = null;
     }
     if (this.#arb.size > 0) this.#wake(this.#arb.nextNs(now, this.eth.pause));
