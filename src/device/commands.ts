@@ -72,10 +72,10 @@ import {
   type StructInput,
   type StructValues,
 } from './layout.js';
-import { DbKind } from './registers.js';
+import { DbKind, loadDbrec } from './registers.js';
 import { log2, MAX_WQE_STRIDE, recvWqeStride, sendWqeStride } from './wqe.js';
 import { EQE_SIZE } from './eqe.js';
-import { CQE_SIZE } from './cqe.js';
+import { CQE_OWNER_OFFSET, CQE_SIZE, cqeOffset, ringPhase } from './cqe.js';
 
 // ---------------------------------------------------------------------------
 // Opcodes and status codes
@@ -86,12 +86,15 @@ export const enum Cmd {
   QUERY_PORT = 0x02,
   QUERY_GID = 0x03,
   QUERY_PKEY = 0x04,
+  QUERY_CLOCK = 0x05,
   ALLOC_PD = 0x10,
   DEALLOC_PD = 0x11,
   REG_MR = 0x20,
   DEREG_MR = 0x21,
   CREATE_CQ = 0x30,
   DESTROY_CQ = 0x31,
+  RESIZE_CQ = 0x32,
+  MODIFY_CQ = 0x33,
   CREATE_EQ = 0x40,
   DESTROY_EQ = 0x41,
   CREATE_SRQ = 0x50,
@@ -356,6 +359,23 @@ export const CREATE_CQ_IN = defineLayout('create-cq-in', 0x18, 'ibv_create_cq.',
 ]);
 
 const CQN_LAYOUT = defineLayout('cqn', 4, 'A CQ number.', [u('cqn', 0x00, 0, 32, 'CQ number')]);
+
+export const RESIZE_CQ_IN = defineLayout('resize-cq-in', 0x10, 'ibv_resize_cq: the new ring (the doorbell record and EQ stay).', [
+  u64('ringAddr', 0x00, 'new ring of 2^logSize 64-byte CQEs, 64-byte aligned, zeroed'),
+  u('cqn', 0x08, 0, 32, 'CQ number'),
+  u('logSize', 0x0c, 0, 8, 'log2 entries; 2^logSize ≤ maxCqe + 1 and > the CQEs not yet consumed'),
+  reserved(0x0d, 24),
+]);
+
+export const MODIFY_CQ_IN = defineLayout('modify-cq-in', 8, 'ibv_modify_cq (IBV_CQ_ATTR_MODERATE).', [
+  u('cqn', 0x00, 0, 32, 'CQ number'),
+  u('cqCount', 0x04, 0, 16, 'cq_count: CQEs per completion event (0 or 1: every armed CQE)'),
+  u('cqPeriod', 0x06, 0, 16, 'cq_period: µs after the first held-back CQE at which the event fires anyway (0: none)'),
+]);
+
+export const QUERY_CLOCK_OUT = defineLayout('query-clock-out', 8, 'The free-running device clock (ibv_query_rt_values_ex).', [
+  u64('clock', 0x00, 'hca_core_clock ticks now: the clock of CQE timestamps'),
+]);
 
 export const CREATE_EQ_IN = defineLayout('create-eq-in', 0x10, 'Create an event queue.', [
   u64('ringAddr', 0x00, 'ring of 2^logSize 32-byte EQEs, 32-byte aligned, zeroed'),
@@ -694,6 +714,15 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     },
   }),
   command({
+    opcode: Cmd.QUERY_CLOCK,
+    name: 'QUERY_CLOCK',
+    doc: 'Read the free-running device clock (ibv_query_rt_values_ex raw_clock), in hcaCoreClock ticks.',
+    input: NONE_IN,
+    output: QUERY_CLOCK_OUT,
+    errors: [],
+    run: (fw) => ({ clock: BigInt(fw.clockTicks()) }),
+  }),
+  command({
     opcode: Cmd.ALLOC_PD,
     name: 'ALLOC_PD',
     doc: 'Allocate a protection domain (ibv_alloc_pd). PD numbers start at 1.',
@@ -814,6 +843,48 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       fw.clearEntry(off, CQC.size);
       fw.cqs.free(inp.cqn);
       fw.eqRefs[eqn]!--;
+    },
+  }),
+  command({
+    opcode: Cmd.RESIZE_CQ,
+    name: 'RESIZE_CQ',
+    doc: 'Move a CQ to a new ring (ibv_resize_cq). The CQEs the driver has not consumed (from its doorbell record up to the producer) are copied to the same counter positions of the new ring, with the new ring\'s phase; the producer counter is kept. The driver frees the old ring after success.',
+    input: RESIZE_CQ_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such CQ', 'BAD_PARAM: size or ring not valid, or fewer entries than unconsumed CQEs', 'BAD_STATE: the CQ overflowed'],
+    run: (fw, inp) => {
+      const off = needCq(fw, inp.cqn, 'cqn');
+      if (inp.logSize > 24 || 1 << inp.logSize > nextPow2(fw.caps.device.maxCqe + 1)) fail(CmdStatus.BAD_PARAM, 'logSize', `2^${inp.logSize} entries exceed maxCqe`);
+      needRing(fw, Number(inp.ringAddr), CQE_SIZE << inp.logSize, CQE_SIZE, 'ringAddr');
+      const t = fw.tables;
+      if (Atomics.load(t.i32, (off + CtxOff.CQ_FLAGS) >> 2) & CqFlag.ERROR) fail(CmdStatus.BAD_STATE, 'cqn', `CQ ${inp.cqn} overflowed`);
+      const mem = fw.mem;
+      const producer = Atomics.load(t.i32, (off + CtxOff.CQ_PRODUCER) >> 2) >>> 0;
+      const ci = loadDbrec(mem, CQC.f.dbrecAddr.getNum(t.dv, off));
+      const outstanding = (producer - ci) >>> 0;
+      if (outstanding >= 1 << inp.logSize) fail(CmdStatus.BAD_PARAM, 'logSize', `${outstanding} CQEs are not consumed yet; 2^${inp.logSize} - 1 cannot hold them`);
+      const oldLog = CQC.f.logSize.get(t.dv, off);
+      const oldRing = CQC.f.ringAddr.getNum(t.dv, off) - mem.baseNum;
+      const newRing = Number(inp.ringAddr) - mem.baseNum;
+      for (let n = ci; n !== producer; n = (n + 1) >>> 0) {
+        const from = cqeOffset(oldRing, n, oldLog);
+        const to = cqeOffset(newRing, n, inp.logSize);
+        mem.u8.copyWithin(to, from, from + CQE_OWNER_OFFSET);
+        Atomics.store(mem.u8, to + CQE_OWNER_OFFSET, ringPhase(n, inp.logSize));
+      }
+      encodeStruct(CQC, t.dv, off, { ringAddr: inp.ringAddr, logSize: inp.logSize });
+    },
+  }),
+  command({
+    opcode: Cmd.MODIFY_CQ,
+    name: 'MODIFY_CQ',
+    doc: 'Set CQ moderation (ibv_modify_cq): an armed CQ raises its completion event at the cqCount-th CQE, or cqPeriod µs after the first CQE it held back, whichever comes first.',
+    input: MODIFY_CQ_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such CQ'],
+    run: (fw, inp) => {
+      const off = needCq(fw, inp.cqn, 'cqn');
+      encodeStruct(CQC, fw.tables.dv, off, { modCount: inp.cqCount, modPeriod: inp.cqPeriod });
     },
   }),
   command({

@@ -137,6 +137,8 @@ export interface FirmwareInit {
   readonly tables?: ContextTables;
   /** Counters (created with one lane per port if omitted). */
   readonly counters?: HwCounters;
+  /** The device's nanosecond clock, which the free-running hca_core_clock counts from (0 if omitted). */
+  readonly clock?: { now(): number };
 }
 
 export class Firmware {
@@ -170,7 +172,10 @@ export class Firmware {
   /** QPs changed by commands since the pipeline last looked (see QpChangeList). */
   readonly qpChanges = new QpChangeList();
 
+  private readonly clock: { now(): number } | null;
+
   constructor(init: FirmwareInit) {
+    this.clock = init.clock ?? null;
     this.caps = init.caps;
     this.mem = init.mem;
     this.bar = init.bar ?? Bar.create(init.caps);
@@ -189,6 +194,11 @@ export class Firmware {
     this.cqRefs = new Int32Array(t.cqCount);
     this.eqRefs = new Int32Array(t.eqCount);
     this.srqRefs = new Int32Array(t.srqCount);
+  }
+
+  /** The free-running device clock in ticks of hcaCoreClock kHz (the CQE timestamp's clock). */
+  clockTicks(): number {
+    return this.clock ? Math.floor((this.clock.now() * this.caps.device.hcaCoreClock) / 1e6) : 0;
   }
 
   /** Port attributes by 1-based number, or undefined. */

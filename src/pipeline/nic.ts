@@ -9,7 +9,7 @@ import {
 } from '../device/abi/constants.js';
 import { CQC, QPC, QpFlag } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
-import { CqeFields, CqPush, cqArm, cqPush } from '../device/cqe.js';
+import { CqeFields, CqPush, cqArm, cqModerationExpired, cqPush } from '../device/cqe.js';
 import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
 import { serviceCommandDoorbell } from '../device/mailbox.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
@@ -52,6 +52,8 @@ export class Nic implements NicCore {
    * O(QPs ever used). Entries without a deadline leave lazily.
    */
   private readonly timed = new Set<QpCtx>();
+  /** CQ moderation: cqn → when (ns) its held-back completion event is due. */
+  private readonly modDue = new Map<number, number>();
   /** Creation order of each QpCtx (the order of `qps`): timers due together fire in it. */
   private readonly rank = new WeakMap<QpCtx, number>();
   private nextRank = 0;
@@ -77,10 +79,14 @@ export class Nic implements NicCore {
   private readonly rxScratch = new DecodeScratch();
   private readonly lanes: Float64Array[];
 
+  /** Device clock ticks per nanosecond: hcaCoreClock (kHz) / 10^6. */
+  private readonly tickPerNs: number;
+
   constructor(env: NicEnv) {
     this.env = env;
     this.cc = env.cc ?? DEFAULT_CC_PARAMS;
     this.ccAlgo = new Dcqcn(this.cc);
+    this.tickPerNs = env.caps.device.hcaCoreClock / 1e6;
     this.changed = new Int32Array(env.fw.qpChanges.capacity);
     this.ipIds = env.ports.map(() => 0);
     this.lanes = env.ports.map((_, i) => env.counters.lane(i + 1, 0));
@@ -100,18 +106,48 @@ export class Nic implements NicCore {
     const { mem, tables: t, bar } = this.env;
     const cq = t.cqByNumber(cqn);
     if (cq < 0) return;
-    f.timestamp = Math.floor(this.env.clock.now());
+    f.timestamp = this.deviceTicks();
     const r = cqPush(mem, t, cq, f);
     const eqn = CQC.f.eqn.get(t.dv, cq);
+    if (r & CqPush.HELD) this.holdEvent(cqn, cq);
+    else if (r & CqPush.EVENT) this.modDue.delete(cqn);
     if (r & CqPush.EVENT) eqPush(mem, t, bar, eqn, EQE_TYPE_COMPLETION, cqn, 0, f.timestamp);
     if (r & CqPush.OVERFLOW) eqPush(mem, t, bar, eqn, IBV_EVENT_CQ_ERR, cqn, 0, f.timestamp);
+  }
+
+  /** A CQ moderation period starts at the first CQE whose event it holds back. */
+  private holdEvent(cqn: number, cq: number): void {
+    const period = CQC.f.modPeriod.get(this.env.tables.dv, cq);
+    if (period > 0 && !this.modDue.has(cqn)) this.modDue.set(cqn, this.env.clock.now() + period * 1000);
+  }
+
+  /** Completion events whose moderation period ran out. */
+  private serviceModeration(now: number): number {
+    let work = 0;
+    const t = this.env.tables;
+    for (const [cqn, due] of this.modDue) {
+      if (due > now) continue;
+      this.modDue.delete(cqn);
+      const cq = t.cqByNumber(cqn);
+      if (cq >= 0 && cqModerationExpired(t, cq)) {
+        eqPush(this.env.mem, t, this.env.bar, CQC.f.eqn.get(t.dv, cq), EQE_TYPE_COMPLETION, cqn, 0, this.deviceTicks());
+        work++;
+      }
+    }
+    return work;
+  }
+
+  /** The free-running device clock (hca_core_clock kHz), read from the nanosecond clock the NIC is handed. */
+  deviceTicks(): number {
+    const ns = this.env.clock.now();
+    return Math.floor(this.tickPerNs === 1 ? ns : ns * this.tickPerNs);
   }
 
   asyncEvent(cqn: number, type: number, resource: number): void {
     const { mem, tables: t, bar } = this.env;
     const cq = t.cqByNumber(cqn);
     if (cq < 0) return;
-    eqPush(mem, t, bar, CQC.f.eqn.get(t.dv, cq), type, resource, 0, Math.floor(this.env.clock.now()));
+    eqPush(mem, t, bar, CQC.f.eqn.get(t.dv, cq), type, resource, 0, this.deviceTicks());
   }
 
   fail(q: QpCtx): void {
@@ -288,7 +324,7 @@ export class Nic implements NicCore {
         const cqn = pairs[2 * i]!;
         const cq = t.cqByNumber(cqn);
         if (cq >= 0 && cqArm(t, cq, pairs[2 * i + 1]!)) {
-          eqPush(this.env.mem, t, bar, CQC.f.eqn.get(t.dv, cq), EQE_TYPE_COMPLETION, cqn, 0, Math.floor(this.env.clock.now()));
+          eqPush(this.env.mem, t, bar, CQC.f.eqn.get(t.dv, cq), EQE_TYPE_COMPLETION, cqn, 0, this.deviceTicks());
         }
       }
       work += n;
@@ -368,6 +404,7 @@ export class Nic implements NicCore {
 
   private serviceTimers(now: number): number {
     let work = this.ccTimed.size === 0 ? 0 : this.serviceCcTimers(now);
+    if (this.modDue.size !== 0) work += this.serviceModeration(now);
     if (this.timed.size === 0) return work;
     let due: QpCtx[] | null = null;
     for (const q of this.timed) {
@@ -424,6 +461,7 @@ export class Nic implements NicCore {
         if (p < d) d = p;
       }
     }
+    for (const due of this.modDue.values()) if (due < d) d = due;
     for (const q of this.timed) {
       if (q.ackDeadline < d) d = q.ackDeadline;
       if (q.rnrUntil !== 0 && q.rnrUntil < d) d = q.rnrUntil;

@@ -540,6 +540,14 @@ export const IBV_FLUSH_MR = 1;
 // enum ibv_cq_init_attr_mask / ibv_create_cq_attr_flags
 // ---------------------------------------------------------------------------
 export const IBV_CQ_INIT_ATTR_MASK_FLAGS = 1 << 0;
+export const IBV_CQ_INIT_ATTR_MASK_PD = 1 << 1;
+export const IBV_CQ_INIT_ATTR_MASK_RESERVED = 1 << 2;
+// enum ibv_cq_attr_mask (ibv_modify_cq)
+export const IBV_CQ_ATTR_MODERATE = 1 << 0;
+export const IBV_CQ_ATTR_RESERVED = 1 << 1;
+// enum ibv_values_mask (ibv_query_rt_values_ex)
+export const IBV_VALUES_MASK_RAW_CLOCK = 1 << 0;
+export const IBV_VALUES_MASK_RESERVED = 1 << 1;
 export const IBV_CREATE_CQ_ATTR_SINGLE_THREADED = 1 << 0;
 export const IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN = 1 << 1;
 

@@ -58,9 +58,9 @@ export class ModelCompChannel implements ibv_comp_channel {
 export class ModelCq implements ibv_cq {
   /** Driver consumer counter: CQEs ever polled. */
   ci = 0;
-  readonly mask: number;
+  mask: number;
   /** Byte offset of the ring in host memory. */
-  readonly ringOff: number;
+  ringOff: number;
   /** Word index (in HostMemory.i32) of the record's `ci`. */
   readonly ciWord: number;
   /** Completion events returned by get_cq_event / acknowledged by ack_cq_events. */
@@ -76,9 +76,9 @@ export class ModelCq implements ibv_cq {
     /** The CQ number. */
     readonly handle: number,
     /** Usable entries: ring size − 1, as mlx5 reports. */
-    readonly cqe: number,
-    readonly logSize: number,
-    readonly ringAddr: number,
+    public cqe: number,
+    public logSize: number,
+    public ringAddr: number,
     readonly dbrecAddr: number,
   ) {
     const base = context.mem.baseNum;
@@ -88,6 +88,14 @@ export class ModelCq implements ibv_cq {
   }
   get cqn(): number {
     return this.handle;
+  }
+  /** After RESIZE_CQ: the new ring (the consumer counter carries on). */
+  moveRing(ringAddr: number, logSize: number): void {
+    this.ringAddr = ringAddr;
+    this.logSize = logSize;
+    this.mask = (1 << logSize) - 1;
+    this.ringOff = ringAddr - this.context.mem.baseNum;
+    this.cqe = this.mask;
   }
 }
 

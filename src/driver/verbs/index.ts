@@ -9,5 +9,6 @@ export type * from './types.js';
 export * from './structs.js';
 export * from '../../device/abi/qp-state.js';
 export * from './verbs.js';
+export * from './cq-ex.js';
 export * from './errno-error.js';
 export type * from './ops.js';

@@ -6,7 +6,7 @@
 import type {
   ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
   ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc,
+  ibv_srq_init_attr, ibv_wc, ibv_cq_init_attr_ex, ibv_wc_ex, ibv_modify_cq_attr,
 } from './types.js';
 
 /** Where a failed post leaves the first WR that was not accepted (C's `bad_wr`). */
@@ -34,6 +34,12 @@ export interface VerbsContextOps {
   get_cq_event(ch: ibv_comp_channel): Promise<{ cq: ibv_cq; cq_context: unknown }>;
   ack_cq_events(cq: ibv_cq, nevents: number): void;
   poll_cq(cq: ibv_cq, num_entries: number, wc: ibv_wc[]): number;
+  /** ibv_create_cq_ex: the provider CQ the ibv_cq_ex wraps. */
+  create_cq_ex(ctx: ibv_context, attr: ibv_cq_init_attr_ex): ibv_cq;
+  /** poll_cq that also fills completion_ts (the extended CQ's iterator). */
+  poll_cq_ex(cq: ibv_cq, num_entries: number, wc: ibv_wc_ex[]): number;
+  resize_cq(cq: ibv_cq, cqe: number): number;
+  modify_cq(cq: ibv_cq, attr: ibv_modify_cq_attr): number;
   create_srq(pd: ibv_pd, attr: ibv_srq_init_attr): ibv_srq;
   modify_srq(srq: ibv_srq, attr: ibv_srq_attr, mask: number): number;
   query_srq(srq: ibv_srq, attr: ibv_srq_attr): number;

@@ -481,6 +481,51 @@ export interface ibv_wc {
   dlid_path_bits: number;
 }
 
+/**
+ * A completion as the extended CQ reads it: an ibv_wc plus the completion
+ * timestamp (raw device clock ticks, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP).
+ * Providers fill it in poll_cq_ex; applications read it through
+ * ibv_wc_read_* (C's ibv_cq_ex has no such struct: the provider reads the
+ * CQE in place).
+ */
+export interface ibv_wc_ex extends ibv_wc {
+  completion_ts: bigint;
+}
+
+/** `struct ibv_cq_init_attr_ex` (ibv_create_cq_ex). */
+export interface ibv_cq_init_attr_ex {
+  cqe: number;
+  cq_context?: unknown;
+  channel?: ibv_comp_channel | null;
+  comp_vector?: number;
+  /** IBV_WC_EX_WITH_* (uint64_t in C; all defined bits fit a number). */
+  wc_flags: number;
+  /** IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD */
+  comp_mask?: number;
+  /** IBV_CREATE_CQ_ATTR_* (with IBV_CQ_INIT_ATTR_MASK_FLAGS) */
+  flags?: number;
+  parent_domain?: ibv_pd | null;
+}
+
+/** `struct ibv_poll_cq_attr` (ibv_start_poll): comp_mask must be 0. */
+export interface ibv_poll_cq_attr {
+  comp_mask: number;
+}
+
+/** `struct ibv_moderate_cq` */
+export interface ibv_moderate_cq {
+  cq_count: number;
+  /** microseconds */
+  cq_period: number;
+}
+
+/** `struct ibv_modify_cq_attr` (ibv_modify_cq). */
+export interface ibv_modify_cq_attr {
+  /** IBV_CQ_ATTR_MODERATE */
+  attr_mask: number;
+  moderate: ibv_moderate_cq;
+}
+
 // ---------------------------------------------------------------------------
 // QP / SRQ creation and modification
 // ---------------------------------------------------------------------------
