@@ -194,6 +194,20 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
 }
 
 export function model_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number {
+  return postSend(ibqp, wr, bad_wr, false);
+}
+
+/**
+ * The ibv_wr_complete of the new post API: the whole list or nothing. The
+ * WQEs are written as post_send writes them, but the producer counter is
+ * published only when every one was accepted (a WQE beyond the record's
+ * counter is invisible to the device, as in mlx5's rollback).
+ */
+export function model_post_send_all(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number {
+  return postSend(ibqp, wr, bad_wr, true);
+}
+
+function postSend(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr: BadWr<ibv_send_wr> | undefined, allOrNothing: boolean): number {
   const qp = ibqp as ModelQp;
   if (bad_wr) bad_wr.wr = null;
   if (!(qp instanceof ModelQp)) return errno.EINVAL;
@@ -220,6 +234,7 @@ export function model_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ib
       cur = cur.next;
     }
   }
+  if (rc !== 0 && allOrNothing) pi = qp.sqPi;
   if (pi !== qp.sqPi) {
     const ctx = qp.context;
     qp.sqPi = pi;

@@ -22,4 +22,6 @@ export const rc_unbound_ops = {
   poll_cq_ex: negative('ibv_start_poll'),
   resize_cq: int('ibv_resize_cq'),
   modify_cq: int('ibv_modify_cq'),
+  create_qp_ex: thrower('ibv_create_qp_ex'),
+  post_send_all: int('ibv_wr_complete'),
 } satisfies Partial<VerbsContextOps>;

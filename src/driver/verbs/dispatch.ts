@@ -29,11 +29,11 @@ export function isObj(x: unknown): x is Record<string, unknown> {
 export const INT_OPS = [
   'query_device', 'query_port', 'query_gid', 'close_device', 'dealloc_pd', 'dereg_mr', 'destroy_comp_channel', 'destroy_cq', 'req_notify_cq',
   'modify_srq', 'query_srq', 'destroy_srq', 'post_srq_recv', 'modify_qp', 'query_qp', 'destroy_qp', 'post_send', 'post_recv', 'destroy_ah',
-  'resize_cq', 'modify_cq',
+  'resize_cq', 'modify_cq', 'post_send_all',
 ] as const;
 export const THROW_OPS = [
   'query_pkey', 'alloc_pd', 'reg_mr', 'alloc_buf', 'free_buf', 'create_comp_channel', 'create_cq', 'ack_cq_events', 'create_srq', 'create_qp',
-  'create_ah', 'ack_async_event', 'read_counters', 'create_cq_ex',
+  'create_ah', 'ack_async_event', 'read_counters', 'create_cq_ex', 'create_qp_ex',
 ] as const;
 export const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
 const DUMMY_OPS: VerbsContextOps = (() => {

@@ -10,5 +10,6 @@ export * from './structs.js';
 export * from '../../device/abi/qp-state.js';
 export * from './verbs.js';
 export * from './cq-ex.js';
+export * from './qp-ex.js';
 export * from './errno-error.js';
 export type * from './ops.js';

@@ -6,7 +6,7 @@
 import type {
   ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
   ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc, ibv_cq_init_attr_ex, ibv_wc_ex, ibv_modify_cq_attr,
+  ibv_srq_init_attr, ibv_wc, ibv_cq_init_attr_ex, ibv_wc_ex, ibv_modify_cq_attr, ibv_qp_init_attr_ex,
 } from './types.js';
 
 /** Where a failed post leaves the first WR that was not accepted (C's `bad_wr`). */
@@ -50,6 +50,9 @@ export interface VerbsContextOps {
   query_qp(qp: ibv_qp, attr: ibv_qp_attr, mask: number, init_attr: ibv_qp_init_attr): number;
   destroy_qp(qp: ibv_qp): number;
   post_send(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
+  /** ibv_wr_complete: post the whole list, or nothing (the errno of the first WR refused). */
+  post_send_all(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
+  create_qp_ex(ctx: ibv_context, attr: ibv_qp_init_attr_ex): ibv_qp;
   post_recv(qp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number;
   create_ah(pd: ibv_pd, attr: ibv_ah_attr): ibv_ah;
   destroy_ah(ah: ibv_ah): number;

@@ -437,6 +437,10 @@ export interface ibv_send_wr {
   qp_type?: { xrc?: { remote_srqn: number } };
   /** IBV_WR_BIND_MW */
   bind_mw?: { mw: ibv_mw; rkey: number; bind_info: ibv_mw_bind_info };
+  /** IBV_WR_ATOMIC_WRITE (ibv_wr_atomic_write): the 8 bytes to write, in wire order. */
+  atomic_wire?: Uint8Array;
+  /** IBV_WR_FLUSH (ibv_wr_flush): length, placement type (IBV_FLUSH_GLOBAL / _PERSISTENT), selectivity (IBV_FLUSH_RANGE / _MR). */
+  flush?: { len: number; type: number; level: number };
   /** IBV_WR_TSO (RAW_PACKET QPs) */
   tso?: { hdr: Uint8Array; hdr_sz: number; mss: number };
 }
@@ -549,6 +553,33 @@ export interface ibv_qp_init_attr {
   qp_type: ibv_qp_type;
   /** Non-zero: every send WR generates a completion (IBV_SEND_SIGNALED implied). */
   sq_sig_all: number;
+}
+
+/** `struct ibv_qp_init_attr_ex` (ibv_create_qp_ex): ibv_qp_init_attr plus the comp_mask-selected fields. */
+export interface ibv_qp_init_attr_ex extends ibv_qp_init_attr {
+  /** IBV_QP_INIT_ATTR_*: which of the fields below are given. */
+  comp_mask: number;
+  /** IBV_QP_INIT_ATTR_PD (required but for XRC receive QPs). */
+  pd?: ibv_pd | null;
+  /** IBV_QP_INIT_ATTR_XRCD */
+  xrcd?: ibv_xrcd | null;
+  /** IBV_QP_INIT_ATTR_CREATE_FLAGS: IBV_QP_CREATE_* */
+  create_flags?: number;
+  /** IBV_QP_INIT_ATTR_MAX_TSO_HEADER */
+  max_tso_header?: number;
+  /** IBV_QP_INIT_ATTR_IND_TABLE */
+  rwq_ind_tbl?: unknown;
+  /** IBV_QP_INIT_ATTR_RX_HASH */
+  rx_hash_conf?: unknown;
+  source_qpn?: number;
+  /** IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: IBV_QP_EX_WITH_* (the ibv_wr_* a program will use) */
+  send_ops_flags?: number;
+}
+
+/** `struct ibv_data_buf` (ibv_wr_set_inline_data_list): bytes at a device-reachable address. */
+export interface ibv_data_buf {
+  addr: bigint;
+  length: number;
 }
 
 /** `struct ibv_qp_attr` (ibv_modify_qp / ibv_query_qp). */
