@@ -65,7 +65,7 @@ export const DEVICE_PARAMS = {
   sysImageGuid: u64Param(0x020000fffe000001n, 'system image GUID', 'guid'),
   maxMrSize: u64Param(0xffffffffffffffffn, 'largest MR, bytes (rxe: -1ull)', 'bytes'),
   pageSizeCap: u64Param(0xfffff000n, 'supported page sizes bitmask (rxe)', 'flags'),
-  vendorId: count(0, 'IEEE vendor id (rxe: 0)', 0, 0xffffffff),
+  vendorId: count(0xffffff, 'IEEE vendor id: 0xFFFFFF, what Linux rxe reports (RXE_VENDOR_ID, rxe_param.h: "IBTA v1.4 A3.3.1 VENDOR INFORMATION"; rxe reported 0 before kernel commit 0184afd15a14)', 0, 0xffffffff),
   vendorPartId: count(0, 'vendor part id', 0, 0xffffffff),
   hwVer: count(0, 'hardware version', 0, 0xffffffff),
   maxQp: count(0x10000, 'QPs (rxe 0x10000); QPNs are 2..maxQp+1', 1, 0xfffffd),

@@ -11,5 +11,6 @@ export * from '../../device/abi/qp-state.js';
 export * from './verbs.js';
 export * from './cq-ex.js';
 export * from './qp-ex.js';
+export * from './query-ex.js';
 export * from './errno-error.js';
 export type * from './ops.js';

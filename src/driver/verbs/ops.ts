@@ -6,7 +6,7 @@
 import type {
   ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
   ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc, ibv_cq_init_attr_ex, ibv_wc_ex, ibv_modify_cq_attr, ibv_qp_init_attr_ex,
+  ibv_srq_init_attr, ibv_wc, ibv_cq_init_attr_ex, ibv_wc_ex, ibv_modify_cq_attr, ibv_qp_init_attr_ex, ibv_device_attr_ex, ibv_gid_entry, ibv_values_ex,
 } from './types.js';
 
 /** Where a failed post leaves the first WR that was not accepted (C's `bad_wr`). */
@@ -19,6 +19,10 @@ export interface VerbsContextOps {
   query_port(ctx: ibv_context, port_num: number, attr: ibv_port_attr): number;
   query_gid(ctx: ibv_context, port_num: number, index: number, gid: ibv_gid): number;
   query_pkey(ctx: ibv_context, port_num: number, index: number): number;
+  query_device_ex(ctx: ibv_context, attr: ibv_device_attr_ex): number;
+  /** 0, or EINVAL (no such entry) / ENODATA (an empty entry). */
+  query_gid_ex(ctx: ibv_context, port_num: number, index: number, entry: ibv_gid_entry, flags: number): number;
+  query_rt_values(ctx: ibv_context, values: ibv_values_ex): number;
   close_device(ctx: ibv_context): number;
   alloc_pd(ctx: ibv_context): ibv_pd;
   dealloc_pd(pd: ibv_pd): number;

@@ -294,6 +294,38 @@ export interface ibv_device_attr_ex {
   phys_port_cnt_ex: number;
 }
 
+/** `struct ibv_query_device_ex_input` (ibv_query_device_ex): comp_mask must be 0. */
+export interface ibv_query_device_ex_input {
+  comp_mask: number;
+}
+
+/** `struct ibv_gid_entry` (ibv_query_gid_ex, ibv_query_gid_table). */
+export interface ibv_gid_entry {
+  gid: ibv_gid;
+  gid_index: number;
+  port_num: number;
+  /** IBV_GID_TYPE_IB / IBV_GID_TYPE_ROCE_V1 / IBV_GID_TYPE_ROCE_V2 */
+  gid_type: number;
+  /** The netdev of a RoCE GID (0: the model has no host netdevs). */
+  ndev_ifindex: number;
+}
+
+/**
+ * `struct ibv_values_ex` (ibv_query_rt_values_ex). With
+ * IBV_VALUES_MASK_RAW_CLOCK, raw_clock.tv_nsec is the free-running device
+ * clock in hca_core_clock ticks and tv_sec is 0 (as mlx5 returns it: the
+ * raw cycle count, not a time).
+ */
+export interface ibv_values_ex {
+  comp_mask: number;
+  raw_clock: { tv_sec: bigint; tv_nsec: bigint };
+}
+
+/** The out-argument of ibv_query_pkey (C: `__be16 *pkey`), the P_Key as its numeric value. */
+export interface ibv_pkey_out {
+  pkey: number;
+}
+
 /** `struct ibv_port_attr` (ibv_query_port). */
 export interface ibv_port_attr {
   state: ibv_port_state;

@@ -8,11 +8,11 @@ import { errno } from '../../device/abi/constants.js';
 import { providers } from '../providers.js';
 import { VerbsError } from './errno-error.js';
 import type { BadWr, ProviderDevice } from './ops.js';
-import { isObj, objOps, ops, opsOfObj, opsOrNull, rejected } from './dispatch.js';
+import { getErrno, isObj, objOps, ops, opsOfObj, opsOrNull, rejected, setErrno } from './dispatch.js';
 import type {
   ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
   ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc, ibv_modify_cq_attr,
+  ibv_srq_init_attr, ibv_wc, ibv_modify_cq_attr, ibv_pkey_out,
 } from './types.js';
 
 /** All devices of every provider (C: ibv_get_device_list(&num)). */
@@ -58,16 +58,36 @@ export function ibv_query_port(context: ibv_context, port_num: number, port_attr
   return o.query_port(context, port_num, port_attr);
 }
 
-export function ibv_query_gid(context: ibv_context, port_num: number, index: number, gid: ibv_gid): number {
-  const o = opsOrNull(context);
-  if (!o || !isObj(gid) || typeof port_num !== 'number' || typeof index !== 'number') return errno.EINVAL;
-  return o.query_gid(context, port_num, index, gid);
+/**
+ * The errno of the last verb that returned -1 (C's `errno` after
+ * ibv_query_gid, ibv_query_pkey, ibv_get_pkey_index).
+ */
+export function rnic_errno(): number {
+  return getErrno();
 }
 
-/** Returns the P_Key, or throws (C returns it through a pointer). */
-export function ibv_query_pkey(context: ibv_context, port_num: number, index: number): number {
-  if (typeof port_num !== 'number' || typeof index !== 'number') throw new VerbsError(errno.EINVAL, 'ibv_query_pkey: port_num and index are numbers');
-  return ops(context, 'ibv_query_pkey').query_pkey(context, port_num, index);
+/** 0, or -1 with rnic_errno() set (EINVAL for a port or index beyond the table), as libibverbs returns. */
+export function ibv_query_gid(context: ibv_context, port_num: number, index: number, gid: ibv_gid): number {
+  const o = opsOrNull(context);
+  if (!o || !isObj(gid) || typeof port_num !== 'number' || typeof index !== 'number') return setErrno(errno.EINVAL);
+  const rc = o.query_gid(context, port_num, index, gid);
+  return rc === 0 ? 0 : setErrno(rc);
+}
+
+/**
+ * C: `int ibv_query_pkey(ctx, port_num, index, __be16 *pkey)`: 0 with the
+ * P_Key written to `pkey.pkey` (its numeric value, 0xffff for the default
+ * P_Key), or -1 with rnic_errno() set.
+ */
+export function ibv_query_pkey(context: ibv_context, port_num: number, index: number, pkey: ibv_pkey_out): number {
+  const o = opsOrNull(context);
+  if (!o || !isObj(pkey) || typeof port_num !== 'number' || typeof index !== 'number') return setErrno(errno.EINVAL);
+  try {
+    pkey.pkey = o.query_pkey(context, port_num, index);
+  } catch (e) {
+    return setErrno(e instanceof VerbsError ? e.errno : errno.EINVAL);
+  }
+  return 0;
 }
 
 export function ibv_alloc_pd(context: ibv_context): ibv_pd {
