@@ -158,7 +158,10 @@ export class Nic implements NicCore {
   }
 
   transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
-    this.ctr(portNum)[Ctr.SENT_PKTS]!++;
+    const ctr = this.ctr(portNum);
+    ctr[Ctr.SENT_PKTS]!++;
+    ctr[Ctr.PORT_XMIT_PACKETS]!++;
+    ctr[Ctr.PORT_XMIT_DATA]! += frame.length / 4;
     if (!this.port(portNum).transmitOwned(frame, priority, spacingPs)) releaseFrame(frame);
   }
 
@@ -606,6 +609,8 @@ export class Nic implements NicCore {
     const port = this.port(portNum);
     if (port.receive(frame) !== 'rdma') return;
     const ctr = this.ctr(portNum);
+    ctr[Ctr.PORT_RCV_PACKETS]!++;
+    ctr[Ctr.PORT_RCV_DATA]! += frame.length / 4;
     // One decode per frame into the NIC's own scratch: nothing allocated but the payload view.
     // The stages below use the packet during this call only (they copy what they keep).
     const d = decodePacket(frame, LINKTYPE_ETHERNET, icrcKnownGood ? RX_DECODE_ICRC_KNOWN : RX_DECODE, this.rxScratch);
