@@ -91,6 +91,7 @@ export const enum Cmd {
   DEALLOC_PD = 0x11,
   REG_MR = 0x20,
   DEREG_MR = 0x21,
+  REREG_MR = 0x22,
   CREATE_CQ = 0x30,
   DESTROY_CQ = 0x31,
   RESIZE_CQ = 0x32,
@@ -341,6 +342,23 @@ export const REG_MR_IN = defineLayout('reg-mr-in', 0x20, 'ibv_reg_mr / ibv_reg_m
   u64('hostAddr', 0x08, 'host memory address of the buffer'),
   u64('length', 0x10, 'length in bytes (≥ 1, ≤ maxMrSize)'),
   u64('iova', 0x18, 'virtual address of the first byte as keys see it (= hostAddr for ibv_reg_mr)'),
+]);
+
+/** REREG_MR flags: which parts of the MR change (ibv_rereg_mr's IBV_REREG_MR_CHANGE_*). */
+export const enum ReregFlag {
+  TRANSLATION = 1 << 0,
+  PD = 1 << 1,
+  ACCESS = 1 << 2,
+}
+
+export const REREG_MR_IN = defineLayout('rereg-mr-in', 0x28, 'ibv_rereg_mr: change an MR in place; its keys stay.', [
+  u('key', 0x00, 0, 32, 'the MR\'s key'),
+  u('flags', 0x04, 0, 32, 'ReregFlag: TRANSLATION 1 (hostAddr, length, iova), PD 2 (pdn), ACCESS 4 (access); other fields are ignored'),
+  u('pdn', 0x08, 0, 32, 'new protection domain (PD)'),
+  u('access', 0x0c, 0, 32, 'new ibv_access_flags (ACCESS), checked as REG_MR checks them'),
+  u64('hostAddr', 0x10, 'new host memory address (TRANSLATION)'),
+  u64('length', 0x18, 'new length (TRANSLATION)'),
+  u64('iova', 0x20, 'new iova (TRANSLATION)'),
 ]);
 
 export const REG_MR_OUT = defineLayout('reg-mr-out', 8, 'The keys of the new MR (equal: key = index << 8 | variant).', [
@@ -781,6 +799,38 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       Atomics.store(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, MptFlag.VALID);
       fw.pdRefs[inp.pdn]!++;
       return { lkey: key, rkey: key };
+    },
+  }),
+  command({
+    opcode: Cmd.REREG_MR,
+    name: 'REREG_MR',
+    doc: 'Change a memory region in place (ibv_rereg_mr): its translation, PD and/or access. The keys stay the same; the new values are checked as REG_MR checks them, all before any is applied.',
+    input: REREG_MR_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no live MR with exactly this key, or no such PD', 'BAD_PARAM: no flag or an unknown one; a value REG_MR would refuse'],
+    run: (fw, inp) => {
+      const t = fw.tables;
+      const off = t.mrByKey(inp.key);
+      if (off < 0) fail(CmdStatus.BAD_RESOURCE, 'key', `no MR with key 0x${inp.key.toString(16)}`);
+      if (inp.flags === 0 || inp.flags & ~(ReregFlag.TRANSLATION | ReregFlag.PD | ReregFlag.ACCESS)) fail(CmdStatus.BAD_PARAM, 'flags', `bad flags 0x${inp.flags.toString(16)}`);
+      const cur = decodeStruct(MPT, t.dv, off);
+      const pdn = inp.flags & ReregFlag.PD ? inp.pdn : cur.pdn;
+      if (inp.flags & ReregFlag.PD) needPd(fw, pdn);
+      const access = inp.flags & ReregFlag.ACCESS ? inp.access & ~IBV_ACCESS_OPTIONAL_RANGE : cur.access;
+      if (access & ~MR_ACCESS_SUPPORTED) fail(CmdStatus.BAD_PARAM, 'access', `unsupported access flags 0x${(access & ~MR_ACCESS_SUPPORTED).toString(16)}`);
+      if (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) && !(access & IBV_ACCESS_LOCAL_WRITE)) fail(CmdStatus.BAD_PARAM, 'access', 'REMOTE_WRITE / REMOTE_ATOMIC need LOCAL_WRITE');
+      let { hostAddr, length, iova } = cur;
+      if (inp.flags & ReregFlag.TRANSLATION) {
+        ({ hostAddr, length, iova } = inp);
+        if (length === 0n || length > fw.caps.device.maxMrSize) fail(CmdStatus.BAD_PARAM, 'length', `bad length ${length}`);
+        if (!fw.hostRangeOk(Number(hostAddr), Number(length), 1) || hostAddr > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'hostAddr', 'buffer is not inside host memory');
+        if (iova + length > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'iova', 'iova + length must stay below 2^53');
+      }
+      encodeStruct(MPT, t.dv, off, { pdn, access, hostAddr, length, iova });
+      if (pdn !== cur.pdn) {
+        fw.pdRefs[cur.pdn]!--;
+        fw.pdRefs[pdn]!++;
+      }
     },
   }),
   command({

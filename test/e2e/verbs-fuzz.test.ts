@@ -70,7 +70,9 @@ import {
   VerbsError,
   errno,
   errnoName,
+  ibv_alloc_null_mr,
   ibv_cq_ex_to_cq,
+  ibv_reg_mr_iova,
   ibv_create_cq_ex,
   ibv_create_qp_ex,
   ibv_end_poll,
@@ -630,6 +632,13 @@ describe('verbs misuse fuzz', () => {
       { name: 'ibv_wr_abort', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }], call: ibv_wr_abort },
       { name: 'ibv_wr_rdma_write', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => dst.rkey, bad: () => [] }, { good: () => dst.addr, bad: () => [] }], call: ibv_wr_rdma_write },
       { name: 'ibv_wr_set_sge', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => src.lkey, bad: () => [] }, { good: () => src.addr, bad: () => [] }, { good: () => 8, bad: () => [] }], call: ibv_wr_set_sge },
+      {
+        name: 'ibv_reg_mr_iova',
+        kind: 'ptr',
+        args: [{ good: () => a.pd, bad: badPd }, { good: () => bufA, bad: () => [...NOT_OBJECT, new Uint8Array(8), {}] }, { good: () => 0x1000n, bad: () => BAD_U64 }, { good: () => 1, bad: () => [...BAD_U32, 1 << 20] }],
+        call: ibv_reg_mr_iova,
+      },
+      { name: 'ibv_alloc_null_mr', kind: 'ptr', args: [{ good: () => a.pd, bad: badPd }], call: ibv_alloc_null_mr },
       { name: 'ibv_wr_set_ud_addr', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => ah, bad: () => [] }, { good: () => 1, bad: () => [] }, { good: () => 1, bad: () => [] }], call: ibv_wr_set_ud_addr },
     ];
 

@@ -557,6 +557,13 @@ export const IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN = 1 << 1;
 export const IBV_REREG_MR_CHANGE_TRANSLATION = 1 << 0;
 export const IBV_REREG_MR_CHANGE_PD = 1 << 1;
 export const IBV_REREG_MR_CHANGE_ACCESS = 1 << 2;
+export const IBV_REREG_MR_FLAGS_SUPPORTED = 1 << 3;
+// enum ibv_rereg_mr_err_code (ibv_rereg_mr's negative returns; errno says why)
+export const IBV_REREG_MR_ERR_INPUT = -1;
+export const IBV_REREG_MR_ERR_DONT_FORK_NEW = -2;
+export const IBV_REREG_MR_ERR_DO_FORK_OLD = -3;
+export const IBV_REREG_MR_ERR_CMD = -4;
+export const IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW = -5;
 
 // ---------------------------------------------------------------------------
 // String helpers: the strings libibverbs returns (enum_strs.c, newest copy).

@@ -28,13 +28,17 @@ export class ModelMr implements ibv_mr {
   destroyed = false;
   constructor(
     readonly context: ModelContext,
-    readonly pd: ModelPd,
-    readonly addr: bigint,
-    readonly length: number,
+    /** pd, addr, length and iova change with ibv_rereg_mr (the keys stay). */
+    public pd: ModelPd,
+    /** The buffer's host address (libibverbs: the addr registered). */
+    public addr: bigint,
+    public length: number,
     /** The MPT index (key >> 8). */
     readonly handle: number,
     readonly lkey: number,
     readonly rkey: number,
+    /** The address keys see: SGEs and RETHs name [iova, iova + length) (= addr for ibv_reg_mr). */
+    public iova: bigint = addr,
   ) {}
 }
 

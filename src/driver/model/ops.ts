@@ -22,7 +22,7 @@ import {
   model_poll_cq,
   model_req_notify_cq,
 } from './cq.js';
-import { model_alloc_pd, model_dealloc_pd, model_dereg_mr, model_reg_mr } from './pd-mr.js';
+import { model_alloc_pd, model_dealloc_pd, model_dereg_mr, model_reg_mr, model_reg_mr_iova, model_rereg_mr, model_alloc_null_mr } from './pd-mr.js';
 import { model_post_recv, model_post_send, model_post_send_all, model_post_srq_recv } from './post.js';
 import { model_create_qp, model_create_qp_ex, model_destroy_qp, model_modify_qp, model_query_qp } from './qp.js';
 import { model_query_device, model_query_device_ex, model_query_gid, model_query_gid_ex, model_query_pkey, model_query_port, model_query_rt_values } from './query.js';
@@ -40,6 +40,9 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   alloc_pd: model_alloc_pd,
   dealloc_pd: model_dealloc_pd,
   reg_mr: model_reg_mr,
+  reg_mr_iova: model_reg_mr_iova,
+  rereg_mr: model_rereg_mr,
+  alloc_null_mr: model_alloc_null_mr,
   dereg_mr: model_dereg_mr,
   alloc_buf: model_alloc_buf,
   free_buf: model_free_buf,

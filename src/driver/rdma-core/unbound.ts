@@ -6,7 +6,7 @@
  * a device that lacks the feature. Binding one is a matter of adding it to
  * native/ and replacing its entry here.
  */
-import { errno } from '../../device/abi/constants.js';
+import { errno, IBV_REREG_MR_ERR_INPUT } from '../../device/abi/constants.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { VerbsContextOps } from '../verbs/ops.js';
 
@@ -27,4 +27,7 @@ export const rc_unbound_ops = {
   query_device_ex: int('ibv_query_device_ex'),
   query_gid_ex: int('ibv_query_gid_ex'),
   query_rt_values: int('ibv_query_rt_values_ex'),
+  reg_mr_iova: thrower('ibv_reg_mr_iova'),
+  alloc_null_mr: thrower('ibv_alloc_null_mr'),
+  rereg_mr: () => ({ rc: IBV_REREG_MR_ERR_INPUT, errno: errno.EOPNOTSUPP }),
 } satisfies Partial<VerbsContextOps>;

@@ -33,7 +33,7 @@ export const INT_OPS = [
 ] as const;
 export const THROW_OPS = [
   'query_pkey', 'alloc_pd', 'reg_mr', 'alloc_buf', 'free_buf', 'create_comp_channel', 'create_cq', 'ack_cq_events', 'create_srq', 'create_qp',
-  'create_ah', 'ack_async_event', 'read_counters', 'create_cq_ex', 'create_qp_ex',
+  'create_ah', 'ack_async_event', 'read_counters', 'create_cq_ex', 'create_qp_ex', 'reg_mr_iova', 'alloc_null_mr',
 ] as const;
 export const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
 const DUMMY_OPS: VerbsContextOps = (() => {
@@ -47,6 +47,7 @@ const DUMMY_OPS: VerbsContextOps = (() => {
   for (const k of ASYNC_OPS) d[k] = () => Promise.reject(unsupported(k));
   d['poll_cq'] = () => -errno.EOPNOTSUPP;
   d['poll_cq_ex'] = () => -errno.EOPNOTSUPP;
+  d['rereg_mr'] = () => ({ rc: -1, errno: errno.EOPNOTSUPP }); // IBV_REREG_MR_ERR_INPUT
   return Object.freeze(d) as unknown as VerbsContextOps;
 })();
 const completed = new WeakMap<object, VerbsContextOps>();

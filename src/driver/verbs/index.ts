@@ -12,5 +12,6 @@ export * from './verbs.js';
 export * from './cq-ex.js';
 export * from './qp-ex.js';
 export * from './query-ex.js';
+export * from './memory.js';
 export * from './errno-error.js';
 export type * from './ops.js';

@@ -27,6 +27,10 @@ export interface VerbsContextOps {
   alloc_pd(ctx: ibv_context): ibv_pd;
   dealloc_pd(pd: ibv_pd): number;
   reg_mr(pd: ibv_pd, buf: Uint8Array, access: number): ibv_mr;
+  reg_mr_iova(pd: ibv_pd, buf: Uint8Array, iova: bigint, access: number): ibv_mr;
+  /** rc: 0 or an IBV_REREG_MR_ERR_* code; errno: why (C's errno). */
+  rereg_mr(mr: ibv_mr, flags: number, pd: ibv_pd | null, buf: Uint8Array | null, access: number): { rc: number; errno: number };
+  alloc_null_mr(pd: ibv_pd): ibv_mr;
   dereg_mr(mr: ibv_mr): number;
   alloc_buf(ctx: ibv_context, length: number, align: number): Uint8Array;
   free_buf(ctx: ibv_context, buf: Uint8Array): void;
