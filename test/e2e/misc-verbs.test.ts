@@ -8,7 +8,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   IBV_FORK_UNNEEDED,
+  IBV_QPT_RC,
   IBV_QPT_UD,
+  IBV_SRQ_INIT_ATTR_PD,
+  IBV_SRQ_INIT_ATTR_TYPE,
+  IBV_SRQ_INIT_ATTR_XRCD,
+  IBV_SRQT_BASIC,
+  IBV_SRQT_XRC,
+  ibv_create_srq_ex,
+  ibv_destroy_srq,
+  ibv_get_srq_num,
+  ibv_post_srq_recv,
   IBV_WC_GRH,
   IBV_WC_SUCCESS,
   errno,
@@ -97,6 +107,27 @@ describe('ibv_create_ah_from_wc, fork, and the verbs of what is not modelled', (
     expect(ibv_init_ah_from_wc(f.b.ctx, H.PORT, w, foreign, newAhAttr())).toBe(errno.EINVAL);
     expect(ibv_init_ah_from_wc(f.b.ctx, H.PORT, w, rb.data.subarray(0, 20), newAhAttr())).toBe(errno.EINVAL);
     expect(() => ibv_create_ah_from_wc(f.b.pd, w, foreign, H.PORT)).toThrow(expect.objectContaining({ code: 'EINVAL' }));
+  });
+
+  it('ibv_create_srq_ex: a basic SRQ takes the receives of an RC QP; XRC is EOPNOTSUPP, a missing PD EINVAL', async () => {
+    const srq = ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD, srq_type: IBV_SRQT_BASIC, pd: f.b.pd, attr: { max_wr: 16, max_sge: 1, srq_limit: 0 } });
+    f.b.cleanup.push(() => void ibv_destroy_srq(srq));
+    const p = H.makePair(f, IBV_QPT_RC, { qpB: { srq } });
+    const s = H.region(f.a, 64, H.ALL_ACCESS, { fill: (i) => i + 9 });
+    const d = H.region(f.b, 64);
+    expect(ibv_post_srq_recv(srq, H.recvWr(77n, [d.sge(0, 64)]))).toBe(0);
+    H.postSend(p.a, H.wrSend({ wrId: 1n, sge: [s.sge(0, 32)] }));
+    const w = await H.poll1(p.b.rcq, 'the receive through the SRQ');
+    expect([w.status, Number(w.wr_id), w.byte_len]).toEqual([IBV_WC_SUCCESS, 77, 32]);
+    H.expectBytes(d.data.subarray(0, 32), s.data.subarray(0, 32), 'the SRQ receive');
+    expect(ibv_get_srq_num(srq, { srq_num: 0 }), 'libibverbs has an SRQ number only for XRC SRQs').toBe(errno.EOPNOTSUPP);
+    expect(ibv_get_srq_num(null as never, { srq_num: 0 })).toBe(errno.EINVAL);
+    const attr = { max_wr: 4, max_sge: 1, srq_limit: 0 };
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD, srq_type: IBV_SRQT_XRC, pd: f.b.pd, attr })).toThrow(expect.objectContaining({ code: 'EOPNOTSUPP' }));
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD, pd: f.b.pd, attr })).toThrow(expect.objectContaining({ code: 'EOPNOTSUPP' }));
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: 0, attr }), 'no PD').toThrow(expect.objectContaining({ code: 'EINVAL' }));
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_PD, pd: f.a.pd, attr }), 'a PD of another context').toThrow(expect.objectContaining({ code: 'EINVAL' }));
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: 1 << 9, attr }), 'unknown comp_mask').toThrow(expect.objectContaining({ code: 'EINVAL' }));
   });
 
   it('fork: ibv_fork_init succeeds and fork protection is unneeded, as on a modern kernel', () => {

@@ -15,5 +15,6 @@ export * from './query-ex.js';
 export * from './memory.js';
 export * from './unsupported.js';
 export * from './ah-from-wc.js';
+export * from './srq-ex.js';
 export * from './errno-error.js';
 export type * from './ops.js';

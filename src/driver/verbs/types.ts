@@ -658,6 +658,18 @@ export interface ibv_srq_init_attr {
   attr: ibv_srq_attr;
 }
 
+/** `struct ibv_srq_init_attr_ex` (ibv_create_srq_ex). */
+export interface ibv_srq_init_attr_ex extends ibv_srq_init_attr {
+  /** IBV_SRQ_INIT_ATTR_* */
+  comp_mask: number;
+  /** IBV_SRQT_BASIC / _XRC / _TM (with IBV_SRQ_INIT_ATTR_TYPE) */
+  srq_type?: number;
+  pd?: ibv_pd | null;
+  xrcd?: ibv_xrcd | null;
+  cq?: ibv_cq | null;
+  tm_cap?: { max_num_tags: number; max_ops: number };
+}
+
 // ---------------------------------------------------------------------------
 // Asynchronous events
 // ---------------------------------------------------------------------------
