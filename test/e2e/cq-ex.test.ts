@@ -16,6 +16,8 @@ import {
   IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN,
   IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
   IBV_QPT_RC,
+  IBV_QPT_UD,
+  IBV_WC_GRH,
   IBV_SEND_SIGNALED,
   IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
   IBV_WC_EX_WITH_CVLAN,
@@ -186,6 +188,22 @@ describe.each(MODES)('extended CQ, devices on %i worker thread(s)', (workers) =>
     }
     // The first message's receive cannot complete before the sender's device had it: same clock source in one model.
     expect(recvs[0]!.ts > 0n).toBe(true);
+  });
+
+  it('UD through an extended CQ: src_qp, the GRH flag and byte_len (GRH + payload) read with ibv_wc_read_*', async () => {
+    const cb = cqEx(f.b);
+    const p = H.makePair(f, IBV_QPT_UD, { qpB: { recvCq: ibv_cq_ex_to_cq(cb) } });
+    const ah = H.createAh(f.a, f.b);
+    const src = H.region(f.a, 1024, H.ALL_ACCESS, { fill: (i) => i });
+    const dst = H.region(f.b, 4096);
+    for (let i = 0; i < 4; i++) H.postRecv(p.b, H.recvWr(BigInt(i), [dst.sge(i * 1024, 1024)]));
+    for (let i = 0; i < 4; i++) H.postSend(p.a, H.wrSend({ wrId: BigInt(i), sge: [src.sge(0, 100 + i)], imm: i % 2 ? 0x55 : undefined, ud: { ah, qpn: p.b.qp.qp_num, qkey: H.QKEY } }));
+    const got = await pollEx(cb, 4, 'UD receives');
+    expect(got.map((w) => [Number(w.wr_id), w.status, w.opcode, w.byte_len, w.src_qp, w.qp_num])).toEqual(
+      [0, 1, 2, 3].map((i) => [i, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + 100 + i, p.a.qp.qp_num, p.b.qp.qp_num]),
+    );
+    expect(got.map((w) => w.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM))).toEqual([IBV_WC_GRH, IBV_WC_GRH | IBV_WC_WITH_IMM, IBV_WC_GRH, IBV_WC_GRH | IBV_WC_WITH_IMM]);
+    expect(got[1]!.imm).toBe(0x55);
   });
 
   it('start_poll on an empty CQ is ENOENT; readers outside a poll or of unrequested fields throw EINVAL', () => {
