@@ -12,6 +12,8 @@
  * keeps a sentence for humans.
  */
 import {
+  IBV_ACCESS_FLUSH_GLOBAL,
+  IBV_ACCESS_FLUSH_PERSISTENT,
   IBV_ACCESS_LOCAL_WRITE,
   IBV_ACCESS_OPTIONAL_RANGE,
   IBV_ACCESS_REMOTE_ATOMIC,
@@ -338,7 +340,7 @@ const PDN_LAYOUT = defineLayout('pdn', 4, 'A protection domain number.', [u('pdn
 
 export const REG_MR_IN = defineLayout('reg-mr-in', 0x20, 'ibv_reg_mr / ibv_reg_mr_iova.', [
   u('pdn', 0x00, 0, 32, 'protection domain'),
-  u('access', 0x04, 0, 32, 'ibv_access_flags (LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED; optional-range bits ignored)'),
+  u('access', 0x04, 0, 32, 'ibv_access_flags (LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED, FLUSH_GLOBAL, FLUSH_PERSISTENT; optional-range bits ignored)'),
   u64('hostAddr', 0x08, 'host memory address of the buffer'),
   u64('length', 0x10, 'length in bytes (≥ 1, ≤ maxMrSize)'),
   u64('iova', 0x18, 'virtual address of the first byte as keys see it (= hostAddr for ibv_reg_mr)'),
@@ -517,7 +519,8 @@ function command<IF extends readonly FieldDecl[], OF extends readonly FieldDecl[
 
 const SUPPORTED_QP_TYPES = [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD];
 const MR_ACCESS_SUPPORTED =
-  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED;
+  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED
+  | IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT;
 const QP_ACCESS_SUPPORTED = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 function nextPow2(n: number): number {

@@ -3,7 +3,14 @@
  * and QUERY_PKEY, their outputs copied field by field into the libibverbs
  * structures the caller passes (as ibv_cmd_query_device does).
  */
-import { errno, IBV_VALUES_MASK_RAW_CLOCK, IBV_VALUES_MASK_RESERVED } from '../../device/abi/constants.js';
+import {
+  errno,
+  IB_UVERBS_DEVICE_ATOMIC_WRITE,
+  IB_UVERBS_DEVICE_FLUSH_GLOBAL,
+  IB_UVERBS_DEVICE_FLUSH_PERSISTENT,
+  IBV_VALUES_MASK_RAW_CLOCK,
+  IBV_VALUES_MASK_RESERVED,
+} from '../../device/abi/constants.js';
 import { Cmd } from '../../device/commands.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { ibv_context, ibv_device_attr, ibv_device_attr_ex, ibv_gid, ibv_gid_entry, ibv_port_attr, ibv_values_ex } from '../verbs/types.js';
@@ -140,7 +147,8 @@ export function model_query_device_ex(ibctx: ibv_context, attr: ibv_device_attr_
   attr.comp_mask = 0;
   attr.completion_timestamp_mask = r.out['completionTimestampMask'] as bigint;
   attr.hca_core_clock = BigInt(r.out['hcaCoreClock'] as number);
-  attr.device_cap_flags_ex = BigInt(attr.orig_attr.device_cap_flags >>> 0);
+  // Bits 32+ (ib_uverbs_device_cap_flags): the IBA 1.5 operations the device executes, as rxe reports them.
+  attr.device_cap_flags_ex = BigInt(attr.orig_attr.device_cap_flags >>> 0) | IB_UVERBS_DEVICE_FLUSH_GLOBAL | IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE;
   attr.cq_mod_caps = { max_cq_count: MODEL_CQ_MOD_MAX, max_cq_period: MODEL_CQ_MOD_MAX };
   attr.phys_port_cnt_ex = attr.orig_attr.phys_port_cnt;
   return 0;
