@@ -108,6 +108,8 @@ export const enum Cmd {
   MODIFY_QP = 0x61,
   QUERY_QP = 0x62,
   DESTROY_QP = 0x63,
+  ATTACH_MCAST = 0x64,
+  DETACH_MCAST = 0x65,
 }
 
 export const enum CmdStatus {
@@ -361,6 +363,11 @@ export const REREG_MR_IN = defineLayout('rereg-mr-in', 0x28, 'ibv_rereg_mr: chan
   u64('hostAddr', 0x10, 'new host memory address (TRANSLATION)'),
   u64('length', 0x18, 'new length (TRANSLATION)'),
   u64('iova', 0x20, 'new iova (TRANSLATION)'),
+]);
+
+export const MCAST_IN = defineLayout('mcast-in', 0x14, 'ibv_attach_mcast / ibv_detach_mcast: a UD QP and a multicast GID.', [
+  u('qpn', 0x00, 0, 32, 'UD QP number'),
+  bytes('mgid', 0x04, 16, 'multicast GID, network order: ff00::/8, or IPv4-mapped 224.0.0.0/4 (RoCE v2 over IPv4)'),
 ]);
 
 export const REG_MR_OUT = defineLayout('reg-mr-out', 8, 'The keys of the new MR (equal: key = index << 8 | variant).', [
@@ -1314,9 +1321,59 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       fw.cqRefs[c.sendCqn]!--;
       fw.cqRefs[c.recvCqn]!--;
       if (c.flags & QpFlag.HAS_SRQ) fw.srqRefs[c.srqn]!--;
+      // A destroyed QP leaves its multicast groups (rxe does the same).
+      for (const [k, g] of fw.mcast) if (g.delete(inp.qpn) && g.size === 0) fw.mcast.delete(k);
+    },
+  }),
+  command({
+    opcode: Cmd.ATTACH_MCAST,
+    name: 'ATTACH_MCAST',
+    doc: 'Attach a UD QP to a multicast group (ibv_attach_mcast): UD packets to the group\'s GID with destination QPN 0xFFFFFF are delivered to every attached QP on the port that receives them. Attaching twice is a no-op.',
+    input: MCAST_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such QP', 'BAD_PARAM: not a UD QP, or not a multicast GID', 'NO_RESOURCES: maxMcastGrp groups, maxMcastQpAttach QPs in the group, or maxTotalMcastQpAttach attachments exist'],
+    run: (fw, inp) => {
+      const key = mcastKey(fw, inp.qpn, inp.mgid);
+      const g = fw.mcast.get(key);
+      if (g?.has(inp.qpn)) return;
+      const d = fw.caps.device;
+      let total = 0;
+      for (const x of fw.mcast.values()) total += x.size;
+      if (!g && fw.mcast.size >= d.maxMcastGrp) fail(CmdStatus.NO_RESOURCES, 'mgid', `${d.maxMcastGrp} multicast groups exist`);
+      if (g && g.size >= d.maxMcastQpAttach) fail(CmdStatus.NO_RESOURCES, 'qpn', `the group has ${d.maxMcastQpAttach} QPs`);
+      if (total >= d.maxTotalMcastQpAttach) fail(CmdStatus.NO_RESOURCES, 'qpn', `${d.maxTotalMcastQpAttach} attachments exist`);
+      if (g) g.add(inp.qpn);
+      else fw.mcast.set(key, new Set([inp.qpn]));
+    },
+  }),
+  command({
+    opcode: Cmd.DETACH_MCAST,
+    name: 'DETACH_MCAST',
+    doc: 'Detach a UD QP from a multicast group (ibv_detach_mcast).',
+    input: MCAST_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such QP', 'BAD_PARAM: not a UD QP, not a multicast GID, or the QP is not attached to the group'],
+    run: (fw, inp) => {
+      const key = mcastKey(fw, inp.qpn, inp.mgid);
+      const g = fw.mcast.get(key);
+      if (!g || !g.has(inp.qpn)) fail(CmdStatus.BAD_PARAM, 'mgid', `QP ${inp.qpn} is not attached to the group`);
+      g.delete(inp.qpn);
+      if (g.size === 0) fw.mcast.delete(key);
     },
   }),
 ]);
+
+/** The group key of a multicast GID, after checking the QP (UD) and the GID (multicast). */
+function mcastKey(fw: Firmware, qpn: number, mgid: Uint8Array): string {
+  const qp = fw.tables.qpByNumber(qpn);
+  if (qp < 0) fail(CmdStatus.BAD_RESOURCE, 'qpn', `no QP ${qpn}`);
+  if (QPC.f.qpType.get(fw.tables.dv, qp) !== IBV_QPT_UD) fail(CmdStatus.BAD_PARAM, 'qpn', `QP ${qpn} is not UD`);
+  const v4mapped = mgid.subarray(0, 10).every((b) => b === 0) && mgid[10] === 0xff && mgid[11] === 0xff;
+  if (mgid[0] !== 0xff && !(v4mapped && (mgid[12]! & 0xf0) === 0xe0)) fail(CmdStatus.BAD_PARAM, 'mgid', 'not a multicast GID');
+  let k = '';
+  for (let i = 0; i < 16; i++) k += (mgid[i]! | 0x100).toString(16).slice(1);
+  return k;
+}
 
 const BY_OPCODE = new Map(COMMANDS.map((c) => [c.opcode, c] as const));
 

@@ -39,6 +39,8 @@ export type CcObserver = (qpn: number, kind: CcEventKind, nowNs: number, s: CcSa
 
 /** Packets one QP may send before the scheduler moves to the next (fairness). */
 const QP_BURST = 16;
+/** The destination QPN of UD multicast (IBTA: 0xFFFFFF). */
+const MULTICAST_QPN = 0xffffff;
 
 const TRANSPORT_OF_QPT: Record<number, number> = { [IBV_QPT_RC]: Transport.RC, [IBV_QPT_UC]: Transport.UC, [IBV_QPT_UD]: Transport.UD };
 
@@ -114,6 +116,43 @@ export class Nic implements NicCore {
     if (r & CqPush.EVENT) eqPush(mem, t, bar, eqn, EQE_TYPE_COMPLETION, cqn, 0, f.timestamp);
     if (r & CqPush.OVERFLOW) eqPush(mem, t, bar, eqn, IBV_EVENT_CQ_ERR, cqn, 0, f.timestamp);
   }
+
+  /**
+   * A UD packet to QPN 0xFFFFFF: a copy to every UD QP attached to the
+   * destination GID's group (the IPv4 destination as ::ffff:a.b.c.d, or the
+   * IPv6 / GRH destination), each with its own Q_Key and receive queue.
+   */
+  private receiveMulticast(p: Packet, frame: Uint8Array, ctr: Float64Array): void {
+    if ((p.bth.pkey & 0x7fff) !== 0x7fff) {
+      ctr[Ctr.BAD_PKEY_CNTR]!++;
+      return;
+    }
+    const fw = this.env.fw;
+    let members: ReadonlySet<number> | undefined;
+    if (p.ipv4) {
+      const g = this.mgid;
+      g.set(p.ipv4.dst, 12);
+      members = fw.mcastMembers(g, 0);
+    } else {
+      const dst = p.ipv6?.dst ?? p.grh?.dgid;
+      if (dst) members = fw.mcastMembers(dst, 0);
+    }
+    if (!members || members.size === 0) {
+      ctr[Ctr.RX_UNKNOWN_QP]!++;
+      return;
+    }
+    const t = this.env.tables;
+    ctr[Ctr.RCVD_PKTS]!++;
+    for (const qpn of members) {
+      const off = t.qpByNumber(qpn);
+      const s = off >= 0 ? this.qp(qpn) : undefined;
+      const state = off >= 0 ? t.qpState(off) : IBV_QPS_RESET;
+      if (!s || state === IBV_QPS_RESET || state === IBV_QPS_INIT || state === IBV_QPS_ERR) continue;
+      responderReceive(this, s.q, s.off, p, frame);
+    }
+  }
+  /** ::ffff:0.0.0.0, the IPv4 multicast group's GID is written into its last 4 bytes. */
+  private readonly mgid = Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0);
 
   /** A CQ moderation period starts at the first CQE whose event it holds back. */
   private holdEvent(cqn: number, cq: number): void {
@@ -629,6 +668,10 @@ export class Nic implements NicCore {
       return;
     }
     const t = this.env.tables;
+    if (p.bth.destQp === MULTICAST_QPN && info.transport === Transport.UD) {
+      this.receiveMulticast(p, frame, ctr);
+      return;
+    }
     const off = t.qpByNumber(p.bth.destQp);
     if (off < 0) {
       ctr[Ctr.RX_UNKNOWN_QP]!++;

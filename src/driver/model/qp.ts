@@ -77,7 +77,7 @@ import { ringAlign } from '../../device/host-memory.js';
 import { log2, recvWqeMaxSge, recvWqeStride, sendWqeCaps, sendWqeDataOffset, sendWqeStride, MAX_WQE_STRIDE } from '../../device/wqe.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import { newQpCap } from '../verbs/structs.js';
-import type { ibv_context, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex } from '../verbs/types.js';
+import type { ibv_context, ibv_gid, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex } from '../verbs/types.js';
 import { isU32 } from './check.js';
 import { model_drop_async_events } from './async.js';
 import { ahAttrFrom, avValues, prefixed } from './av.js';
@@ -432,4 +432,23 @@ export function model_query_qp(ibqp: ibv_qp, attr: ibv_qp_attr, mask: number, in
   // libibverbs: a query that asks for the state refreshes the cached one.
   if (mask & IBV_QP_STATE) qp.state = n('qpState');
   return 0;
+}
+
+/**
+ * ibv_attach_mcast / ibv_detach_mcast: ATTACH_MCAST / DETACH_MCAST. A UD QP
+ * of this provider and a 16-byte multicast GID (ff00::/8, or IPv4-mapped
+ * 224.0.0.0/4); `lid` is ignored on RoCE, as in rxe. EINVAL for anything
+ * else (the device's BAD_PARAM); ENOMEM past the group limits.
+ */
+export function model_attach_mcast(ibqp: ibv_qp, gid: ibv_gid, _lid: number): number {
+  return mcast(ibqp, gid, Cmd.ATTACH_MCAST);
+}
+export function model_detach_mcast(ibqp: ibv_qp, gid: ibv_gid, _lid: number): number {
+  return mcast(ibqp, gid, Cmd.DETACH_MCAST);
+}
+function mcast(ibqp: ibv_qp, gid: ibv_gid, cmd: Cmd): number {
+  const qp = ibqp as ModelQp;
+  if (!(qp instanceof ModelQp) || qp.destroyed || qp.context.closed) return errno.EINVAL;
+  if (typeof gid !== 'object' || gid === null || !(gid.raw instanceof Uint8Array) || gid.raw.length !== 16) return errno.EINVAL;
+  return model_cmd(qp.context, cmd, { qpn: qp.qp_num, mgid: Uint8Array.from(gid.raw) }).errno;
 }

@@ -24,6 +24,8 @@ export const rc_unbound_ops = {
   modify_cq: int('ibv_modify_cq'),
   create_qp_ex: thrower('ibv_create_qp_ex'),
   post_send_all: int('ibv_wr_complete'),
+  attach_mcast: int('ibv_attach_mcast'),
+  detach_mcast: int('ibv_detach_mcast'),
   query_device_ex: int('ibv_query_device_ex'),
   query_gid_ex: int('ibv_query_gid_ex'),
   query_rt_values: int('ibv_query_rt_values_ex'),

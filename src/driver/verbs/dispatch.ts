@@ -29,7 +29,7 @@ export function isObj(x: unknown): x is Record<string, unknown> {
 export const INT_OPS = [
   'query_device', 'query_port', 'query_gid', 'close_device', 'dealloc_pd', 'dereg_mr', 'destroy_comp_channel', 'destroy_cq', 'req_notify_cq',
   'modify_srq', 'query_srq', 'destroy_srq', 'post_srq_recv', 'modify_qp', 'query_qp', 'destroy_qp', 'post_send', 'post_recv', 'destroy_ah',
-  'resize_cq', 'modify_cq', 'post_send_all', 'query_device_ex', 'query_gid_ex', 'query_rt_values',
+  'resize_cq', 'modify_cq', 'post_send_all', 'query_device_ex', 'query_gid_ex', 'query_rt_values', 'attach_mcast', 'detach_mcast',
 ] as const;
 export const THROW_OPS = [
   'query_pkey', 'alloc_pd', 'reg_mr', 'alloc_buf', 'free_buf', 'create_comp_channel', 'create_cq', 'ack_cq_events', 'create_srq', 'create_qp',

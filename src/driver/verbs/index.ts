@@ -16,5 +16,6 @@ export * from './memory.js';
 export * from './unsupported.js';
 export * from './ah-from-wc.js';
 export * from './srq-ex.js';
+export * from './mcast.js';
 export * from './errno-error.js';
 export type * from './ops.js';

@@ -61,6 +61,8 @@ export interface VerbsContextOps {
   /** ibv_wr_complete: post the whole list, or nothing (the errno of the first WR refused). */
   post_send_all(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
   create_qp_ex(ctx: ibv_context, attr: ibv_qp_init_attr_ex): ibv_qp;
+  attach_mcast(qp: ibv_qp, gid: ibv_gid, lid: number): number;
+  detach_mcast(qp: ibv_qp, gid: ibv_gid, lid: number): number;
   post_recv(qp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number;
   create_ah(pd: ibv_pd, attr: ibv_ah_attr): ibv_ah;
   destroy_ah(ah: ibv_ah): number;

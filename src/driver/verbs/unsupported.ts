@@ -10,7 +10,7 @@
  * counters objects (ibv_create_counters), parent domains, importing objects
  * from another process, device memory (ibv_alloc_dm), memory windows
  * (ibv_alloc_mw: the device has max_mw 0), XRC (ibv_open_xrcd,
- * ibv_open_qp), UD multicast (ibv_attach_mcast: max_mcast_grp 0), ECE
+ * ibv_open_qp), ECE
  * (ibv_query_ece, as rxe) and per-QP packet pacing
  * (ibv_modify_qp_rate_limit: the device keeps rate_limit but does not pace
  * by it yet).
@@ -38,7 +38,6 @@ const IMPORT = 'importing objects of another process is not modelled';
 const DM = 'the device has no device memory (max_dm_size 0)';
 const MW = 'memory windows are not modelled (max_mw 0)';
 const XRC = 'XRC is not modelled';
-const MCAST = 'UD multicast is not modelled (max_mcast_grp 0)';
 const ECE = 'ECE is not supported (as rxe)';
 
 export const ibv_create_flow = (qp: unknown, _flow_attr: unknown): never => ptr('ibv_create_flow', FLOW, qp);
@@ -70,8 +69,6 @@ export const ibv_bind_mw = (qp: unknown, _mw: unknown, _mw_bind: unknown): numbe
 export const ibv_open_xrcd = (context: unknown, _attr: unknown): never => ptr('ibv_open_xrcd', XRC, context, true);
 export const ibv_close_xrcd = (xrcd: unknown): number => int(xrcd);
 export const ibv_open_qp = (context: unknown, _attr: unknown): never => ptr('ibv_open_qp', XRC, context, true);
-export const ibv_attach_mcast = (qp: unknown, _gid: unknown, _lid: unknown): number => int(qp);
-export const ibv_detach_mcast = (qp: unknown, _gid: unknown, _lid: unknown): number => int(qp);
 export const ibv_query_ece = (qp: unknown, _ece: unknown): number => int(qp);
 export const ibv_set_ece = (qp: unknown, _ece: unknown): number => int(qp);
 export const ibv_modify_qp_rate_limit = (qp: unknown, _attr: unknown): number => int(qp);
