@@ -96,7 +96,8 @@ function hostUsed(ctx: ibv_context): number {
 function verbRows(ctx: ibv_context, n: number, rounds: number): ObjectsRow[] {
   const pd = ibv_alloc_pd(ctx);
   const rows: ObjectsRow[] = [];
-  const base = perCall(n, rounds, () => void ibv_query_pkey(ctx, 1, 0), () => {});
+  const pkeyOut = { pkey: 0 };
+  const base = perCall(n, rounds, () => void ibv_query_pkey(ctx, 1, 0, pkeyOut), () => {});
   rows.push({ name: 'empty mailbox round trip (ibv_query_pkey)', unit: 'µs', value: base, note: 'baseline' });
   const cqs: ibv_cq[] = [];
   const cqRow = perCall(n, rounds, () => void cqs.push(ibv_create_cq(ctx, 16, null, null, 0)), () => {

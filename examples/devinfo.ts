@@ -3,14 +3,15 @@
  * rnic-model verbs API. Same options (-d, -i, -l, -v), same labels, tabs and
  * number formats, so its output can be diffed against the C tool's.
  *
+ * -v prints the extended attributes of ibv_query_device_ex (ODP, timestamp
+ * mask, core clock, TSO, RSS, packet pacing, tag matching, CQ moderation,
+ * device memory) and the GIDs as devinfo.c prints them since GID types
+ * (ibv_query_gid_ex): RoCE v2 GIDs in IPv6 text form (inet_ntop), others
+ * as 16 hex bytes, each with ", RoCE v1" / ", RoCE v2" on Ethernet.
+ *
  * Differences, and why:
- * - The verbs API has ibv_query_device but not ibv_query_device_ex, so -v
- *   prints every field of struct ibv_device_attr but not the extended
- *   section (ODP, timestamp mask, core clock, TSO, RSS, packet pacing, tag
- *   matching, CQ moderation, device memory).
- * - It has ibv_query_gid but no GID-type query, so GIDs are printed the way
- *   devinfo printed them before GID types existed: 16 bytes in hex, without
- *   a ", RoCE v2" suffix.
+ * - A provider without ibv_query_device_ex / ibv_query_gid_ex (EOPNOTSUPP)
+ *   gets the older output: no extended section, GIDs in hex without a type.
  * - No devices is exit code 1 (C: -1, i.e. 255).
  *
  * The text is built by hca_text() from plain data, so it can be checked
@@ -69,16 +70,27 @@ import {
   ibv_get_device_list,
   ibv_get_device_name,
   ibv_open_device,
+  IBV_GID_TYPE_IB,
+  IBV_GID_TYPE_ROCE_V1,
+  IBV_GID_TYPE_ROCE_V2,
+  IBV_QPT_RAW_PACKET,
+  IBV_QPT_UD,
+  errno,
   ibv_query_device,
+  ibv_query_device_ex,
   ibv_query_gid,
+  ibv_query_gid_ex,
   ibv_query_port,
   newDeviceAttr,
+  newDeviceAttrEx,
   newGid,
+  newGidEntry,
   newPortAttr,
 } from '../src/driver/verbs/index.js';
-import type { ibv_context, ibv_device, ibv_device_attr, ibv_gid, ibv_port_attr } from '../src/driver/verbs/index.js';
+import type { ibv_context, ibv_device, ibv_device_attr, ibv_device_attr_ex, ibv_gid, ibv_port_attr } from '../src/driver/verbs/index.js';
 import { GetoptError, getopt_long, intArg, type OptionSpec } from './common/getopt.js';
 import { errText, processIo, type Io } from './common/io.js';
+import { inet_ntop6 } from './common/inet.js';
 import { sprintf } from './common/printf.js';
 
 export function null_gid(gid: ibv_gid): boolean {
@@ -286,12 +298,107 @@ export function print_device_cap_flags(dev_cap_flags: number): string {
   return s;
 }
 
-/** What ibv_query_port and ibv_query_gid told about one port. */
+/** A GID table entry as ibv_query_gid_ex gives it; `gid_type` absent when only ibv_query_gid answered. */
+export type GidInfo = ibv_gid & { gid_type?: number; index?: number };
+
+/** What ibv_query_port and ibv_query_gid(_ex) told about one port. */
 export interface PortInfo {
   port: number;
   attr: ibv_port_attr | null;
-  /** gid_tbl_len entries (verbose only); a null entry is an index whose query failed, which ends the list. */
-  gids: Array<ibv_gid | null>;
+  /**
+   * The GID table (verbose only), in index order; an entry's `index` is its
+   * table index (default: its position). A null entry is an index whose
+   * query failed, which ends the list.
+   */
+  gids: Array<GidInfo | null>;
+}
+
+export function gid_type_str(type: number): string {
+  switch (type) {
+    case IBV_GID_TYPE_IB:
+      return 'IB';
+    case IBV_GID_TYPE_ROCE_V1:
+      return 'RoCE v1';
+    case IBV_GID_TYPE_ROCE_V2:
+      return 'RoCE v2';
+    default:
+      return 'Invalid gid type';
+  }
+}
+
+/** One GID line: RoCE v2 in IPv6 text form, others as hex; with its type on Ethernet. */
+export function gid_line(g: GidInfo, i: number, linkLayer: number): string {
+  const suffix = g.gid_type !== undefined && linkLayer === IBV_LINK_LAYER_ETHERNET ? `, ${gid_type_str(g.gid_type)}` : '';
+  if (g.gid_type === IBV_GID_TYPE_ROCE_V2) return sprintf('\t\t\tGID[%3d]:\t\t%s%s\n', i, inet_ntop6(g.raw), suffix);
+  return sprintf(`\t\t\tGID[%3d]:\t\t${'%02x%02x:'.repeat(7)}%02x%02x%s\n`, i, ...g.raw, suffix);
+}
+
+const hex64 = (v: bigint) => BigInt.asUintN(64, v).toString(16);
+
+function odp_trans_caps(trans: number): string {
+  if (!trans) return '\t\t\t\t\tNO SUPPORT\n';
+  const names: [number, string][] = [[1, 'SUPPORT_SEND'], [2, 'SUPPORT_RECV'], [4, 'SUPPORT_WRITE'], [8, 'SUPPORT_READ'], [16, 'SUPPORT_ATOMIC'], [32, 'SUPPORT_SRQ']];
+  let s = '';
+  for (const [bit, name] of names) if (trans & bit) s += `\t\t\t\t\t${name}\n`;
+  const unknown = (trans & ~63) >>> 0;
+  if (unknown) s += sprintf('\t\t\t\t\tUnknown flags: 0x%X\n', unknown);
+  return s;
+}
+
+function qpt_lines(qpts: number, indent: string): string {
+  let s = '';
+  if (qpts & (1 << IBV_QPT_RAW_PACKET)) s += '\t\t\t\t\tSUPPORT_RAW_PACKET\n';
+  if (qpts & (1 << IBV_QPT_UD)) s += '\t\t\t\t\tSUPPORT_UD\n';
+  const unknown = (qpts & ~((1 << IBV_QPT_RAW_PACKET) | (1 << IBV_QPT_UD))) >>> 0;
+  if (unknown) s += sprintf('\t\t\t\t\tUnknown flags: 0x%X\n', unknown);
+  return `${indent}supported_qp:\n${s}`;
+}
+
+/** The extended section devinfo.c prints after local_ca_ack_delay with -v (ibv_device_attr_ex). */
+export function attr_ex_text(x: ibv_device_attr_ex): string {
+  let s = '\tgeneral_odp_caps:\n';
+  if (x.odp_caps.general_caps & 1n) s += '\t\t\t\t\tODP_SUPPORT\n';
+  if (x.odp_caps.general_caps & 2n) s += '\t\t\t\t\tODP_SUPPORT_IMPLICIT\n';
+  if (x.odp_caps.general_caps & ~3n) s += `\t\t\t\t\tUnknown flags: 0x${(x.odp_caps.general_caps & ~3n).toString(16).toUpperCase()}\n`;
+  s += '\trc_odp_caps:\n' + odp_trans_caps(x.odp_caps.per_transport_caps.rc_odp_caps);
+  s += '\tuc_odp_caps:\n' + odp_trans_caps(x.odp_caps.per_transport_caps.uc_odp_caps);
+  s += '\tud_odp_caps:\n' + odp_trans_caps(x.odp_caps.per_transport_caps.ud_odp_caps);
+  s += '\txrc_odp_caps:\n' + odp_trans_caps(x.xrc_odp_caps);
+  s += x.completion_timestamp_mask ? `\tcompletion timestamp_mask:\t\t\t0x${hex64(x.completion_timestamp_mask).padStart(16, '0')}\n` : '\tcompletion_timestamp_mask not supported\n';
+  s += x.hca_core_clock ? `\thca_core_clock:\t\t\t${x.hca_core_clock}kHZ\n` : '\tcore clock not supported\n';
+  if (x.raw_packet_caps) {
+    s += '\traw packet caps:\n';
+    const caps: [number, string][] = [[1, 'C-VLAN stripping offload'], [2, 'Scatter FCS offload'], [4, 'IP csum offload'], [8, 'Delay drop']];
+    for (const [bit, name] of caps) if (x.raw_packet_caps & bit) s += `\t\t\t\t\t${name}\n`;
+  }
+  s += `\tdevice_cap_flags_ex:\t\t0x${hex64(x.device_cap_flags_ex).toUpperCase()}\n`;
+  const ex = BigInt.asUintN(64, x.device_cap_flags_ex) & 0xffff_ffff_0000_0000n;
+  if (ex & (1n << 34n)) s += '\t\t\t\t\tRAW_SCATTER_FCS\n';
+  if (ex & (1n << 36n)) s += '\t\t\t\t\tPCI_WRITE_END_PADDING\n';
+  if (ex & ~((1n << 34n) | (1n << 36n))) s += `\t\t\t\t\tUnknown flags: 0x${(ex & ~((1n << 34n) | (1n << 36n))).toString(16).toUpperCase()}\n`;
+  s += '\ttso_caps:\n' + sprintf('\tmax_tso:\t\t\t%d\n', x.tso_caps.max_tso);
+  if (x.tso_caps.max_tso) s += qpt_lines(x.tso_caps.supported_qpts, '\t');
+  const r = x.rss_caps;
+  s += '\trss_caps:\n';
+  s += sprintf('\t\tmax_rwq_indirection_tables:\t\t\t%u\n', r.max_rwq_indirection_tables);
+  s += sprintf('\t\tmax_rwq_indirection_table_size:\t\t\t%u\n', r.max_rwq_indirection_table_size);
+  s += sprintf('\t\trx_hash_function:\t\t\t\t0x%x\n', r.rx_hash_function);
+  s += `\t\trx_hash_fields_mask:\t\t\t\t0x${hex64(r.rx_hash_fields_mask).toUpperCase()}\n`;
+  if (r.supported_qpts) s += qpt_lines(r.supported_qpts, '\t\t');
+  s += sprintf('\tmax_wq_type_rq:\t\t\t%u\n', x.max_wq_type_rq);
+  const pp = x.packet_pacing_caps;
+  s += '\tpacket_pacing_caps:\n' + sprintf('\t\tqp_rate_limit_min:\t%ukbps\n', pp.qp_rate_limit_min) + sprintf('\t\tqp_rate_limit_max:\t%ukbps\n', pp.qp_rate_limit_max);
+  if (pp.qp_rate_limit_max) s += qpt_lines(pp.supported_qpts, '\t\t');
+  const tm = x.tm_caps;
+  if (tm.max_num_tags) {
+    s += sprintf('\tmax_rndv_hdr_size:\t\t%u\n', tm.max_rndv_hdr_size) + sprintf('\tmax_num_tags:\t\t\t%u\n', tm.max_num_tags);
+    s += sprintf('\tmax_ops:\t\t\t%u\n', tm.max_ops) + sprintf('\tmax_sge:\t\t\t%u\n', tm.max_sge) + '\tflags:\n';
+    if (tm.flags & 1) s += '\t\t\t\t\tIBV_TM_CAP_RC\n';
+  } else s += '\ttag matching not supported\n';
+  const cm = x.cq_mod_caps;
+  if (cm.max_cq_count && cm.max_cq_period) s += `\n\tcq moderation caps:\n\t\tmax_cq_count:\t${cm.max_cq_count}\n\t\tmax_cq_period:\t${cm.max_cq_period} us\n\n`;
+  if (x.max_dm_size) s += `\tmaximum available device memory:\t${x.max_dm_size}Bytes\n\n`;
+  return s;
 }
 
 /** Everything print_hca_cap prints about one device. */
@@ -301,6 +408,8 @@ export interface HcaInfo {
   attr: ibv_device_attr;
   /** The sysfs board_id, when the device has one. */
   board_id: string | null;
+  /** ibv_query_device_ex's answer (-v prints its extended section), or absent when the provider has none. */
+  attr_ex?: ibv_device_attr_ex | null;
   ports: PortInfo[];
 }
 
@@ -357,6 +466,7 @@ export function hca_text(h: HcaInfo, verbose: boolean): { out: string; err: stri
     }
     s += sprintf('\tmax_pkeys:\t\t\t%d\n', a.max_pkeys);
     s += sprintf('\tlocal_ca_ack_delay:\t\t%d\n', a.local_ca_ack_delay);
+    if (h.attr_ex) s += attr_ex_text(h.attr_ex);
   }
 
   for (const p of h.ports) {
@@ -400,7 +510,7 @@ export function hca_text(h: HcaInfo, verbose: boolean): { out: string; err: stri
           failed = true;
           break;
         }
-        if (!null_gid(gid)) s += sprintf(`\t\t\tGID[%3d]:\t\t${'%02x%02x:'.repeat(7)}%02x%02x\n`, i, ...gid.raw);
+        if (!null_gid(gid)) s += gid_line(gid, gid.index ?? i, pa.link_layer);
       }
       if (failed) break;
     }
@@ -429,8 +539,15 @@ export function print_hca_cap(ib_dev: ibv_device, ib_port: number, verbose: bool
   }
   let rc = 0;
   try {
-    const attr = newDeviceAttr();
-    const q = ibv_query_device(ctx, attr);
+    const ex = newDeviceAttrEx();
+    let attr_ex: ibv_device_attr_ex | null = ex;
+    let attr = ex.orig_attr;
+    let q = ibv_query_device_ex(ctx, null, ex);
+    if (q === errno.EOPNOTSUPP) {
+      attr_ex = null;
+      attr = newDeviceAttr();
+      q = ibv_query_device(ctx, attr);
+    }
     if (q) {
       io.err(`Failed to query device props (${errnoName(q)})\n`);
       rc = 2;
@@ -450,22 +567,32 @@ export function print_hca_cap(ib_dev: ibv_device, ib_port: number, verbose: bool
         rc = 1;
         break;
       }
-      const gids: Array<ibv_gid | null> = [];
+      const gids: Array<GidInfo | null> = [];
       if (verbose) {
+        let typed = true;
         for (let i = 0; i < pa.gid_tbl_len; i++) {
+          const e = newGidEntry();
+          const r = typed ? ibv_query_gid_ex(ctx, port, i, e, 0) : errno.EOPNOTSUPP;
+          if (r === 0) {
+            gids.push({ raw: e.gid.raw, gid_type: e.gid_type, index: i });
+            continue;
+          }
+          if (r === errno.ENODATA) continue;
+          typed = false;
+          // No typed query (EOPNOTSUPP): the plain one, as devinfo did before GID types.
           const gid = newGid();
           if (ibv_query_gid(ctx, port, i, gid)) {
             gids.push(null);
             rc = 1;
             break;
           }
-          gids.push(gid);
+          gids.push({ raw: gid.raw, index: i });
         }
       }
       ports.push({ port, attr: pa, gids });
     }
     const text = hca_text(
-      { name: ibv_get_device_name(ib_dev), transport_type: ib_dev.transport_type, attr, board_id: read_board_id(ib_dev), ports },
+      { name: ibv_get_device_name(ib_dev), transport_type: ib_dev.transport_type, attr, attr_ex, board_id: read_board_id(ib_dev), ports },
       verbose,
     );
     io.out(text.out);

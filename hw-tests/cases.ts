@@ -65,7 +65,9 @@ export const CASES: Case[] = [
       eq(ibv_query_port(a.ctx, PORT, pa), 0, 'ibv_query_port');
       eq(pa.state, IBV_PORT_ACTIVE, 'port state');
       eq(pa.link_layer, IBV_LINK_LAYER_ETHERNET, 'link layer');
-      eq(ibv_query_pkey(a.ctx, PORT, 0), 0xffff, 'P_Key 0');
+      const pk = { pkey: 0 };
+      eq(ibv_query_pkey(a.ctx, PORT, 0, pk), 0, 'ibv_query_pkey');
+      eq(pk.pkey, 0xffff, 'P_Key 0');
       check(a.gid.raw[10] === 0xff && a.gid.raw[11] === 0xff, `an IPv4 RoCE v2 GID (index ${a.gidIndex})`);
       eq(ibv_query_port(a.ctx, 99, pa), 22, 'ibv_query_port of port 99 is EINVAL');
     },

@@ -12,6 +12,8 @@
  * keeps a sentence for humans.
  */
 import {
+  IBV_ACCESS_FLUSH_GLOBAL,
+  IBV_ACCESS_FLUSH_PERSISTENT,
   IBV_ACCESS_LOCAL_WRITE,
   IBV_ACCESS_OPTIONAL_RANGE,
   IBV_ACCESS_REMOTE_ATOMIC,
@@ -72,10 +74,10 @@ import {
   type StructInput,
   type StructValues,
 } from './layout.js';
-import { DbKind } from './registers.js';
+import { DbKind, loadDbrec } from './registers.js';
 import { log2, MAX_WQE_STRIDE, recvWqeStride, sendWqeStride } from './wqe.js';
 import { EQE_SIZE } from './eqe.js';
-import { CQE_SIZE } from './cqe.js';
+import { CQE_OWNER_OFFSET, CQE_SIZE, cqeOffset, ringPhase } from './cqe.js';
 
 // ---------------------------------------------------------------------------
 // Opcodes and status codes
@@ -86,12 +88,16 @@ export const enum Cmd {
   QUERY_PORT = 0x02,
   QUERY_GID = 0x03,
   QUERY_PKEY = 0x04,
+  QUERY_CLOCK = 0x05,
   ALLOC_PD = 0x10,
   DEALLOC_PD = 0x11,
   REG_MR = 0x20,
   DEREG_MR = 0x21,
+  REREG_MR = 0x22,
   CREATE_CQ = 0x30,
   DESTROY_CQ = 0x31,
+  RESIZE_CQ = 0x32,
+  MODIFY_CQ = 0x33,
   CREATE_EQ = 0x40,
   DESTROY_EQ = 0x41,
   CREATE_SRQ = 0x50,
@@ -102,6 +108,8 @@ export const enum Cmd {
   MODIFY_QP = 0x61,
   QUERY_QP = 0x62,
   DESTROY_QP = 0x63,
+  ATTACH_MCAST = 0x64,
+  DETACH_MCAST = 0x65,
 }
 
 export const enum CmdStatus {
@@ -334,10 +342,32 @@ const PDN_LAYOUT = defineLayout('pdn', 4, 'A protection domain number.', [u('pdn
 
 export const REG_MR_IN = defineLayout('reg-mr-in', 0x20, 'ibv_reg_mr / ibv_reg_mr_iova.', [
   u('pdn', 0x00, 0, 32, 'protection domain'),
-  u('access', 0x04, 0, 32, 'ibv_access_flags (LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED; optional-range bits ignored)'),
+  u('access', 0x04, 0, 32, 'ibv_access_flags (LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED, FLUSH_GLOBAL, FLUSH_PERSISTENT; optional-range bits ignored)'),
   u64('hostAddr', 0x08, 'host memory address of the buffer'),
   u64('length', 0x10, 'length in bytes (≥ 1, ≤ maxMrSize)'),
   u64('iova', 0x18, 'virtual address of the first byte as keys see it (= hostAddr for ibv_reg_mr)'),
+]);
+
+/** REREG_MR flags: which parts of the MR change (ibv_rereg_mr's IBV_REREG_MR_CHANGE_*). */
+export const enum ReregFlag {
+  TRANSLATION = 1 << 0,
+  PD = 1 << 1,
+  ACCESS = 1 << 2,
+}
+
+export const REREG_MR_IN = defineLayout('rereg-mr-in', 0x28, 'ibv_rereg_mr: change an MR in place; its keys stay.', [
+  u('key', 0x00, 0, 32, 'the MR\'s key'),
+  u('flags', 0x04, 0, 32, 'ReregFlag: TRANSLATION 1 (hostAddr, length, iova), PD 2 (pdn), ACCESS 4 (access); other fields are ignored'),
+  u('pdn', 0x08, 0, 32, 'new protection domain (PD)'),
+  u('access', 0x0c, 0, 32, 'new ibv_access_flags (ACCESS), checked as REG_MR checks them'),
+  u64('hostAddr', 0x10, 'new host memory address (TRANSLATION)'),
+  u64('length', 0x18, 'new length (TRANSLATION)'),
+  u64('iova', 0x20, 'new iova (TRANSLATION)'),
+]);
+
+export const MCAST_IN = defineLayout('mcast-in', 0x14, 'ibv_attach_mcast / ibv_detach_mcast: a UD QP and a multicast GID.', [
+  u('qpn', 0x00, 0, 32, 'UD QP number'),
+  bytes('mgid', 0x04, 16, 'multicast GID, network order: ff00::/8, or IPv4-mapped 224.0.0.0/4 (RoCE v2 over IPv4)'),
 ]);
 
 export const REG_MR_OUT = defineLayout('reg-mr-out', 8, 'The keys of the new MR (equal: key = index << 8 | variant).', [
@@ -356,6 +386,23 @@ export const CREATE_CQ_IN = defineLayout('create-cq-in', 0x18, 'ibv_create_cq.',
 ]);
 
 const CQN_LAYOUT = defineLayout('cqn', 4, 'A CQ number.', [u('cqn', 0x00, 0, 32, 'CQ number')]);
+
+export const RESIZE_CQ_IN = defineLayout('resize-cq-in', 0x10, 'ibv_resize_cq: the new ring (the doorbell record and EQ stay).', [
+  u64('ringAddr', 0x00, 'new ring of 2^logSize 64-byte CQEs, 64-byte aligned, zeroed'),
+  u('cqn', 0x08, 0, 32, 'CQ number'),
+  u('logSize', 0x0c, 0, 8, 'log2 entries; 2^logSize ≤ maxCqe + 1 and > the CQEs not yet consumed'),
+  reserved(0x0d, 24),
+]);
+
+export const MODIFY_CQ_IN = defineLayout('modify-cq-in', 8, 'ibv_modify_cq (IBV_CQ_ATTR_MODERATE).', [
+  u('cqn', 0x00, 0, 32, 'CQ number'),
+  u('cqCount', 0x04, 0, 16, 'cq_count: CQEs per completion event (0 or 1: every armed CQE)'),
+  u('cqPeriod', 0x06, 0, 16, 'cq_period: µs after the first held-back CQE at which the event fires anyway (0: none)'),
+]);
+
+export const QUERY_CLOCK_OUT = defineLayout('query-clock-out', 8, 'The free-running device clock (ibv_query_rt_values_ex).', [
+  u64('clock', 0x00, 'hca_core_clock ticks now: the clock of CQE timestamps'),
+]);
 
 export const CREATE_EQ_IN = defineLayout('create-eq-in', 0x10, 'Create an event queue.', [
   u64('ringAddr', 0x00, 'ring of 2^logSize 32-byte EQEs, 32-byte aligned, zeroed'),
@@ -479,7 +526,8 @@ function command<IF extends readonly FieldDecl[], OF extends readonly FieldDecl[
 
 const SUPPORTED_QP_TYPES = [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD];
 const MR_ACCESS_SUPPORTED =
-  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED;
+  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED
+  | IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT;
 const QP_ACCESS_SUPPORTED = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 function nextPow2(n: number): number {
@@ -694,6 +742,15 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     },
   }),
   command({
+    opcode: Cmd.QUERY_CLOCK,
+    name: 'QUERY_CLOCK',
+    doc: 'Read the free-running device clock (ibv_query_rt_values_ex raw_clock), in hcaCoreClock ticks.',
+    input: NONE_IN,
+    output: QUERY_CLOCK_OUT,
+    errors: [],
+    run: (fw) => ({ clock: BigInt(fw.clockTicks()) }),
+  }),
+  command({
     opcode: Cmd.ALLOC_PD,
     name: 'ALLOC_PD',
     doc: 'Allocate a protection domain (ibv_alloc_pd). PD numbers start at 1.',
@@ -752,6 +809,38 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       Atomics.store(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, MptFlag.VALID);
       fw.pdRefs[inp.pdn]!++;
       return { lkey: key, rkey: key };
+    },
+  }),
+  command({
+    opcode: Cmd.REREG_MR,
+    name: 'REREG_MR',
+    doc: 'Change a memory region in place (ibv_rereg_mr): its translation, PD and/or access. The keys stay the same; the new values are checked as REG_MR checks them, all before any is applied.',
+    input: REREG_MR_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no live MR with exactly this key, or no such PD', 'BAD_PARAM: no flag or an unknown one; a value REG_MR would refuse'],
+    run: (fw, inp) => {
+      const t = fw.tables;
+      const off = t.mrByKey(inp.key);
+      if (off < 0) fail(CmdStatus.BAD_RESOURCE, 'key', `no MR with key 0x${inp.key.toString(16)}`);
+      if (inp.flags === 0 || inp.flags & ~(ReregFlag.TRANSLATION | ReregFlag.PD | ReregFlag.ACCESS)) fail(CmdStatus.BAD_PARAM, 'flags', `bad flags 0x${inp.flags.toString(16)}`);
+      const cur = decodeStruct(MPT, t.dv, off);
+      const pdn = inp.flags & ReregFlag.PD ? inp.pdn : cur.pdn;
+      if (inp.flags & ReregFlag.PD) needPd(fw, pdn);
+      const access = inp.flags & ReregFlag.ACCESS ? inp.access & ~IBV_ACCESS_OPTIONAL_RANGE : cur.access;
+      if (access & ~MR_ACCESS_SUPPORTED) fail(CmdStatus.BAD_PARAM, 'access', `unsupported access flags 0x${(access & ~MR_ACCESS_SUPPORTED).toString(16)}`);
+      if (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) && !(access & IBV_ACCESS_LOCAL_WRITE)) fail(CmdStatus.BAD_PARAM, 'access', 'REMOTE_WRITE / REMOTE_ATOMIC need LOCAL_WRITE');
+      let { hostAddr, length, iova } = cur;
+      if (inp.flags & ReregFlag.TRANSLATION) {
+        ({ hostAddr, length, iova } = inp);
+        if (length === 0n || length > fw.caps.device.maxMrSize) fail(CmdStatus.BAD_PARAM, 'length', `bad length ${length}`);
+        if (!fw.hostRangeOk(Number(hostAddr), Number(length), 1) || hostAddr > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'hostAddr', 'buffer is not inside host memory');
+        if (iova + length > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'iova', 'iova + length must stay below 2^53');
+      }
+      encodeStruct(MPT, t.dv, off, { pdn, access, hostAddr, length, iova });
+      if (pdn !== cur.pdn) {
+        fw.pdRefs[cur.pdn]!--;
+        fw.pdRefs[pdn]!++;
+      }
     },
   }),
   command({
@@ -814,6 +903,48 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       fw.clearEntry(off, CQC.size);
       fw.cqs.free(inp.cqn);
       fw.eqRefs[eqn]!--;
+    },
+  }),
+  command({
+    opcode: Cmd.RESIZE_CQ,
+    name: 'RESIZE_CQ',
+    doc: 'Move a CQ to a new ring (ibv_resize_cq). The CQEs the driver has not consumed (from its doorbell record up to the producer) are copied to the same counter positions of the new ring, with the new ring\'s phase; the producer counter is kept. The driver frees the old ring after success.',
+    input: RESIZE_CQ_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such CQ', 'BAD_PARAM: size or ring not valid, or fewer entries than unconsumed CQEs', 'BAD_STATE: the CQ overflowed'],
+    run: (fw, inp) => {
+      const off = needCq(fw, inp.cqn, 'cqn');
+      if (inp.logSize > 24 || 1 << inp.logSize > nextPow2(fw.caps.device.maxCqe + 1)) fail(CmdStatus.BAD_PARAM, 'logSize', `2^${inp.logSize} entries exceed maxCqe`);
+      needRing(fw, Number(inp.ringAddr), CQE_SIZE << inp.logSize, CQE_SIZE, 'ringAddr');
+      const t = fw.tables;
+      if (Atomics.load(t.i32, (off + CtxOff.CQ_FLAGS) >> 2) & CqFlag.ERROR) fail(CmdStatus.BAD_STATE, 'cqn', `CQ ${inp.cqn} overflowed`);
+      const mem = fw.mem;
+      const producer = Atomics.load(t.i32, (off + CtxOff.CQ_PRODUCER) >> 2) >>> 0;
+      const ci = loadDbrec(mem, CQC.f.dbrecAddr.getNum(t.dv, off));
+      const outstanding = (producer - ci) >>> 0;
+      if (outstanding >= 1 << inp.logSize) fail(CmdStatus.BAD_PARAM, 'logSize', `${outstanding} CQEs are not consumed yet; 2^${inp.logSize} - 1 cannot hold them`);
+      const oldLog = CQC.f.logSize.get(t.dv, off);
+      const oldRing = CQC.f.ringAddr.getNum(t.dv, off) - mem.baseNum;
+      const newRing = Number(inp.ringAddr) - mem.baseNum;
+      for (let n = ci; n !== producer; n = (n + 1) >>> 0) {
+        const from = cqeOffset(oldRing, n, oldLog);
+        const to = cqeOffset(newRing, n, inp.logSize);
+        mem.u8.copyWithin(to, from, from + CQE_OWNER_OFFSET);
+        Atomics.store(mem.u8, to + CQE_OWNER_OFFSET, ringPhase(n, inp.logSize));
+      }
+      encodeStruct(CQC, t.dv, off, { ringAddr: inp.ringAddr, logSize: inp.logSize });
+    },
+  }),
+  command({
+    opcode: Cmd.MODIFY_CQ,
+    name: 'MODIFY_CQ',
+    doc: 'Set CQ moderation (ibv_modify_cq): an armed CQ raises its completion event at the cqCount-th CQE, or cqPeriod µs after the first CQE it held back, whichever comes first.',
+    input: MODIFY_CQ_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such CQ'],
+    run: (fw, inp) => {
+      const off = needCq(fw, inp.cqn, 'cqn');
+      encodeStruct(CQC, fw.tables.dv, off, { modCount: inp.cqCount, modPeriod: inp.cqPeriod });
     },
   }),
   command({
@@ -1190,9 +1321,59 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       fw.cqRefs[c.sendCqn]!--;
       fw.cqRefs[c.recvCqn]!--;
       if (c.flags & QpFlag.HAS_SRQ) fw.srqRefs[c.srqn]!--;
+      // A destroyed QP leaves its multicast groups (rxe does the same).
+      for (const [k, g] of fw.mcast) if (g.delete(inp.qpn) && g.size === 0) fw.mcast.delete(k);
+    },
+  }),
+  command({
+    opcode: Cmd.ATTACH_MCAST,
+    name: 'ATTACH_MCAST',
+    doc: 'Attach a UD QP to a multicast group (ibv_attach_mcast): UD packets to the group\'s GID with destination QPN 0xFFFFFF are delivered to every attached QP on the port that receives them. Attaching twice is a no-op.',
+    input: MCAST_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such QP', 'BAD_PARAM: not a UD QP, or not a multicast GID', 'NO_RESOURCES: maxMcastGrp groups, maxMcastQpAttach QPs in the group, or maxTotalMcastQpAttach attachments exist'],
+    run: (fw, inp) => {
+      const key = mcastKey(fw, inp.qpn, inp.mgid);
+      const g = fw.mcast.get(key);
+      if (g?.has(inp.qpn)) return;
+      const d = fw.caps.device;
+      let total = 0;
+      for (const x of fw.mcast.values()) total += x.size;
+      if (!g && fw.mcast.size >= d.maxMcastGrp) fail(CmdStatus.NO_RESOURCES, 'mgid', `${d.maxMcastGrp} multicast groups exist`);
+      if (g && g.size >= d.maxMcastQpAttach) fail(CmdStatus.NO_RESOURCES, 'qpn', `the group has ${d.maxMcastQpAttach} QPs`);
+      if (total >= d.maxTotalMcastQpAttach) fail(CmdStatus.NO_RESOURCES, 'qpn', `${d.maxTotalMcastQpAttach} attachments exist`);
+      if (g) g.add(inp.qpn);
+      else fw.mcast.set(key, new Set([inp.qpn]));
+    },
+  }),
+  command({
+    opcode: Cmd.DETACH_MCAST,
+    name: 'DETACH_MCAST',
+    doc: 'Detach a UD QP from a multicast group (ibv_detach_mcast).',
+    input: MCAST_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no such QP', 'BAD_PARAM: not a UD QP, not a multicast GID, or the QP is not attached to the group'],
+    run: (fw, inp) => {
+      const key = mcastKey(fw, inp.qpn, inp.mgid);
+      const g = fw.mcast.get(key);
+      if (!g || !g.has(inp.qpn)) fail(CmdStatus.BAD_PARAM, 'mgid', `QP ${inp.qpn} is not attached to the group`);
+      g.delete(inp.qpn);
+      if (g.size === 0) fw.mcast.delete(key);
     },
   }),
 ]);
+
+/** The group key of a multicast GID, after checking the QP (UD) and the GID (multicast). */
+function mcastKey(fw: Firmware, qpn: number, mgid: Uint8Array): string {
+  const qp = fw.tables.qpByNumber(qpn);
+  if (qp < 0) fail(CmdStatus.BAD_RESOURCE, 'qpn', `no QP ${qpn}`);
+  if (QPC.f.qpType.get(fw.tables.dv, qp) !== IBV_QPT_UD) fail(CmdStatus.BAD_PARAM, 'qpn', `QP ${qpn} is not UD`);
+  const v4mapped = mgid.subarray(0, 10).every((b) => b === 0) && mgid[10] === 0xff && mgid[11] === 0xff;
+  if (mgid[0] !== 0xff && !(v4mapped && (mgid[12]! & 0xf0) === 0xe0)) fail(CmdStatus.BAD_PARAM, 'mgid', 'not a multicast GID');
+  let k = '';
+  for (let i = 0; i < 16; i++) k += (mgid[i]! | 0x100).toString(16).slice(1);
+  return k;
+}
 
 const BY_OPCODE = new Map(COMMANDS.map((c) => [c.opcode, c] as const));
 

@@ -168,8 +168,10 @@ export const CQC = defineLayout('cq-context', 64, 'CQ context. Entry cqn of the 
   u('logSize', 0x1c, 0, 8, '[fw] log2 ring entries'),
   reserved(0x1d, 24),
   u('armCi', 0x20, 0, 32, '[dev] consumer index (mod 2^24) of the last arm request'),
-  reserved(0x24, 32),
-  reserved(0x28, 192),
+  u('modCount', 0x24, 0, 16, '[fw] CQ moderation: an armed CQ raises its event after this many CQEs (0: at the first)'),
+  u('modPeriod', 0x26, 0, 16, '[fw] CQ moderation: or this many µs after the first CQE it holds back (0: no period)'),
+  u('modPending', 0x28, 0, 32, '[dev] CQEs written while armed whose event moderation holds back'),
+  reserved(0x2c, 160),
 ]);
 
 export const EQC = defineLayout('eq-context', 64, 'EQ context. Entry eqn of the EQ table.', [
@@ -216,6 +218,7 @@ export const enum CtxOff {
   QP_MODIFY_SEQ = 0x08,
   CQ_FLAGS = 0x00,
   CQ_PRODUCER = 0x04,
+  CQ_MOD_PENDING = 0x28,
   EQ_FLAGS = 0x00,
   EQ_PRODUCER = 0x04,
   SRQ_FLAGS = 0x00,

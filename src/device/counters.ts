@@ -80,6 +80,11 @@ export const COUNTERS: readonly CounterDecl[] = Object.freeze([
   c('rx_unknown_qp', 'model', 'packets dropped: no QP with the destination QPN (never created, destroyed, special or multicast QPN)'),
   c('rx_qp_type_mismatch', 'model', 'packets dropped: the opcode\'s transport (RC / UC / UD) is not the QP\'s type'),
   c('rx_qp_state_drop', 'model', 'packets dropped: the QP\'s state does not accept them (requests in RESET / INIT / ERR, responses outside RTS / SQD)'),
+  // IB port counters (IBTA PortCounters / PortCountersExtended), as Linux shows them for a RoCE port
+  c('port_xmit_data', 'ib_port', 'RDMA frames sent: bytes (Ethernet header through ICRC, no FCS) divided by 4, as PortXmitData counts 4-octet words'),
+  c('port_rcv_data', 'ib_port', 'RDMA frames received (good or not): bytes divided by 4 (PortRcvData)'),
+  c('port_xmit_packets', 'ib_port', 'RDMA frames sent (PortXmitPkts)'),
+  c('port_rcv_packets', 'ib_port', 'RDMA frames received, with errors included (PortRcvPkts)'),
 ]);
 
 /** Index constants for the hot path; `Ctr.X` === COUNTERS index of 'x'. */
@@ -128,6 +133,10 @@ export const enum Ctr {
   RX_UNKNOWN_QP,
   RX_QP_TYPE_MISMATCH,
   RX_QP_STATE_DROP,
+  PORT_XMIT_DATA,
+  PORT_RCV_DATA,
+  PORT_XMIT_PACKETS,
+  PORT_RCV_PACKETS,
   /** Number of counters. */
   COUNT,
 }

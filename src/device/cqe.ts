@@ -211,6 +211,8 @@ export const enum CqPush {
   OVERFLOW = 1 << 2,
   /** The CQ was already in error: the CQE was dropped. */
   DROPPED = 1 << 3,
+  /** Armed, but CQ moderation holds the event back (count not reached): start the period timer. */
+  HELD = 1 << 4,
 }
 
 /**
@@ -238,8 +240,33 @@ export function cqPush(mem: HostMemory, t: ContextTables, cq: number, f: CqeFiel
     const fl = Atomics.load(i32, flagsW);
     if (!(fl & CqFlag.ARMED)) return CqPush.WRITTEN;
     if (fl & CqFlag.SOLICITED_ONLY && !f.solicited && f.status === IBV_WC_SUCCESS) return CqPush.WRITTEN;
+    const count = CQC.f.modCount.get(dv, cq);
+    if (count > 1 || CQC.f.modPeriod.get(dv, cq) > 0) {
+      // Moderation: hold the event until `count` CQEs (count 0: only the period timer fires it).
+      const pending = Atomics.add(i32, (cq + CtxOff.CQ_MOD_PENDING) >> 2, 1) + 1;
+      if (count === 0 || pending < count) return CqPush.WRITTEN | CqPush.HELD;
+    }
     if (Atomics.compareExchange(i32, flagsW, fl, fl & ~(CqFlag.ARMED | CqFlag.SOLICITED_ONLY)) === fl) {
+      Atomics.store(i32, (cq + CtxOff.CQ_MOD_PENDING) >> 2, 0);
       return CqPush.WRITTEN | CqPush.EVENT;
+    }
+  }
+}
+
+/**
+ * The CQ moderation period of CQ `cq` ran out: if it is still armed with
+ * held-back CQEs, disarm it and return true (raise the completion event).
+ */
+export function cqModerationExpired(t: ContextTables, cq: number): boolean {
+  const i32 = t.i32;
+  const flagsW = (cq + CtxOff.CQ_FLAGS) >> 2;
+  const pendW = (cq + CtxOff.CQ_MOD_PENDING) >> 2;
+  for (;;) {
+    const fl = Atomics.load(i32, flagsW);
+    if (!(fl & CqFlag.ARMED) || Atomics.load(i32, pendW) === 0) return false;
+    if (Atomics.compareExchange(i32, flagsW, fl, fl & ~(CqFlag.ARMED | CqFlag.SOLICITED_ONLY)) === fl) {
+      Atomics.store(i32, pendW, 0);
+      return true;
     }
   }
 }

@@ -137,6 +137,8 @@ export interface FirmwareInit {
   readonly tables?: ContextTables;
   /** Counters (created with one lane per port if omitted). */
   readonly counters?: HwCounters;
+  /** The device's nanosecond clock, which the free-running hca_core_clock counts from (0 if omitted). */
+  readonly clock?: { now(): number };
 }
 
 export class Firmware {
@@ -167,10 +169,18 @@ export class Firmware {
   readonly eqRefs: Int32Array;
   /** QPs using an SRQ; DESTROY_SRQ is BUSY while > 0. */
   readonly srqRefs: Int32Array;
+  /**
+   * UD multicast groups (ATTACH_MCAST): the MGID (16 bytes as hex) → the
+   * QPNs attached. The pipeline's receive path reads it (same thread).
+   */
+  readonly mcast = new Map<string, Set<number>>();
   /** QPs changed by commands since the pipeline last looked (see QpChangeList). */
   readonly qpChanges = new QpChangeList();
 
+  private readonly clock: { now(): number } | null;
+
   constructor(init: FirmwareInit) {
+    this.clock = init.clock ?? null;
     this.caps = init.caps;
     this.mem = init.mem;
     this.bar = init.bar ?? Bar.create(init.caps);
@@ -189,6 +199,19 @@ export class Firmware {
     this.cqRefs = new Int32Array(t.cqCount);
     this.eqRefs = new Int32Array(t.eqCount);
     this.srqRefs = new Int32Array(t.srqCount);
+  }
+
+  /** The free-running device clock in ticks of hcaCoreClock kHz (the CQE timestamp's clock). */
+  clockTicks(): number {
+    return this.clock ? Math.floor((this.clock.now() * this.caps.device.hcaCoreClock) / 1e6) : 0;
+  }
+
+  /** The QPs attached to multicast group `mgid` (16 bytes at off of buf), or undefined. */
+  mcastMembers(buf: Uint8Array, off: number): ReadonlySet<number> | undefined {
+    if (this.mcast.size === 0) return undefined;
+    let k = '';
+    for (let i = 0; i < 16; i++) k += (buf[off + i]! | 0x100).toString(16).slice(1);
+    return this.mcast.get(k);
   }
 
   /** Port attributes by 1-based number, or undefined. */

@@ -94,7 +94,9 @@ export const SEND_CTRL = defineLayout(
     u('wqeIndex', 0x0a, 0, 16, 'the producer counter of this WQE mod 2^16 (a sanity tag the device may check)'),
     u('immData', 0x0c, 0, 32, 'imm_data (*_WITH_IMM) or invalidate_rkey (SEND_WITH_INV, LOCAL_INV); ImmDt on the wire carries these 4 bytes in memory order'),
     u('numDataSegs', 0x10, 0, 8, 'number of data segments (0 when inline)'),
-    reserved(0x11, 24),
+    u('flushType', 0x11, 0, 8, 'FLUSH: placement type, the FETH bits 3..0 (IBV_FLUSH_GLOBAL 1, IBV_FLUSH_PERSISTENT 2)'),
+    u('flushLevel', 0x12, 0, 8, 'FLUSH: selectivity level, the FETH bits 5..4 (IBV_FLUSH_RANGE 0, IBV_FLUSH_MR 1)'),
+    reserved(0x13, 8),
     reserved(0x14, 32),
     reserved(0x18, 64),
   ],
@@ -103,20 +105,20 @@ export const SEND_CTRL = defineLayout(
 export const RADDR_SEG = defineLayout(
   'raddr-seg',
   16,
-  'Remote address segment at 0x20 of RC/UC send WQEs: used by RDMA WRITE[_WITH_IMM], RDMA READ and the ATOMICs.',
+  'Remote address segment at 0x20 of RC/UC send WQEs: used by RDMA WRITE[_WITH_IMM], RDMA READ, the ATOMICs, ATOMIC_WRITE and FLUSH.',
   [
     u64('remoteAddr', 0x00, 'remote virtual address (in the remote MR iova space)'),
     u('rkey', 0x08, 0, 32, 'remote key'),
-    reserved(0x0c, 32),
+    u('length', 0x0c, 0, 32, 'FLUSH: bytes to flush (the RETH DMA length; ignored with IBV_FLUSH_MR)'),
   ],
 );
 
 export const ATOMIC_SEG = defineLayout(
   'atomic-seg',
   16,
-  'Atomic segment at 0x30 of RC send WQEs: used by ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD.',
+  'Atomic segment at 0x30 of RC send WQEs: used by ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD and ATOMIC_WRITE.',
   [
-    u64('swapAdd', 0x00, 'swap value (CMP_AND_SWP) or add value (FETCH_AND_ADD)'),
+    u64('swapAdd', 0x00, 'swap value (CMP_AND_SWP), add value (FETCH_AND_ADD), or the 8 bytes ATOMIC_WRITE writes (in memory order: the little-endian value of those bytes)'),
     u64('compare', 0x08, 'compare value (CMP_AND_SWP)'),
   ],
 );

@@ -6,7 +6,7 @@
 import {
   IBV_ACCESS_LOCAL_WRITE, IBV_QPS_RTS, IBV_QPS_SQD, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR,
   IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SUCCESS, IBV_WC_BAD_RESP_ERR, IBV_WC_LOC_PROT_ERR,
-  IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ,
+  IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_WRITE, IBV_WR_FLUSH, IBV_WR_RDMA_READ,
 } from '../device/abi/constants.js';
 import { MrCheck } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
@@ -241,6 +241,15 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
     new DataView(orig.buffer).setBigUint64(0, p.atomicAckEth!.origData, true);
     if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, 0, orig, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
       failHead(nic, q, head, IBV_WC_LOC_PROT_ERR);
+      return;
+    }
+    retire(nic, q, head, psn, now);
+    return;
+  }
+  // ATOMIC_WRITE and FLUSH are answered by one zero-length READ response (rxe send_read_response_ack).
+  if (head.opcode === IBV_WR_ATOMIC_WRITE || head.opcode === IBV_WR_FLUSH) {
+    if (op !== Op.RC_RDMA_READ_RESPONSE_ONLY || p.payload.length !== 0 || psn !== head.firstPsn) {
+      failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
       return;
     }
     retire(nic, q, head, psn, now);

@@ -585,19 +585,25 @@ export class EthPort {
       off += 12;
       len = 4;
     }
+    // RoCE to a multicast group: the NIC delivers it to the QPs attached to the group, if any.
+    if (len === 4 ? (frame[off]! & 0xf0) === 0xe0 : frame[off] === 0xff) return true;
     if (len === 4) return this.#own.has(((frame[off]! << 24) | (frame[off + 1]! << 16) | (frame[off + 2]! << 8) | frame[off + 3]!) >>> 0);
     for (const a of this.#v6) if (sameBytes(frame, off, a, 16)) return true;
     return false;
   }
 
-  /** The MAC filter: our address, broadcast, PAUSE/PFC, IPv6 all-nodes and our solicited-node groups (dst at d[0..6)). */
+  /** The MAC filter: our address, broadcast, PAUSE/PFC, IPv6 all-nodes and our solicited-node groups, IP multicast groups (dst at d[0..6)). */
   #acceptsDst(d: Uint8Array): boolean {
     if (this.params.promiscuous) return true;
     if ((d[0]! & 1) === 0) return sameMac(d, 0, this.#mac);
     if (sameMac(d, 0, BROADCAST)) return true;
     if (d[0] === 0x01 && d[1] === 0x80 && d[2] === 0xc2 && d[3] === 0 && d[4] === 0 && d[5] === 0x01) return true;
+    // IPv4 multicast (RFC 1112 MACs): RoCE v2 multicast groups; the IP layer decides.
+    if (d[0] === 0x01 && d[1] === 0x00 && d[2] === 0x5e && (d[3]! & 0x80) === 0) return true;
     if (d[0] === 0x33 && d[1] === 0x33) {
       if (d[2] === 0 && d[3] === 0 && d[4] === 0 && d[5] === 1) return true;
+      // Other IPv6 groups than solicited-node ones (33:33:ff:...): RoCE multicast groups.
+      if (d[2] !== 0xff) return true;
       if (d[2] === 0xff) {
         for (const a of this.#v6) if (a[13] === d[3] && a[14] === d[4] && a[15] === d[5]) return true;
       }

@@ -9,12 +9,12 @@ import {
 } from '../device/abi/constants.js';
 import { CQC, QPC, QpFlag } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
-import { CqeFields, CqPush, cqArm, cqPush } from '../device/cqe.js';
+import { CqeFields, CqPush, cqArm, cqModerationExpired, cqPush } from '../device/cqe.js';
 import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
 import { serviceCommandDoorbell } from '../device/mailbox.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
 import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
-import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, Transport } from '../wire/index.js';
+import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, type Packet, Transport } from '../wire/index.js';
 
 const RX_DECODE: DecodeOptions = Object.freeze({});
 /** The runtime vouches that the frame is byte for byte as a model device built it: its ICRC check would pass. */
@@ -38,6 +38,8 @@ import { readRecvWqe, readSendWqe, SendWqe } from './work-requests.js';
 
 /** Packets one QP may send before the scheduler moves to the next (fairness). */
 const QP_BURST = 16;
+/** The destination QPN of UD multicast (IBTA: 0xFFFFFF). */
+const MULTICAST_QPN = 0xffffff;
 
 const TRANSPORT_OF_QPT: Record<number, number> = { [IBV_QPT_RC]: Transport.RC, [IBV_QPT_UC]: Transport.UC, [IBV_QPT_UD]: Transport.UD };
 
@@ -51,6 +53,8 @@ export class Nic implements NicCore {
    * O(QPs ever used). Entries without a deadline leave lazily.
    */
   private readonly timed = new Set<QpCtx>();
+  /** CQ moderation: cqn → when (ns) its held-back completion event is due. */
+  private readonly modDue = new Map<number, number>();
   /** Creation order of each QpCtx (the order of `qps`): timers due together fire in it. */
   private readonly rank = new WeakMap<QpCtx, number>();
   private nextRank = 0;
@@ -78,10 +82,14 @@ export class Nic implements NicCore {
   private readonly rxScratch = new DecodeScratch();
   private readonly lanes: Float64Array[];
 
+  /** Device clock ticks per nanosecond: hcaCoreClock (kHz) / 10^6. */
+  private readonly tickPerNs: number;
+
   constructor(env: NicEnv) {
     this.env = env;
     this.cc = env.cc ?? DEFAULT_CC_PARAMS;
     this.congestion = new Congestion(this, this.cc);
+    this.tickPerNs = env.caps.device.hcaCoreClock / 1e6;
     this.changed = new Int32Array(env.fw.qpChanges.capacity);
     this.ipIds = env.ports.map(() => 0);
     this.lanes = env.ports.map((_, i) => env.counters.lane(i + 1, 0));
@@ -101,18 +109,85 @@ export class Nic implements NicCore {
     const { mem, tables: t, bar } = this.env;
     const cq = t.cqByNumber(cqn);
     if (cq < 0) return;
-    f.timestamp = Math.floor(this.env.clock.now());
+    f.timestamp = this.deviceTicks();
     const r = cqPush(mem, t, cq, f);
     const eqn = CQC.f.eqn.get(t.dv, cq);
+    if (r & CqPush.HELD) this.holdEvent(cqn, cq);
+    else if (r & CqPush.EVENT) this.modDue.delete(cqn);
     if (r & CqPush.EVENT) eqPush(mem, t, bar, eqn, EQE_TYPE_COMPLETION, cqn, 0, f.timestamp);
     if (r & CqPush.OVERFLOW) eqPush(mem, t, bar, eqn, IBV_EVENT_CQ_ERR, cqn, 0, f.timestamp);
+  }
+
+  /**
+   * A UD packet to QPN 0xFFFFFF: a copy to every UD QP attached to the
+   * destination GID's group (the IPv4 destination as ::ffff:a.b.c.d, or the
+   * IPv6 / GRH destination), each with its own Q_Key and receive queue.
+   */
+  private receiveMulticast(p: Packet, frame: Uint8Array, ctr: Float64Array): void {
+    if ((p.bth.pkey & 0x7fff) !== 0x7fff) {
+      ctr[Ctr.BAD_PKEY_CNTR]!++;
+      return;
+    }
+    const fw = this.env.fw;
+    let members: ReadonlySet<number> | undefined;
+    if (p.ipv4) {
+      const g = this.mgid;
+      g.set(p.ipv4.dst, 12);
+      members = fw.mcastMembers(g, 0);
+    } else {
+      const dst = p.ipv6?.dst ?? p.grh?.dgid;
+      if (dst) members = fw.mcastMembers(dst, 0);
+    }
+    if (!members || members.size === 0) {
+      ctr[Ctr.RX_UNKNOWN_QP]!++;
+      return;
+    }
+    const t = this.env.tables;
+    ctr[Ctr.RCVD_PKTS]!++;
+    for (const qpn of members) {
+      const off = t.qpByNumber(qpn);
+      const s = off >= 0 ? this.qp(qpn) : undefined;
+      const state = off >= 0 ? t.qpState(off) : IBV_QPS_RESET;
+      if (!s || state === IBV_QPS_RESET || state === IBV_QPS_INIT || state === IBV_QPS_ERR) continue;
+      responderReceive(this, s.q, s.off, p, frame);
+    }
+  }
+  /** ::ffff:0.0.0.0, the IPv4 multicast group's GID is written into its last 4 bytes. */
+  private readonly mgid = Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0);
+
+  /** A CQ moderation period starts at the first CQE whose event it holds back. */
+  private holdEvent(cqn: number, cq: number): void {
+    const period = CQC.f.modPeriod.get(this.env.tables.dv, cq);
+    if (period > 0 && !this.modDue.has(cqn)) this.modDue.set(cqn, this.env.clock.now() + period * 1000);
+  }
+
+  /** Completion events whose moderation period ran out. */
+  private serviceModeration(now: number): number {
+    let work = 0;
+    const t = this.env.tables;
+    for (const [cqn, due] of this.modDue) {
+      if (due > now) continue;
+      this.modDue.delete(cqn);
+      const cq = t.cqByNumber(cqn);
+      if (cq >= 0 && cqModerationExpired(t, cq)) {
+        eqPush(this.env.mem, t, this.env.bar, CQC.f.eqn.get(t.dv, cq), EQE_TYPE_COMPLETION, cqn, 0, this.deviceTicks());
+        work++;
+      }
+    }
+    return work;
+  }
+
+  /** The free-running device clock (hca_core_clock kHz), read from the nanosecond clock the NIC is handed. */
+  deviceTicks(): number {
+    const ns = this.env.clock.now();
+    return Math.floor(this.tickPerNs === 1 ? ns : ns * this.tickPerNs);
   }
 
   asyncEvent(cqn: number, type: number, resource: number): void {
     const { mem, tables: t, bar } = this.env;
     const cq = t.cqByNumber(cqn);
     if (cq < 0) return;
-    eqPush(mem, t, bar, CQC.f.eqn.get(t.dv, cq), type, resource, 0, Math.floor(this.env.clock.now()));
+    eqPush(mem, t, bar, CQC.f.eqn.get(t.dv, cq), type, resource, 0, this.deviceTicks());
   }
 
   fail(q: QpCtx): void {
@@ -123,7 +198,10 @@ export class Nic implements NicCore {
   }
 
   transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
-    this.ctr(portNum)[Ctr.SENT_PKTS]!++;
+    const ctr = this.ctr(portNum);
+    ctr[Ctr.SENT_PKTS]!++;
+    ctr[Ctr.PORT_XMIT_PACKETS]!++;
+    ctr[Ctr.PORT_XMIT_DATA]! += frame.length / 4;
     if (!this.port(portNum).transmitOwned(frame, priority, spacingPs)) releaseFrame(frame);
   }
 
@@ -289,7 +367,7 @@ export class Nic implements NicCore {
         const cqn = pairs[2 * i]!;
         const cq = t.cqByNumber(cqn);
         if (cq >= 0 && cqArm(t, cq, pairs[2 * i + 1]!)) {
-          eqPush(this.env.mem, t, bar, CQC.f.eqn.get(t.dv, cq), EQE_TYPE_COMPLETION, cqn, 0, Math.floor(this.env.clock.now()));
+          eqPush(this.env.mem, t, bar, CQC.f.eqn.get(t.dv, cq), EQE_TYPE_COMPLETION, cqn, 0, this.deviceTicks());
         }
       }
       work += n;
@@ -369,6 +447,7 @@ export class Nic implements NicCore {
 
   private serviceTimers(now: number): number {
     let work = this.congestion.service(now, this.byRank, this.scheduleQp);
+    if (this.modDue.size !== 0) work += this.serviceModeration(now);
     if (this.timed.size === 0) return work;
     let due: QpCtx[] | null = null;
     for (const q of this.timed) {
@@ -400,6 +479,7 @@ export class Nic implements NicCore {
       if (r < d) d = r;
     }
     d = this.congestion.nextDeadline(d);
+    for (const due of this.modDue.values()) if (due < d) d = due;
     for (const q of this.timed) {
       if (q.ackDeadline < d) d = q.ackDeadline;
       if (q.rnrUntil !== 0 && q.rnrUntil < d) d = q.rnrUntil;
@@ -506,6 +586,8 @@ export class Nic implements NicCore {
     const port = this.port(portNum);
     if (port.receive(frame) !== 'rdma') return;
     const ctr = this.ctr(portNum);
+    ctr[Ctr.PORT_RCV_PACKETS]!++;
+    ctr[Ctr.PORT_RCV_DATA]! += frame.length / 4;
     // One decode per frame into the NIC's own scratch: nothing allocated but the payload view.
     // The stages below use the packet during this call only (they copy what they keep).
     const d = decodePacket(frame, LINKTYPE_ETHERNET, icrcKnownGood ? RX_DECODE_ICRC_KNOWN : RX_DECODE, this.rxScratch);
@@ -524,6 +606,10 @@ export class Nic implements NicCore {
       return;
     }
     const t = this.env.tables;
+    if (p.bth.destQp === MULTICAST_QPN && info.transport === Transport.UD) {
+      this.receiveMulticast(p, frame, ctr);
+      return;
+    }
     const off = t.qpByNumber(p.bth.destQp);
     if (off < 0) {
       ctr[Ctr.RX_UNKNOWN_QP]!++;

@@ -187,6 +187,12 @@ export class PathTemplate {
   setIeth(rkey: number): void {
     this.pkt.ieth = rkey >>> 0;
   }
+  /** FLUSH: the FETH word (placement type bits 3..0, selectivity bits 5..4); after begin. */
+  setFeth(raw: number): void {
+    this.feth.raw = raw >>> 0;
+    this.pkt.feth = this.feth;
+  }
+  private readonly feth = { raw: 0 };
 
   /** Encodes into the frame from `begin` (the payload is already in place). */
   finish(frame: Uint8Array, ipId: number): Uint8Array {

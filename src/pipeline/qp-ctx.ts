@@ -15,7 +15,7 @@ import { readAv, type AddressVector, type RecvWqe, type SendWqe } from './work-r
 
 /** A READ or ATOMIC the responder has executed: for responses and duplicates. */
 export interface ResponderResource {
-  kind: 'read' | 'atomic';
+  kind: 'read' | 'atomic' | 'atomic-write' | 'flush';
   firstPsn: number;
   /** Last PSN of its responses. */
   lastPsn: number;

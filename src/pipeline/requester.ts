@@ -9,7 +9,7 @@ import {
   IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RDMA_READ,
   IBV_WC_RDMA_WRITE, IBV_WC_SEND, IBV_WC_SUCCESS, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ,
   IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_INV,
-  IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_LOCAL_WRITE, IBV_WC_ATOMIC_WRITE, IBV_WC_FLUSH, IBV_WR_ATOMIC_WRITE, IBV_WR_FLUSH,
 } from '../device/abi/constants.js';
 import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
@@ -28,8 +28,10 @@ import { readSendWqe, SendWqe, WqeStatus } from './work-requests.js';
 /** Packets between two AckReq bits on a long message (rxe: RXE_MAX_PKT_PER_ACK). */
 const MAX_PKT_PER_ACK = 64;
 
+/** Requests the responder answers with a response (READ / atomic ACK) and a responder resource. */
 export function isReadOrAtomic(opcode: number): boolean {
-  return opcode === IBV_WR_RDMA_READ || opcode === IBV_WR_ATOMIC_CMP_AND_SWP || opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
+  return opcode === IBV_WR_RDMA_READ || opcode === IBV_WR_ATOMIC_CMP_AND_SWP || opcode === IBV_WR_ATOMIC_FETCH_AND_ADD
+    || opcode === IBV_WR_ATOMIC_WRITE || opcode === IBV_WR_FLUSH;
 }
 
 function opcodeAllowed(qpType: number, op: number): boolean {
@@ -40,7 +42,8 @@ function opcodeAllowed(qpType: number, op: number): boolean {
       return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM;
     case IBV_QPT_RC:
       return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_SEND_WITH_INV || op === IBV_WR_RDMA_WRITE
-        || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ || op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD;
+        || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ || op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD
+        || op === IBV_WR_ATOMIC_WRITE || op === IBV_WR_FLUSH;
     default:
       return false;
   }
@@ -57,6 +60,10 @@ export function wcOpcodeOf(op: number): number {
       return IBV_WC_COMP_SWAP;
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
       return IBV_WC_FETCH_ADD;
+    case IBV_WR_ATOMIC_WRITE:
+      return IBV_WC_ATOMIC_WRITE;
+    case IBV_WR_FLUSH:
+      return IBV_WC_FLUSH;
     default:
       return IBV_WC_SEND;
   }
@@ -145,6 +152,10 @@ function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
       return Op.RC_RDMA_READ_REQUEST;
     case IBV_WR_ATOMIC_CMP_AND_SWP:
       return Op.RC_COMPARE_SWAP;
+    case IBV_WR_ATOMIC_WRITE:
+      return Op.RC_ATOMIC_WRITE;
+    case IBV_WR_FLUSH:
+      return Op.RC_FLUSH;
     default:
       return Op.RC_FETCH_ADD;
   }
@@ -175,18 +186,20 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   // packet of a message someone waits for (signaled, or the last one queued),
   // and every MAX_PKT_PER_ACK packets; a stream of unsignaled messages is
   // acknowledged cumulatively. rxe asks on every message's last packet.
-  const wanted = lastPkt && (w.signaled || q.sqSigAll || q.txIndex === q.window.length - 1 || isRead || isAtomic);
+  const wanted = lastPkt && (w.signaled || q.sqSigAll || q.txIndex === q.window.length - 1 || isReadOrAtomic(w.opcode));
   const ackReq = q.qpType === IBV_QPT_RC && (wanted || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
   if (ackReq) q.sinceAckReq = 0;
   const se = lastPkt && w.solicited && (w.opcode === IBV_WR_SEND || w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_SEND_WITH_INV || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) ? 1 : 0;
   const destQp = ud ? w.remoteQpn : q.destQpn;
   if (ud) path.setDeth(w.qkey & 0x80000000 ? q.qkey : w.qkey, q.qpn);
   if (isRead) path.setReth(w.remoteAddr + w.readDone, w.rkey, w.length - w.readDone);
-  else if (i === 0 && (w.opcode === IBV_WR_RDMA_WRITE || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM)) path.setReth(w.remoteAddr, w.rkey, w.length);
+  else if (i === 0 && (w.opcode === IBV_WR_RDMA_WRITE || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM || w.opcode === IBV_WR_ATOMIC_WRITE)) path.setReth(w.remoteAddr, w.rkey, w.length);
+  else if (w.opcode === IBV_WR_FLUSH) path.setReth(w.remoteAddr, w.rkey, w.flushLength);
   if (isAtomic) path.setAtomic(w.remoteAddr, w.rkey, w.swapAdd, w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare : 0n);
   const { frame, payload } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen);
   if (w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) path.setImm(bswap32(w.imm));
   if (w.opcode === IBV_WR_SEND_WITH_INV) path.setIeth(w.imm);
+  if (w.opcode === IBV_WR_FLUSH) path.setFeth(w.feth);
   if (payloadLen > 0) {
     if (w.inline) payload.set(w.inline.subarray(i * q.mtu, i * q.mtu + payloadLen));
     else if (gather(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen, payload, 0) !== MrCheck.OK) {

@@ -4,12 +4,12 @@
  * and queues ACKs, NAKs and responses (IBTA §9.7.4–9.7.5; SPEC-DIGEST §4.2–4.3).
  */
 import {
-  IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
+  IBV_ACCESS_FLUSH_GLOBAL, IBV_ACCESS_FLUSH_PERSISTENT, IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
   IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPS_INIT,
   IBV_QPT_RC, IBV_QPT_UD, IBV_WC_GRH, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM,
   IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WITH_INV, IBV_WC_REM_INV_REQ_ERR,
 } from '../device/abi/constants.js';
-import { MrCheck } from '../device/contexts.js';
+import { checkAccess, MPT, MrCheck } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { QPC } from '../device/contexts.js';
 import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
@@ -174,6 +174,12 @@ export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
     }
     case 'atomic':
       if (!handleAtomic(nic, q, p)) return;
+      break;
+    case 'atomic-write':
+      if (!handleAtomicWrite(nic, q, p)) return;
+      break;
+    case 'flush':
+      if (!handleFlush(nic, q, p)) return;
       break;
     default:
       if (rc) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
@@ -367,6 +373,68 @@ function handleAtomic(nic: NicCore, q: QpCtx, p: Packet): boolean {
   return true;
 }
 
+/** ATOMIC_WRITE (IBA 1.5): 8 bytes written at once to an 8-byte aligned address, REMOTE_WRITE access (rxe). */
+function handleAtomicWrite(nic: NicCore, q: QpCtx, p: Packet): boolean {
+  const { mem, tables: t } = nic.env;
+  const ctr = nic.ctr(q.portNum);
+  const psn = p.bth.psn;
+  ctr[Ctr.RX_WRITE_REQUESTS]!++;
+  const r = p.reth!;
+  const va = Number(r.va);
+  if (!(q.accessFlags & IBV_ACCESS_REMOTE_WRITE) || q.maxDestRdAtomic === 0 || va % 8 !== 0 || r.dmaLength !== 8 || p.payload.length !== 8) {
+    fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
+    return false;
+  }
+  const off = remoteOffset(mem, t, q.pdn, r.rkey, va, 8, IBV_ACCESS_REMOTE_WRITE);
+  if (off < 0) {
+    ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
+    fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
+    return false;
+  }
+  // The wire bytes land as they are: one 64-bit store of their little-endian value.
+  const v = new DataView(p.payload.buffer, p.payload.byteOffset, 8).getBigUint64(0, true);
+  if (off % 8 === 0 && mem.sab instanceof SharedArrayBuffer) Atomics.store(new BigUint64Array(mem.sab, off, 1), 0, v);
+  else copyBytes(mem.u8, off, p.payload, 0, 8);
+  saveResource(q, { kind: 'atomic-write', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: 8, orig: 0n });
+  q.msn = (q.msn + 1) & 0xffffff;
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+  return true;
+}
+
+/**
+ * FLUSH (IBA 1.5): FETH placement type (bit 0 global visibility, bit 1
+ * persistence) and selectivity (0 a range, 1 the whole MR). The MR must
+ * grant IBV_ACCESS_FLUSH_GLOBAL / _PERSISTENT for the placement asked
+ * (rxe). Host memory is always globally visible and persistent here, so
+ * the flush is its check and its in-order answer.
+ */
+function handleFlush(nic: NicCore, q: QpCtx, p: Packet): boolean {
+  const { tables: t } = nic.env;
+  const ctr = nic.ctr(q.portNum);
+  const psn = p.bth.psn;
+  const type = p.feth!.raw & 0xf;
+  const level = (p.feth!.raw >>> 4) & 3;
+  if (q.maxDestRdAtomic === 0 || type === 0 || type > 3 || level > 1) {
+    fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
+    return false;
+  }
+  const needed = (type & 1 ? IBV_ACCESS_FLUSH_GLOBAL : 0) | (type & 2 ? IBV_ACCESS_FLUSH_PERSISTENT : 0);
+  const r = p.reth!;
+  const mr = t.mrByKey(r.rkey);
+  // Whole MR: its first byte stands for it; a range: every byte of it.
+  const va = level === 1 && mr >= 0 ? MPT.f.iova.getNum(t.dv, mr) : Number(r.va);
+  const len = level === 1 ? 0 : r.dmaLength;
+  if (checkAccess(t, mr, q.pdn, va, len, needed) !== MrCheck.OK) {
+    ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
+    fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
+    return false;
+  }
+  saveResource(q, { kind: 'flush', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: len, orig: 0n });
+  q.msn = (q.msn + 1) & 0xffffff;
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+  return true;
+}
+
 /**
  * Executes an atomic on host memory (little-endian 64-bit). With the target
  * 8-byte aligned in the SharedArrayBuffer, JavaScript's Atomics make it
@@ -417,6 +485,15 @@ function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
     if (hostOff < 0) return;
     abandonResponses(q, psn);
     q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: reth.dmaLength, total: reth.dmaLength, sent: 0, orig: 0n });
+    return;
+  }
+  if (info.kind === 'atomic-write' || info.kind === 'flush') {
+    // Executed once: a duplicate gets its zero-length READ response again.
+    const r = q.resources.find((x) => x.kind === info.kind && x.firstPsn === psn);
+    if (r) {
+      abandonResponses(q, psn);
+      q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+    }
     return;
   }
   if (info.kind === 'atomic') {

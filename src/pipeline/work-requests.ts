@@ -6,7 +6,7 @@
  * until its completion (IBTA), so fetching early is safe.
  */
 import {
-  IBV_QPT_UD, IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
+  IBV_QPT_UD, IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED, IBV_WR_ATOMIC_WRITE, IBV_WR_FLUSH,
 } from '../device/abi/constants.js';
 import type { HostMemory } from '../device/host-memory.js';
 import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, UD_SEG, WqeOff } from '../device/wqe.js';
@@ -56,6 +56,9 @@ export class SendWqe {
   rkey = 0;
   swapAdd = 0n;
   compare = 0n;
+  /** FLUSH: the FETH (placement type | selectivity << 4) and the RETH DMA length. */
+  feth = 0;
+  flushLength = 0;
   /** UD only. */
   remoteQpn = 0;
   qkey = 0;
@@ -127,6 +130,17 @@ export function readSendWqe(mem: HostMemory, addr: number, qpType: number, count
     w.rkey = R.rkey.get(dv, o + WqeOff.RADDR);
     w.swapAdd = A.swapAdd.get(dv, o + WqeOff.ATOMIC);
     w.compare = A.compare.get(dv, o + WqeOff.ATOMIC);
+    if (w.opcode === IBV_WR_ATOMIC_WRITE) {
+      // The 8 bytes to write are the message's payload.
+      w.inline = mem.u8.slice(o + WqeOff.ATOMIC, o + WqeOff.ATOMIC + 8);
+      w.length = 8;
+      return w;
+    }
+    if (w.opcode === IBV_WR_FLUSH) {
+      w.feth = (C.flushType.get(dv, o) & 0xf) | ((C.flushLevel.get(dv, o) & 3) << 4);
+      w.flushLength = R.length.get(dv, o + WqeOff.RADDR) >>> 0;
+      return w;
+    }
   }
   if (w.flags & IBV_SEND_INLINE) {
     const n = INLINE_HDR.f.byteCount.get(dv, dataOff);

@@ -62,7 +62,7 @@ export class DeviceHost {
       const bar = Bar.attach(r.bar);
       const tables = ContextTables.attach(r.tables);
       const counters = HwCounters.attach(r.counters);
-      const fw = new Firmware({ caps, mem, bar, tables, counters });
+      const fw = new Firmware({ caps, mem, bar, tables, counters, clock });
       const ports = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
       const nic = new Nic({ name: r.name, caps, fw, mem, bar, tables, counters, ports, clock, quirks: q, cc: resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`) });
       r.ports.forEach((p, i) => {

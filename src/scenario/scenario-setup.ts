@@ -16,7 +16,7 @@ import {
   IBV_QP_RNR_RETRY, IBV_QP_RQ_PSN, IBV_QP_SQ_PSN, IBV_QP_STATE, IBV_QP_TIMEOUT, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
   IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, errnoName, ibv_alloc_pd, ibv_close_device, ibv_create_ah, ibv_create_cq, ibv_create_qp,
   ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_ah, ibv_destroy_cq, ibv_destroy_qp, ibv_get_device_list, ibv_get_device_name,
-  ibv_modify_qp, ibv_open_device, ibv_query_gid, ibv_query_qp, ibv_reg_mr, mtu_bytes_to_enum, newAhAttr, newGid,
+  ibv_modify_qp, ibv_open_device, ibv_query_gid, rnic_errno, ibv_query_qp, ibv_reg_mr, mtu_bytes_to_enum, newAhAttr, newGid,
   newQpAttr, newQpCap, qpStateName, rnic_alloc_buf, rnic_free_buf,
 } from '../driver/verbs/index.js';
 import type { ibv_ah, ibv_ah_attr, ibv_context, ibv_cq, ibv_gid, ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr } from '../driver/verbs/index.js';
@@ -109,7 +109,7 @@ function qpType(t: ScenarioQp['type']): number {
 function makeEnd(dev: HostDev, port: number, spec: ScenarioQp, sqPsn: number): QpEnd {
   const gid = newGid();
   const rc = ibv_query_gid(dev.ctx, port, spec.gid_index, gid);
-  if (rc !== 0) throw new ScenarioRunError(`ibv_query_gid(${dev.name} port ${port}, index ${spec.gid_index}) failed: ${errnoName(rc)}`);
+  if (rc !== 0) throw new ScenarioRunError(`ibv_query_gid(${dev.name} port ${port}, index ${spec.gid_index}) failed: ${errnoName(rnic_errno())}`);
   const scq = ibv_create_cq(dev.ctx, spec.cq_depth, null, null, 0);
   dev.cleanup.push(() => void ibv_destroy_cq(scq));
   const rcq = ibv_create_cq(dev.ctx, spec.cq_depth, null, null, 0);

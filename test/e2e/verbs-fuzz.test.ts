@@ -7,7 +7,8 @@
  * arguments good. Each call must fail the way its kind of verb fails:
  *
  *   int verbs      return a positive errno (EINVAL, EBUSY, ENOMEM, ...)
- *   ibv_poll_cq    returns a negative errno
+ *   -1 verbs       return -1 and set errno (rnic_errno): ibv_query_gid, ibv_query_pkey, ibv_get_pkey_index
+ *   ibv_poll_cq    returns a negative errno (as do ibv_query_gid_table)
  *   pointer verbs  throw a VerbsError whose `code` is the errno's name
  *   void verbs     throw a VerbsError (never a TypeError)
  *   waiting verbs  reject with a VerbsError (never wait for an event)
@@ -57,9 +58,49 @@ import {
   IBV_WR_RDMA_WRITE,
   IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND,
+  IBV_CQ_ATTR_MODERATE,
+  IBV_QP_EX_WITH_BIND_MW,
+  IBV_QP_EX_WITH_RDMA_WRITE,
+  IBV_QP_INIT_ATTR_PD,
+  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+  IBV_QP_INIT_ATTR_XRCD,
+  IBV_VALUES_MASK_RAW_CLOCK,
+  IBV_WC_EX_WITH_CVLAN,
+  IBV_WC_STANDARD_FLAGS,
   VerbsError,
   errno,
   errnoName,
+  ibv_alloc_null_mr,
+  ibv_attach_mcast,
+  ibv_detach_mcast,
+  ibv_cq_ex_to_cq,
+  ibv_reg_mr_iova,
+  ibv_create_cq_ex,
+  ibv_create_qp_ex,
+  ibv_end_poll,
+  ibv_get_pkey_index,
+  ibv_modify_cq,
+  ibv_next_poll,
+  ibv_qp_to_qp_ex,
+  ibv_query_device_ex,
+  ibv_query_gid_ex,
+  ibv_query_gid_table,
+  ibv_query_rt_values_ex,
+  ibv_resize_cq,
+  ibv_start_poll,
+  ibv_wc_read_completion_ts,
+  ibv_wc_read_opcode,
+  ibv_wr_abort,
+  ibv_wr_complete,
+  ibv_wr_rdma_write,
+  ibv_wr_set_sge,
+  ibv_wr_set_ud_addr,
+  ibv_wr_start,
+  newDeviceAttrEx,
+  newGidEntry,
+  newGidEntryArray,
+  rnic_errno,
+  type ibv_qp_init_attr_ex,
   ibv_ack_async_event,
   ibv_ack_cq_events,
   ibv_alloc_pd,
@@ -162,7 +203,7 @@ const BAD_COUNT: unknown[] = [...BAD_U32.filter((v) => v !== undefined), -5, 2 *
 /** Not a uint64_t bigint. */
 const BAD_U64: unknown[] = [undefined, null, 0, 1, NaN, -1n, 2n ** 64n, '1', {}, SYM, true];
 
-type Kind = 'int' | 'poll' | 'ptr' | 'void' | 'async';
+type Kind = 'int' | 'poll' | 'ptr' | 'void' | 'async' | 'minus1';
 interface Arg {
   good: () => unknown;
   bad: () => unknown[];
@@ -418,6 +459,19 @@ describe('verbs misuse fuzz', () => {
       return out;
     };
 
+    // Extended-verb targets: an extended CQ (empty: polls find nothing), a CQ to resize, an RC QP with an ibv_qp_ex.
+    const cqx = ibv_create_cq_ex(a.ctx, { cqe: 8, wc_flags: IBV_WC_STANDARD_FLAGS });
+    a.cleanup.push(() => void ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)));
+    const cqR = H.createCq(a, 8);
+    const goodQpEx = (): ibv_qp_init_attr_ex => ({
+      send_cq: cqR, recv_cq: cqR, srq: null, qp_type: IBV_QPT_RC, sq_sig_all: 0,
+      cap: { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+      comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, pd: a.pd, send_ops_flags: IBV_QP_EX_WITH_RDMA_WRITE,
+    });
+    const qpxBase = ibv_create_qp_ex(a.ctx, goodQpEx());
+    a.cleanup.push(() => void ibv_destroy_qp(qpxBase));
+    const qpx = ibv_qp_to_qp_ex(qpxBase);
+
     const specs: Spec[] = [
       { name: 'ibv_get_device_name', kind: 'ptr', args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { name: 5 }] }], call: ibv_get_device_name },
       { name: 'ibv_get_device_guid', kind: 'ptr', args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { provider: 5 }, { provider: {} }] }], call: ibv_get_device_guid },
@@ -427,11 +481,16 @@ describe('verbs misuse fuzz', () => {
       { name: 'ibv_query_port', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2, 255] }, { good: newPortAttr, bad: () => NOT_OBJECT }], call: ibv_query_port },
       {
         name: 'ibv_query_gid',
-        kind: 'int',
+        kind: 'minus1',
         args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0, bad: () => [...BAD_U32, 9999] }, { good: newGid, bad: () => NOT_OBJECT }],
         call: ibv_query_gid,
       },
-      { name: 'ibv_query_pkey', kind: 'ptr', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0, bad: () => [...BAD_U32, 9999] }], call: ibv_query_pkey },
+      {
+        name: 'ibv_query_pkey',
+        kind: 'minus1',
+        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0, bad: () => [...BAD_U32, 9999] }, { good: () => ({ pkey: 0 }), bad: () => NOT_OBJECT }],
+        call: ibv_query_pkey,
+      },
       { name: 'ibv_alloc_pd', kind: 'ptr', args: [{ good: () => a.ctx, bad: badCtx }], call: ibv_alloc_pd },
       { name: 'ibv_dealloc_pd', kind: 'int', args: [{ good: () => a.pd, bad: badPd }], call: ibv_dealloc_pd },
       {
@@ -526,6 +585,75 @@ describe('verbs misuse fuzz', () => {
         call: ibv_ack_async_event,
       },
       { name: 'rnic_read_counters', kind: 'ptr', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32.filter((x) => x !== undefined), 0, 2] }], call: rnic_read_counters },
+      // The extended verbs.
+      { name: 'ibv_query_device_ex', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => null, bad: () => [{ comp_mask: 1 }, { comp_mask: NaN }, 5, 'x'] }, { good: newDeviceAttrEx, bad: () => [...NOT_OBJECT, {}, { orig_attr: null }] }], call: ibv_query_device_ex },
+      {
+        name: 'ibv_query_gid_ex',
+        kind: 'int',
+        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0, bad: () => [...BAD_U32, 9999] }, { good: newGidEntry, bad: () => NOT_OBJECT }, { good: () => 0, bad: () => [1, NaN, undefined, '0', 0n] }],
+        call: ibv_query_gid_ex,
+      },
+      {
+        name: 'ibv_query_gid_table',
+        kind: 'poll',
+        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => newGidEntryArray(16), bad: () => [...NOT_OBJECT, {}] }, { good: () => 16, bad: () => [...BAD_COUNT, 17, 1000, 0.5] }, { good: () => 0, bad: () => [1, NaN, undefined, '0', 0n] }],
+        call: ibv_query_gid_table,
+      },
+      { name: 'ibv_get_pkey_index', kind: 'minus1', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0xffff, bad: () => [undefined, null, '1', 1n, {}, 0x12345, -1, NaN, 1.5, 0x7fff] }], call: ibv_get_pkey_index },
+      { name: 'ibv_query_rt_values_ex', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => ({ comp_mask: IBV_VALUES_MASK_RAW_CLOCK }), bad: () => [...NOT_OBJECT, { comp_mask: 2 }, { comp_mask: -1 }, { comp_mask: NaN }] }], call: ibv_query_rt_values_ex },
+      {
+        name: 'ibv_create_cq_ex',
+        kind: 'ptr',
+        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => ({ cqe: 4, wc_flags: 0 }), bad: () => [...NOT_OBJECT, { cqe: 0, wc_flags: 0 }, { cqe: NaN, wc_flags: 0 }, { cqe: 4, wc_flags: -1 }, { cqe: 4, wc_flags: IBV_WC_EX_WITH_CVLAN }, { cqe: 4, wc_flags: 0, comp_mask: 4 }, { cqe: 4, wc_flags: 0, channel: 5 }, { cqe: 4, wc_flags: 0, comp_vector: 999 }] }],
+        call: ibv_create_cq_ex,
+        errnos: [errno.EINVAL, errno.EOPNOTSUPP],
+      },
+      { name: 'ibv_cq_ex_to_cq', kind: 'ptr', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), { cq: rc.a.scq }] }], call: ibv_cq_ex_to_cq },
+      { name: 'ibv_start_poll', kind: 'int', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq()] }, { good: () => ({ comp_mask: 0 }), bad: () => [...NOT_OBJECT, { comp_mask: 1 }, {}] }], call: ibv_start_poll },
+      { name: 'ibv_next_poll', kind: 'int', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_next_poll },
+      { name: 'ibv_end_poll', kind: 'void', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_end_poll },
+      { name: 'ibv_wc_read_opcode', kind: 'void', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_wc_read_opcode },
+      { name: 'ibv_wc_read_completion_ts', kind: 'void', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_wc_read_completion_ts },
+      { name: 'ibv_resize_cq', kind: 'int', args: [{ good: () => cqR, bad: badCq }, { good: () => 8, bad: () => [...BAD_COUNT, 0, 1 << 30] }], call: ibv_resize_cq },
+      {
+        name: 'ibv_modify_cq',
+        kind: 'int',
+        args: [{ good: () => cqR, bad: badCq }, { good: () => ({ attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 1, cq_period: 0 } }), bad: () => [...NOT_OBJECT, { attr_mask: 2, moderate: { cq_count: 1, cq_period: 0 } }, { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: null }, { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 0x10000, cq_period: 0 } }, { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 1, cq_period: -1 } }, { attr_mask: NaN }] }],
+        call: ibv_modify_cq,
+      },
+      {
+        name: 'ibv_create_qp_ex',
+        kind: 'ptr',
+        args: [{ good: () => a.ctx, bad: badCtx }, { good: goodQpEx, bad: () => [...NOT_OBJECT, { ...goodQpEx(), comp_mask: 1 << 20 }, { ...goodQpEx(), pd: null }, { ...goodQpEx(), pd: b.pd }, { ...goodQpEx(), pd: pdD }, { ...goodQpEx(), send_ops_flags: IBV_QP_EX_WITH_BIND_MW }, { ...goodQpEx(), qp_type: 99 }, { ...goodQpEx(), comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD }, { ...goodQpEx(), send_cq: cqB }, { ...goodQpEx(), send_ops_flags: -1 }] }],
+        call: ibv_create_qp_ex,
+        errnos: [errno.EINVAL, errno.EOPNOTSUPP],
+      },
+      { name: 'ibv_qp_to_qp_ex', kind: 'ptr', args: [{ good: () => qpx.qp_base, bad: () => [...badQp(), rc.a.qp] }], call: ibv_qp_to_qp_ex },
+      { name: 'ibv_wr_start', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), rc.a.qp] }], call: ibv_wr_start },
+      { name: 'ibv_wr_complete', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }], call: ibv_wr_complete },
+      { name: 'ibv_wr_abort', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }], call: ibv_wr_abort },
+      { name: 'ibv_wr_rdma_write', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => dst.rkey, bad: () => [] }, { good: () => dst.addr, bad: () => [] }], call: ibv_wr_rdma_write },
+      { name: 'ibv_wr_set_sge', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => src.lkey, bad: () => [] }, { good: () => src.addr, bad: () => [] }, { good: () => 8, bad: () => [] }], call: ibv_wr_set_sge },
+      {
+        name: 'ibv_reg_mr_iova',
+        kind: 'ptr',
+        args: [{ good: () => a.pd, bad: badPd }, { good: () => bufA, bad: () => [...NOT_OBJECT, new Uint8Array(8), {}] }, { good: () => 0x1000n, bad: () => BAD_U64 }, { good: () => 1, bad: () => [...BAD_U32, 1 << 20] }],
+        call: ibv_reg_mr_iova,
+      },
+      {
+        name: 'ibv_attach_mcast',
+        kind: 'int',
+        args: [{ good: () => ud.a.qp, bad: () => [...badQp(), rc.a.qp] }, { good: () => ({ raw: Uint8Array.of(0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1) }), bad: () => [...NOT_OBJECT, {}, { raw: new Uint8Array(4) }, newGid(), { raw: 5 }] }, { good: () => 0, bad: () => [undefined, '0', 0n, {}] }],
+        call: ibv_attach_mcast,
+      },
+      {
+        name: 'ibv_detach_mcast',
+        kind: 'int',
+        args: [{ good: () => ud.a.qp, bad: () => [...badQp(), rc.a.qp] }, { good: () => ({ raw: Uint8Array.of(0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2) }), bad: () => [...NOT_OBJECT, {}, { raw: new Uint8Array(4) }, newGid()] }, { good: () => 0, bad: () => [undefined, '0', 0n, {}] }],
+        call: ibv_detach_mcast,
+      },
+      { name: 'ibv_alloc_null_mr', kind: 'ptr', args: [{ good: () => a.pd, bad: badPd }], call: ibv_alloc_null_mr },
+      { name: 'ibv_wr_set_ud_addr', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => ah, bad: () => [] }, { good: () => 1, bad: () => [] }, { good: () => 1, bad: () => [] }], call: ibv_wr_set_ud_addr },
     ];
 
     // RNIC_FUZZ_ONLY=ibv_post_send,ibv_poll_cq narrows a run to some verbs (to chase a failure).
@@ -578,7 +706,11 @@ describe('verbs misuse fuzz', () => {
         threw = true;
         thrown = e;
       }
-      if (spec.kind === 'int' || spec.kind === 'poll') {
+      if (spec.kind === 'minus1') {
+        if (threw) fail(i, spec, args, `threw ${(thrown as Error)?.name}: ${(thrown as Error)?.message}`);
+        else if (value !== -1) fail(i, spec, args, `returned ${show(value)}, not -1`);
+        else if (!allowed.includes(rnic_errno())) fail(i, spec, args, `errno ${errnoName(rnic_errno())}, expected ${allowed.map(errnoName).join(' or ')}`);
+      } else if (spec.kind === 'int' || spec.kind === 'poll') {
         if (threw) fail(i, spec, args, `threw ${(thrown as Error)?.name}: ${(thrown as Error)?.message}`);
         else if (typeof value !== 'number' || !Number.isInteger(value)) fail(i, spec, args, `returned ${show(value)}, not an int`);
         else {

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { BufferIo } from '../../examples/common/io.js';
 import {
+  attr_ex_text,
+  gid_line,
   guid_str,
   hca_text,
   link_layer_str,
@@ -20,7 +22,18 @@ import {
   width_str,
   type HcaInfo,
 } from '../../examples/devinfo.js';
-import { IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP, newDeviceAttr, newPortAttr, type ibv_port_attr } from '../../src/driver/verbs/index.js';
+import {
+  IBV_GID_TYPE_ROCE_V1,
+  IBV_GID_TYPE_ROCE_V2,
+  IBV_LINK_LAYER_ETHERNET,
+  IBV_LINK_LAYER_INFINIBAND,
+  IBV_TRANSPORT_IB,
+  IBV_TRANSPORT_IWARP,
+  newDeviceAttr,
+  newDeviceAttrEx,
+  newPortAttr,
+  type ibv_port_attr,
+} from '../../src/driver/verbs/index.js';
 import { noRdmaDevice } from './device.js';
 
 describe('devinfo arguments', () => {
@@ -290,5 +303,46 @@ describe('devinfo text', () => {
     const out = hca_text(h, false).out;
     expect(out).not.toContain('fw_ver');
     expect(out).not.toContain('board_id');
+  });
+});
+
+describe('devinfo with GID types and the extended attributes (ibv_query_gid_ex, ibv_query_device_ex)', () => {
+  const raw = (hex: string) => Uint8Array.from(Buffer.from(hex, 'hex'));
+  it('RoCE v2 GIDs print in IPv6 text form, RoCE v1 in hex, each with its type on Ethernet', () => {
+    const e = IBV_LINK_LAYER_ETHERNET;
+    expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: IBV_GID_TYPE_ROCE_V1 }, 0, e)).toBe('\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001, RoCE v1\n');
+    expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 1, e)).toBe('\t\t\tGID[  1]:\t\tfe80::1, RoCE v2\n');
+    expect(gid_line({ raw: raw('00000000000000000000ffffc0000201'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 3, e)).toBe('\t\t\tGID[  3]:\t\t::ffff:192.0.2.1, RoCE v2\n');
+    // Two zero runs of equal length: the first is compressed, as glibc's inet_ntop does.
+    expect(gid_line({ raw: raw('20010db8000000000001000000000001'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 12, e)).toBe('\t\t\tGID[ 12]:\t\t2001:db8::1:0:0:1, RoCE v2\n');
+    // InfiniBand: no type suffix; no type known (plain ibv_query_gid): hex without one.
+    expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: 0 }, 0, IBV_LINK_LAYER_INFINIBAND)).toBe('\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001\n');
+    expect(gid_line({ raw: raw('fe800000000000000000000000000001') }, 0, e)).toBe('\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001\n');
+  });
+
+  it('-v prints the extended section after local_ca_ack_delay, in devinfo.c\'s labels', () => {
+    const x = newDeviceAttrEx();
+    x.completion_timestamp_mask = 0xffff_ffff_ffff_ffffn;
+    x.hca_core_clock = 1_000_000n;
+    x.device_cap_flags_ex = 0x1cc6n;
+    x.cq_mod_caps = { max_cq_count: 65535, max_cq_period: 65535 };
+    const t = attr_ex_text(x);
+    expect(t).toBe(
+      '\tgeneral_odp_caps:\n\trc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tuc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tud_odp_caps:\n\t\t\t\t\tNO SUPPORT\n' +
+        '\txrc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n' +
+        '\tcompletion timestamp_mask:\t\t\t0xffffffffffffffff\n\thca_core_clock:\t\t\t1000000kHZ\n' +
+        '\tdevice_cap_flags_ex:\t\t0x1CC6\n\ttso_caps:\n\tmax_tso:\t\t\t0\n' +
+        '\trss_caps:\n\t\tmax_rwq_indirection_tables:\t\t\t0\n\t\tmax_rwq_indirection_table_size:\t\t\t0\n\t\trx_hash_function:\t\t\t\t0x0\n\t\trx_hash_fields_mask:\t\t\t\t0x0\n' +
+        '\tmax_wq_type_rq:\t\t\t0\n\tpacket_pacing_caps:\n\t\tqp_rate_limit_min:\t0kbps\n\t\tqp_rate_limit_max:\t0kbps\n' +
+        '\ttag matching not supported\n\n\tcq moderation caps:\n\t\tmax_cq_count:\t65535\n\t\tmax_cq_period:\t65535 us\n\n',
+    );
+    const none = newDeviceAttrEx();
+    expect(attr_ex_text(none)).toContain('\tcompletion_timestamp_mask not supported\n\tcore clock not supported\n');
+    expect(attr_ex_text(none)).not.toContain('cq moderation');
+    const h = cx6();
+    h.attr_ex = x;
+    const out = hca_text(h, true).out;
+    expect(out).toContain('\tlocal_ca_ack_delay:\t\t16\n\tgeneral_odp_caps:\n');
+    expect(hca_text(h, false).out).not.toContain('general_odp_caps');
   });
 });

@@ -40,6 +40,9 @@ describe.skipIf(noRdmaDevice)(`examples on ${rdmaDevices.join(', ') || 'no devic
     expect(all.out.match(/^hca_id:\t/gm)).toHaveLength(rdmaDevices.length);
     const v = await devinfoRun(['-v', '-d', rdmaDevices[0] as string, '-i', '1']);
     expect(v.code).toBe(0);
-    expect(v.out).toMatch(/^\t\t\tGID\[ {2}0\]:\t\t[0-9a-f]{4}(:[0-9a-f]{4}){7}$/m);
+    // GID 0 is the link-local RoCE v1 entry: hex, with its type where the provider has ibv_query_gid_ex.
+    expect(v.out).toMatch(/^\t\t\tGID\[ {2}0\]:\t\t[0-9a-f]{4}(:[0-9a-f]{4}){7}(, RoCE v1)?$/m);
+    // RoCE v2 entries, where typed, in IPv6 text form.
+    if (/, RoCE v1$/m.test(v.out)) expect(v.out).toMatch(/^\t\t\tGID\[ {0,2}\d+\]:\t\t[0-9a-f:.]+, RoCE v2$/m);
   });
 });

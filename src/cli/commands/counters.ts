@@ -10,13 +10,24 @@ import { CliError, type Command } from '../command.js';
 
 const USAGE = `usage: rnic counters [-d DEVICE] [-a] [-v] [--json]
 
-Prints each port's hardware counters (rxe and mlx5 hw_counters names).
+Prints each port's counters by their Linux names: the port counters
+(/sys/class/infiniband/DEV/ports/N/counters: port_xmit_data, port_rcv_data,
+port_xmit_packets, port_rcv_packets, port_rcv_errors, ...) always, then the
+hw_counters (rxe and mlx5 names) that are not zero.
   -d DEVICE  only this device
-  -a         also counters that are zero
-  -v         with each counter's meaning
+  -a         also hw_counters that are zero
+  -v         every counter, zeros included, with its meaning
   --json     as JSON: {device: {port: {counter: value}}}`;
 
 const DOC = new Map(COUNTERS.map((c) => [c.name, `${c.doc} [${c.source}]`]));
+/** The counters Linux shows under ports/N/counters (IBTA PortCounters), listed first and even when zero. */
+const PORT_COUNTERS = new Set([
+  ...COUNTERS.filter((c) => c.source === 'ib_port').map((c) => c.name),
+  'port_xmit_data', 'port_rcv_data', 'port_xmit_packets', 'port_rcv_packets', 'port_rcv_errors', 'port_xmit_discards', 'port_xmit_wait',
+  'symbol_error', 'link_error_recovery', 'link_downed', 'local_link_integrity_errors', 'excessive_buffer_overrun_errors',
+  'port_rcv_remote_physical_errors', 'port_rcv_switch_relay_errors', 'port_rcv_constraint_errors', 'port_xmit_constraint_errors', 'VL15_dropped',
+  'unicast_xmit_packets', 'unicast_rcv_packets', 'multicast_xmit_packets', 'multicast_rcv_packets',
+]);
 
 export const countersCommand: Command = {
   summary: 'print hardware counters by their Linux names',
@@ -36,8 +47,11 @@ export const countersCommand: Command = {
       ibv_query_device(ctx, attr);
       out[dev.name] = {};
       for (let port = 1; port <= attr.phys_port_cnt; port++) {
-        const c = rnic_read_counters(ctx, port);
-        out[dev.name]![port] = Object.fromEntries(Object.entries(c).filter(([, v]) => values.all || v !== 0n).map(([k, v]) => [k, v.toString()]));
+        const c = Object.entries(rnic_read_counters(ctx, port));
+        const keep = ([k, v]: [string, bigint]) => values.all || values.verbose || v !== 0n || PORT_COUNTERS.has(k);
+        // Port counters first, as sysfs lists counters/ before hw_counters/.
+        const ordered = [...c.filter(([k]) => PORT_COUNTERS.has(k)), ...c.filter(([k]) => !PORT_COUNTERS.has(k))];
+        out[dev.name]![port] = Object.fromEntries(ordered.filter(keep).map(([k, v]) => [k, v.toString()]));
       }
       ibv_close_device(ctx);
     }

@@ -540,6 +540,14 @@ export const IBV_FLUSH_MR = 1;
 // enum ibv_cq_init_attr_mask / ibv_create_cq_attr_flags
 // ---------------------------------------------------------------------------
 export const IBV_CQ_INIT_ATTR_MASK_FLAGS = 1 << 0;
+export const IBV_CQ_INIT_ATTR_MASK_PD = 1 << 1;
+export const IBV_CQ_INIT_ATTR_MASK_RESERVED = 1 << 2;
+// enum ibv_cq_attr_mask (ibv_modify_cq)
+export const IBV_CQ_ATTR_MODERATE = 1 << 0;
+export const IBV_CQ_ATTR_RESERVED = 1 << 1;
+// enum ibv_values_mask (ibv_query_rt_values_ex)
+export const IBV_VALUES_MASK_RAW_CLOCK = 1 << 0;
+export const IBV_VALUES_MASK_RESERVED = 1 << 1;
 export const IBV_CREATE_CQ_ATTR_SINGLE_THREADED = 1 << 0;
 export const IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN = 1 << 1;
 
@@ -549,6 +557,13 @@ export const IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN = 1 << 1;
 export const IBV_REREG_MR_CHANGE_TRANSLATION = 1 << 0;
 export const IBV_REREG_MR_CHANGE_PD = 1 << 1;
 export const IBV_REREG_MR_CHANGE_ACCESS = 1 << 2;
+export const IBV_REREG_MR_FLAGS_SUPPORTED = 1 << 3;
+// enum ibv_rereg_mr_err_code (ibv_rereg_mr's negative returns; errno says why)
+export const IBV_REREG_MR_ERR_INPUT = -1;
+export const IBV_REREG_MR_ERR_DONT_FORK_NEW = -2;
+export const IBV_REREG_MR_ERR_DO_FORK_OLD = -3;
+export const IBV_REREG_MR_ERR_CMD = -4;
+export const IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW = -5;
 
 // ---------------------------------------------------------------------------
 // String helpers: the strings libibverbs returns (enum_strs.c, newest copy).

@@ -69,6 +69,7 @@ import {
   ibv_query_device,
   ibv_query_gid,
   ibv_query_pkey,
+  rnic_errno,
   ibv_query_port,
   ibv_query_qp,
   ibv_query_srq,
@@ -251,10 +252,16 @@ describe('queries', () => {
     empty.raw.fill(9);
     expect(ibv_query_gid(ctx, 1, table.length, empty)).toBe(0);
     expect(empty.raw.every((b) => b === 0)).toBe(true);
-    expect(ibv_query_gid(ctx, 1, 5000, newGid())).toBe(errno.EINVAL);
-    expect(ibv_query_pkey(ctx, 1, 0)).toBe(0xffff);
-    expect(ibv_query_pkey(ctx, 1, 1)).toBe(0);
-    expect(errnoOf(() => ibv_query_pkey(ctx, 1, 1000))).toBe(errno.EINVAL);
+    // libibverbs: -1 with errno for an index beyond the table.
+    expect(ibv_query_gid(ctx, 1, 5000, newGid())).toBe(-1);
+    expect(rnic_errno()).toBe(errno.EINVAL);
+    const pk = { pkey: -1 };
+    expect(ibv_query_pkey(ctx, 1, 0, pk)).toBe(0);
+    expect(pk.pkey).toBe(0xffff);
+    expect(ibv_query_pkey(ctx, 1, 1, pk)).toBe(0);
+    expect(pk.pkey).toBe(0);
+    expect(ibv_query_pkey(ctx, 1, 1000, pk)).toBe(-1);
+    expect(rnic_errno()).toBe(errno.EINVAL);
   });
 
   it('read_counters gives every counter by its Linux name', () => {

@@ -20,7 +20,16 @@
  * context's EQ. get_cq_event drains the EQ into the channels (eq.ts) and
  * resolves with the first CQ queued on its channel.
  */
-import { errno, IBV_WC_RECV } from '../../device/abi/constants.js';
+import {
+  errno,
+  IBV_CQ_ATTR_MODERATE,
+  IBV_CQ_INIT_ATTR_MASK_FLAGS,
+  IBV_CQ_INIT_ATTR_MASK_PD,
+  IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+  IBV_WC_RECV,
+  IBV_WC_STANDARD_FLAGS,
+} from '../../device/abi/constants.js';
 import { Cmd } from '../../device/commands.js';
 import { CQE, CQE_OWNER_OFFSET, CQE_SIZE } from '../../device/cqe.js';
 import { ringAlign } from '../../device/host-memory.js';
@@ -28,12 +37,13 @@ import { armCq, encodeCqArm } from '../../device/registers.js';
 import { SRQ_WQE_HDR } from '../../device/wqe.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import { newWc } from '../verbs/structs.js';
-import type { ibv_comp_channel, ibv_context, ibv_cq, ibv_wc } from '../verbs/types.js';
+import type { ibv_comp_channel, ibv_context, ibv_cq, ibv_cq_init_attr_ex, ibv_modify_cq_attr, ibv_wc, ibv_wc_ex } from '../verbs/types.js';
 import { model_cmd } from './cmd.js';
 import { model_live, type ModelContext } from './context.js';
 import { model_drop_async_events } from './async.js';
 import { model_eq_drain, model_eq_wait } from './eq.js';
 import { ModelCompChannel, ModelCq, type ModelQp } from './objects.js';
+import { isU32 } from './check.js';
 
 // CQE fields, hoisted (module load) for the poll loop.
 const WR_ID = CQE.f.wrId.decl.offset;
@@ -50,7 +60,12 @@ const STATUS = CQE.f.status;
 const OPCODE = CQE.f.opcode;
 const SL = CQE.f.sl;
 const DLID_PATH_BITS = CQE.f.dlidPathBits;
+const TIMESTAMP = CQE.f.timestamp.decl.offset;
 const SRQ_NEXT = SRQ_WQE_HDR.f.nextWqeIndex;
+/** wc_flags of ibv_create_cq_ex the model's CQE carries (no VLAN, flow tag, tag matching or wall clock). */
+/** cq_mod_caps: the MODIFY_CQ fields are 16 bits. */
+export const MODEL_CQ_MOD_MAX = 0xffff;
+const MODEL_WC_FLAGS = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
 const CQ_ARM_WORD = 1; // the record's armCmd word (informational)
 
 function nextLog2(n: number): number {
@@ -131,6 +146,75 @@ export function model_create_cq(
 }
 
 /**
+ * ibv_create_cq_ex: the same CQ as ibv_create_cq (every CQE carries every
+ * field and the timestamp), after the checks rxe / mlx5 make: wc_flags the
+ * CQE cannot carry (CVLAN, FLOW_TAG, TM_INFO, WALLCLOCK) and creation flags
+ * other than SINGLE_THREADED (a hint) are EOPNOTSUPP; parent domains are
+ * not modelled (EOPNOTSUPP).
+ */
+export function model_create_cq_ex(ibctx: ibv_context, attr: ibv_cq_init_attr_ex): ibv_cq {
+  const mask = attr.comp_mask ?? 0;
+  if (!isU32(attr.wc_flags) || !isU32(mask)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq_ex: wc_flags and comp_mask are unsigned integers');
+  if (attr.wc_flags & ~MODEL_WC_FLAGS) {
+    throw new VerbsError(errno.EOPNOTSUPP, `ibv_create_cq_ex: wc_flags 0x${(attr.wc_flags & ~MODEL_WC_FLAGS).toString(16)} are not supported (supported: 0x${MODEL_WC_FLAGS.toString(16)})`);
+  }
+  if (mask & IBV_CQ_INIT_ATTR_MASK_PD) throw new VerbsError(errno.EOPNOTSUPP, 'ibv_create_cq_ex: parent domains are not modelled');
+  if (mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) {
+    const fl = attr.flags ?? 0;
+    if (!isU32(fl) || fl & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED) throw new VerbsError(errno.EOPNOTSUPP, `ibv_create_cq_ex: creation flags 0x${Number(fl).toString(16)} are not supported (only SINGLE_THREADED)`);
+  }
+  return model_create_cq(ibctx, attr.cqe, attr.cq_context, attr.channel ?? null, attr.comp_vector ?? 0);
+}
+
+/**
+ * ibv_resize_cq: a new ring of the smallest power of two above `cqe`,
+ * RESIZE_CQ (the device copies the CQEs not yet polled), then the old ring
+ * is freed. The same size is a no-op, as in mlx5. Fewer entries than
+ * completions waiting to be polled: EINVAL (the device's BAD_PARAM).
+ */
+export function model_resize_cq(ibcq: ibv_cq, cqe: number): number {
+  const cq = ibcq as ModelCq;
+  if (!(cq instanceof ModelCq) || cq.destroyed || cq.context.closed) return errno.EINVAL;
+  const ctx = cq.context;
+  if (typeof cqe !== 'number' || !Number.isInteger(cqe) || cqe < 1 || cqe > ctx.limits.maxCqe) return errno.EINVAL;
+  const logSize = nextLog2(cqe + 1);
+  if (logSize === cq.logSize) return 0;
+  let ring;
+  try {
+    ring = ctx.mem.alloc(CQE_SIZE << logSize, ringAlign(CQE_SIZE << logSize));
+  } catch {
+    return errno.ENOMEM;
+  }
+  // The device reads the consumer counter from the record: publish what was polled.
+  Atomics.store(ctx.mem.i32, cq.ciWord, cq.ci | 0);
+  const r = model_cmd(ctx, Cmd.RESIZE_CQ, { cqn: cq.cqn, ringAddr: ring.addr, logSize });
+  if (r.errno) {
+    ctx.mem.free(ring.addrNum);
+    return r.errno;
+  }
+  ctx.mem.free(cq.ringAddr);
+  cq.moveRing(ring.addrNum, logSize);
+  return 0;
+}
+
+/**
+ * ibv_modify_cq with IBV_CQ_ATTR_MODERATE: cq_count and cq_period within
+ * the device's cq_mod_caps (65535 each), else EINVAL.
+ */
+export function model_modify_cq(ibcq: ibv_cq, attr: ibv_modify_cq_attr): number {
+  const cq = ibcq as ModelCq;
+  if (!(cq instanceof ModelCq) || cq.destroyed || cq.context.closed) return errno.EINVAL;
+  if (typeof attr !== 'object' || attr === null || !isU32(attr.attr_mask)) return errno.EINVAL;
+  if (attr.attr_mask & ~IBV_CQ_ATTR_MODERATE) return errno.EINVAL;
+  if (!(attr.attr_mask & IBV_CQ_ATTR_MODERATE)) return 0;
+  const m = attr.moderate;
+  if (typeof m !== 'object' || m === null) return errno.EINVAL;
+  if (!isU32(m.cq_count) || m.cq_count > MODEL_CQ_MOD_MAX || !isU32(m.cq_period) || m.cq_period > MODEL_CQ_MOD_MAX) return errno.EINVAL;
+  const r = model_cmd(cq.context, Cmd.MODIFY_CQ, { cqn: cq.cqn, cqCount: m.cq_count, cqPeriod: m.cq_period });
+  return r.errno;
+}
+
+/**
  * ibv_destroy_cq. libibverbs blocks until every event it reported has been
  * acknowledged; a JavaScript caller cannot be blocked for its own acks, so
  * unacknowledged events give EBUSY instead.
@@ -196,15 +280,27 @@ export function model_poll_cq(ibcq: ibv_cq, num_entries: number, wc: ibv_wc[]): 
   const cq = ibcq as ModelCq;
   if (!(cq instanceof ModelCq) || cq.destroyed || cq.context.closed) return -errno.EINVAL;
   if (typeof num_entries !== 'number' || (num_entries | 0) !== num_entries || num_entries < 0 || !Array.isArray(wc)) return -errno.EINVAL;
-  const n = pollOnce(cq, num_entries, wc);
+  return pollService(cq, num_entries, wc, false);
+}
+
+/** poll_cq_ex: poll_cq that also reads the CQE timestamp into completion_ts. */
+export function model_poll_cq_ex(ibcq: ibv_cq, num_entries: number, wc: ibv_wc_ex[]): number {
+  const cq = ibcq as ModelCq;
+  if (!(cq instanceof ModelCq) || cq.destroyed || cq.context.closed) return -errno.EINVAL;
+  if (typeof num_entries !== 'number' || (num_entries | 0) !== num_entries || num_entries < 0 || !Array.isArray(wc)) return -errno.EINVAL;
+  return pollService(cq, num_entries, wc, true);
+}
+
+function pollService(cq: ModelCq, num_entries: number, wc: ibv_wc[], withTs: boolean): number {
+  const n = pollOnce(cq, num_entries, wc, withTs);
   const service = cq.context.handle.serviceInline;
   if (n > 0 || !service) return n;
   // A device on this thread only advances when we let it: an empty poll is its chance.
   service();
-  return pollOnce(cq, num_entries, wc);
+  return pollOnce(cq, num_entries, wc, withTs);
 }
 
-function pollOnce(cq: ModelCq, num_entries: number, wc: ibv_wc[]): number {
+function pollOnce(cq: ModelCq, num_entries: number, wc: ibv_wc[], withTs: boolean): number {
   const ctx = cq.context;
   const mem = ctx.mem;
   const u8 = mem.u8;
@@ -220,7 +316,7 @@ function pollOnce(cq: ModelCq, num_entries: number, wc: ibv_wc[]): number {
     if ((Atomics.load(u8, off + CQE_OWNER_OFFSET) & 1) !== (((ci >>> logSize) & 1) ^ 1)) break;
     let w = wc[n];
     if (w === undefined) {
-      w = newWc();
+      w = withTs ? ({ ...newWc(), completion_ts: 0n } as ibv_wc_ex) : newWc();
       wc[n] = w;
     }
     const qpNum = QP_NUM.get(dv, off);
@@ -240,6 +336,7 @@ function pollOnce(cq: ModelCq, num_entries: number, wc: ibv_wc[]): number {
     w.slid = SLID.get(dv, off);
     w.sl = SL.get(dv, off);
     w.dlid_path_bits = DLID_PATH_BITS.get(dv, off);
+    if (withTs) (w as ibv_wc_ex).completion_ts = dv.getBigUint64(off + TIMESTAMP, true);
     const qp = qps.get(qpNum);
     if (qp !== undefined) retire(qp, opcode, WQE_COUNTER.get(dv, off), dv);
     ci = (ci + 1) >>> 0;

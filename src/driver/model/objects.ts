@@ -28,13 +28,17 @@ export class ModelMr implements ibv_mr {
   destroyed = false;
   constructor(
     readonly context: ModelContext,
-    readonly pd: ModelPd,
-    readonly addr: bigint,
-    readonly length: number,
+    /** pd, addr, length and iova change with ibv_rereg_mr (the keys stay). */
+    public pd: ModelPd,
+    /** The buffer's host address (libibverbs: the addr registered). */
+    public addr: bigint,
+    public length: number,
     /** The MPT index (key >> 8). */
     readonly handle: number,
     readonly lkey: number,
     readonly rkey: number,
+    /** The address keys see: SGEs and RETHs name [iova, iova + length) (= addr for ibv_reg_mr). */
+    public iova: bigint = addr,
   ) {}
 }
 
@@ -58,9 +62,9 @@ export class ModelCompChannel implements ibv_comp_channel {
 export class ModelCq implements ibv_cq {
   /** Driver consumer counter: CQEs ever polled. */
   ci = 0;
-  readonly mask: number;
+  mask: number;
   /** Byte offset of the ring in host memory. */
-  readonly ringOff: number;
+  ringOff: number;
   /** Word index (in HostMemory.i32) of the record's `ci`. */
   readonly ciWord: number;
   /** Completion events returned by get_cq_event / acknowledged by ack_cq_events. */
@@ -76,9 +80,9 @@ export class ModelCq implements ibv_cq {
     /** The CQ number. */
     readonly handle: number,
     /** Usable entries: ring size − 1, as mlx5 reports. */
-    readonly cqe: number,
-    readonly logSize: number,
-    readonly ringAddr: number,
+    public cqe: number,
+    public logSize: number,
+    public ringAddr: number,
     readonly dbrecAddr: number,
   ) {
     const base = context.mem.baseNum;
@@ -88,6 +92,14 @@ export class ModelCq implements ibv_cq {
   }
   get cqn(): number {
     return this.handle;
+  }
+  /** After RESIZE_CQ: the new ring (the consumer counter carries on). */
+  moveRing(ringAddr: number, logSize: number): void {
+    this.ringAddr = ringAddr;
+    this.logSize = logSize;
+    this.mask = (1 << logSize) - 1;
+    this.ringOff = ringAddr - this.context.mem.baseNum;
+    this.cqe = this.mask;
   }
 }
 

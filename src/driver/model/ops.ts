@@ -12,16 +12,20 @@ import {
   model_ack_cq_events,
   model_create_comp_channel,
   model_create_cq,
+  model_create_cq_ex,
+  model_modify_cq,
+  model_poll_cq_ex,
+  model_resize_cq,
   model_destroy_comp_channel,
   model_destroy_cq,
   model_get_cq_event,
   model_poll_cq,
   model_req_notify_cq,
 } from './cq.js';
-import { model_alloc_pd, model_dealloc_pd, model_dereg_mr, model_reg_mr } from './pd-mr.js';
-import { model_post_recv, model_post_send, model_post_srq_recv } from './post.js';
-import { model_create_qp, model_destroy_qp, model_modify_qp, model_query_qp } from './qp.js';
-import { model_query_device, model_query_gid, model_query_pkey, model_query_port } from './query.js';
+import { model_alloc_pd, model_dealloc_pd, model_dereg_mr, model_reg_mr, model_reg_mr_iova, model_rereg_mr, model_alloc_null_mr } from './pd-mr.js';
+import { model_post_recv, model_post_send, model_post_send_all, model_post_srq_recv } from './post.js';
+import { model_attach_mcast, model_create_qp, model_create_qp_ex, model_destroy_qp, model_detach_mcast, model_modify_qp, model_query_qp } from './qp.js';
+import { model_query_device, model_query_device_ex, model_query_gid, model_query_gid_ex, model_query_pkey, model_query_port, model_query_rt_values } from './query.js';
 import { model_create_srq, model_destroy_srq, model_modify_srq, model_query_srq } from './srq.js';
 
 export const model_ctx_ops: VerbsContextOps = Object.freeze({
@@ -29,10 +33,16 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   query_port: model_query_port,
   query_gid: model_query_gid,
   query_pkey: model_query_pkey,
+  query_device_ex: model_query_device_ex,
+  query_gid_ex: model_query_gid_ex,
+  query_rt_values: model_query_rt_values,
   close_device: model_close_device,
   alloc_pd: model_alloc_pd,
   dealloc_pd: model_dealloc_pd,
   reg_mr: model_reg_mr,
+  reg_mr_iova: model_reg_mr_iova,
+  rereg_mr: model_rereg_mr,
+  alloc_null_mr: model_alloc_null_mr,
   dereg_mr: model_dereg_mr,
   alloc_buf: model_alloc_buf,
   free_buf: model_free_buf,
@@ -44,6 +54,10 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   get_cq_event: model_get_cq_event,
   ack_cq_events: model_ack_cq_events,
   poll_cq: model_poll_cq,
+  create_cq_ex: model_create_cq_ex,
+  poll_cq_ex: model_poll_cq_ex,
+  resize_cq: model_resize_cq,
+  modify_cq: model_modify_cq,
   create_srq: model_create_srq,
   modify_srq: model_modify_srq,
   query_srq: model_query_srq,
@@ -54,6 +68,10 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   query_qp: model_query_qp,
   destroy_qp: model_destroy_qp,
   post_send: model_post_send,
+  post_send_all: model_post_send_all,
+  create_qp_ex: model_create_qp_ex,
+  attach_mcast: model_attach_mcast,
+  detach_mcast: model_detach_mcast,
   post_recv: model_post_recv,
   create_ah: model_create_ah,
   destroy_ah: model_destroy_ah,

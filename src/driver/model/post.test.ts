@@ -164,10 +164,12 @@ describe('post_send writes the WQE the device reads', () => {
       wqeIndex: 0,
       immData: 0,
       numDataSegs: 2,
+      flushType: 0,
+      flushLevel: 0,
     });
     const reservedCtrl = h.fake.tb.mem.u8.subarray(off + 0x11, off + 0x20);
     expect(reservedCtrl.every((b) => b === 0)).toBe(true);
-    expect(decodeStruct(RADDR_SEG, dv(), off + 0x20)).toEqual({ remoteAddr: 0xfedcba9876543210n, rkey: 0xabcd1234 });
+    expect(decodeStruct(RADDR_SEG, dv(), off + 0x20)).toEqual({ remoteAddr: 0xfedcba9876543210n, rkey: 0xabcd1234, length: 0 });
     expect(decodeStruct(DATA_SEG, dv(), off + 0x40)).toEqual({ addr: mr.addr, length: 100, lkey: mr.lkey });
     // A bad lkey is not a post-time error: the device reports it.
     expect(decodeStruct(DATA_SEG, dv(), off + 0x50)).toEqual({ addr: mr.addr + 4096n, length: 200, lkey: 0xdead });
@@ -196,9 +198,9 @@ describe('post_send writes the WQE the device reads', () => {
     expect(ctrl(2).immData).toBe(0x777);
     expect(ctrl(6).immData).toBe(0x888);
     expect(ctrl(3).numDataSegs).toBe(2);
-    expect(decodeStruct(RADDR_SEG, dv(), sendSlot(rc, 3) + 0x20)).toEqual({ remoteAddr: 0x2000n, rkey: 6 });
+    expect(decodeStruct(RADDR_SEG, dv(), sendSlot(rc, 3) + 0x20)).toEqual({ remoteAddr: 0x2000n, rkey: 6, length: 0 });
     expect(decodeStruct(DATA_SEG, dv(), sendSlot(rc, 3) + 0x50)).toEqual({ addr: mr.addr + 100n, length: 64, lkey: mr.lkey });
-    expect(decodeStruct(RADDR_SEG, dv(), sendSlot(rc, 4) + 0x20)).toEqual({ remoteAddr: 0x3008n, rkey: 7 });
+    expect(decodeStruct(RADDR_SEG, dv(), sendSlot(rc, 4) + 0x20)).toEqual({ remoteAddr: 0x3008n, rkey: 7, length: 0 });
     expect(decodeStruct(ATOMIC_SEG, dv(), sendSlot(rc, 4) + 0x30)).toEqual({ swapAdd: 22n, compare: 11n });
     expect(decodeStruct(ATOMIC_SEG, dv(), sendSlot(rc, 5) + 0x30)).toEqual({ swapAdd: 0xffffffffffffffffn, compare: 0n });
     expect(decodeStruct(DATA_SEG, dv(), sendSlot(rc, 5) + 0x40)).toEqual({ addr: mr.addr + 208n, length: 8, lkey: mr.lkey });

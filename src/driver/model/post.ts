@@ -31,12 +31,18 @@ import {
   IBV_SEND_INLINE,
   IBV_WR_ATOMIC_CMP_AND_SWP,
   IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_ATOMIC_WRITE,
+  IBV_WR_FLUSH,
   IBV_WR_LOCAL_INV,
   IBV_WR_RDMA_READ,
   IBV_WR_RDMA_WRITE,
   IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND_WITH_IMM,
   IBV_WR_SEND_WITH_INV,
+  IBV_FLUSH_GLOBAL,
+  IBV_FLUSH_MR,
+  IBV_FLUSH_PERSISTENT,
+  IBV_FLUSH_RANGE,
 } from '../../device/abi/constants.js';
 import { ringSqDoorbell } from '../../device/registers.js';
 import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG, WqeOff } from '../../device/wqe.js';
@@ -52,6 +58,9 @@ const CTRL_FLAGS = SEND_CTRL.f.sendFlags;
 const CTRL_WQE_INDEX = SEND_CTRL.f.wqeIndex;
 const CTRL_IMM = SEND_CTRL.f.immData;
 const CTRL_NUM_DS = SEND_CTRL.f.numDataSegs;
+const CTRL_FLUSH_TYPE = SEND_CTRL.f.flushType;
+const CTRL_FLUSH_LEVEL = SEND_CTRL.f.flushLevel;
+const RADDR_LENGTH = RADDR_SEG.f.length;
 // Remote address and atomic segments (RC / UC).
 const RADDR_ADDR = WqeOff.RADDR + RADDR_SEG.f.remoteAddr.decl.offset;
 const RADDR_RKEY = RADDR_SEG.f.rkey;
@@ -116,7 +125,7 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
   if (sf !== undefined && !isU32(sf)) return errno.EINVAL;
   const flags = sf & SEND_FLAGS_MASK;
   const isAtomic = op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD;
-  const inline = (flags & IBV_SEND_INLINE) !== 0 && op !== IBV_WR_RDMA_READ && !isAtomic && op !== IBV_WR_LOCAL_INV;
+  const inline = (flags & IBV_SEND_INLINE) !== 0 && op !== IBV_WR_RDMA_READ && !isAtomic && op !== IBV_WR_LOCAL_INV && op !== IBV_WR_ATOMIC_WRITE && op !== IBV_WR_FLUSH;
 
   // Control segment.
   dv.setBigUint64(off + CTRL_WR_ID, wr.wr_id, true);
@@ -157,6 +166,8 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
       dv.setBigUint64(off + ATOMIC_SWAP_ADD, at.compare_add, true);
       dv.setBigUint64(off + ATOMIC_COMPARE, 0n, true);
     }
+  } else if (op === IBV_WR_ATOMIC_WRITE || op === IBV_WR_FLUSH) {
+    return writeAtomicWriteOrFlush(qp, wr, off, op === IBV_WR_FLUSH);
   } else if (op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ) {
     const rdma = typeof wr.wr === 'object' && wr.wr !== null ? wr.wr.rdma : undefined;
     if (typeof rdma !== 'object' || rdma === null || !isU64(rdma.remote_addr) || !isU32(rdma.rkey)) return errno.EINVAL;
@@ -193,7 +204,63 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
   return 0;
 }
 
+/**
+ * IBV_WR_ATOMIC_WRITE (IBA 1.5): 8 bytes, from `wr.atomic_wire` (the new
+ * post API) or the WR's one 8-byte SGE (as rxe takes them from ibv_post_send),
+ * to an 8-byte aligned remote address; they travel in the WQE's atomic
+ * segment. IBV_WR_FLUSH: `wr.flush` = { len, type, level } to
+ * `wr.wr.rdma`. No data segments for either.
+ */
+function writeAtomicWriteOrFlush(qp: ModelQp, wr: ibv_send_wr, off: number, flush: boolean): number {
+  const mem = qp.context.mem;
+  const dv = mem.dv;
+  const rdma = typeof wr.wr === 'object' && wr.wr !== null ? wr.wr.rdma : undefined;
+  if (typeof rdma !== 'object' || rdma === null || !isU64(rdma.remote_addr) || !isU32(rdma.rkey)) return errno.EINVAL;
+  dv.setBigUint64(off + RADDR_ADDR, rdma.remote_addr, true);
+  RADDR_RKEY.set(dv, off + WqeOff.RADDR, rdma.rkey);
+  CTRL_NUM_DS.set(dv, off, 0);
+  if (flush) {
+    const f = wr.flush;
+    if (typeof f !== 'object' || f === null || !isU32(f.len) || !isU32(f.type) || !isU32(f.level)) return errno.EINVAL;
+    // Placement: global visibility, persistence or both (FETH bits 3..0); selectivity: a range or the whole MR.
+    if (f.type === 0 || f.type > (IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT) || (f.level !== IBV_FLUSH_RANGE && f.level !== IBV_FLUSH_MR)) return errno.EINVAL;
+    RADDR_LENGTH.set(dv, off + WqeOff.RADDR, f.len);
+    CTRL_FLUSH_TYPE.set(dv, off, f.type);
+    CTRL_FLUSH_LEVEL.set(dv, off, f.level);
+    return 0;
+  }
+  if ((dv.getUint8(off + RADDR_ADDR) & 7) !== 0) return errno.EINVAL;
+  RADDR_LENGTH.set(dv, off + WqeOff.RADDR, 8);
+  const wire = wr.atomic_wire;
+  if (wire !== undefined) {
+    if (!(wire instanceof Uint8Array) || wire.length !== 8) return errno.EINVAL;
+    mem.u8.set(wire, off + ATOMIC_SWAP_ADD);
+    return 0;
+  }
+  const sgl = wr.sg_list;
+  if (wr.num_sge !== 1 || !Array.isArray(sgl) || !sgeOk(sgl[0]) || sgl[0]!.length !== 8) return errno.EINVAL;
+  SCRATCH.setBigUint64(0, sgl[0]!.addr, true);
+  const src = SCRATCH.getUint32(4, true) * 4294967296 + SCRATCH.getUint32(0, true) - mem.baseNum;
+  if (!(src >= 0 && src + 8 <= mem.size)) return errno.EFAULT;
+  mem.u8.copyWithin(off + ATOMIC_SWAP_ADD, src, src + 8);
+  return 0;
+}
+
 export function model_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number {
+  return postSend(ibqp, wr, bad_wr, false);
+}
+
+/**
+ * The ibv_wr_complete of the new post API: the whole list or nothing. The
+ * WQEs are written as post_send writes them, but the producer counter is
+ * published only when every one was accepted (a WQE beyond the record's
+ * counter is invisible to the device, as in mlx5's rollback).
+ */
+export function model_post_send_all(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number {
+  return postSend(ibqp, wr, bad_wr, true);
+}
+
+function postSend(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr: BadWr<ibv_send_wr> | undefined, allOrNothing: boolean): number {
   const qp = ibqp as ModelQp;
   if (bad_wr) bad_wr.wr = null;
   if (!(qp instanceof ModelQp)) return errno.EINVAL;
@@ -220,6 +287,7 @@ export function model_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ib
       cur = cur.next;
     }
   }
+  if (rc !== 0 && allOrNothing) pi = qp.sqPi;
   if (pi !== qp.sqPi) {
     const ctx = qp.context;
     qp.sqPi = pi;

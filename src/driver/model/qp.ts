@@ -43,6 +43,25 @@ import {
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
+  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+  IBV_QP_EX_WITH_ATOMIC_WRITE,
+  IBV_QP_EX_WITH_FLUSH,
+  IBV_WR_ATOMIC_WRITE,
+  IBV_WR_FLUSH,
+  IBV_QP_EX_WITH_RDMA_READ,
+  IBV_QP_EX_WITH_RDMA_WRITE,
+  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+  IBV_QP_EX_WITH_SEND,
+  IBV_QP_EX_WITH_SEND_WITH_IMM,
+  IBV_QP_EX_WITH_SEND_WITH_INV,
+  IBV_QP_INIT_ATTR_CREATE_FLAGS,
+  IBV_QP_INIT_ATTR_IND_TABLE,
+  IBV_QP_INIT_ATTR_MAX_TSO_HEADER,
+  IBV_QP_INIT_ATTR_PD,
+  IBV_QP_INIT_ATTR_RX_HASH,
+  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+  IBV_QP_INIT_ATTR_XRCD,
   IBV_WR_ATOMIC_CMP_AND_SWP,
   IBV_WR_ATOMIC_FETCH_AND_ADD,
   IBV_WR_LOCAL_INV,
@@ -58,7 +77,8 @@ import { ringAlign } from '../../device/host-memory.js';
 import { log2, recvWqeMaxSge, recvWqeStride, sendWqeCaps, sendWqeDataOffset, sendWqeStride, MAX_WQE_STRIDE } from '../../device/wqe.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import { newQpCap } from '../verbs/structs.js';
-import type { ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr } from '../verbs/types.js';
+import type { ibv_context, ibv_gid, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex } from '../verbs/types.js';
+import { isU32 } from './check.js';
 import { model_drop_async_events } from './async.js';
 import { ahAttrFrom, avValues, prefixed } from './av.js';
 import { model_cmd } from './cmd.js';
@@ -71,7 +91,8 @@ const bit = (op: number) => 1 << op;
 const OPCODES_UD = bit(IBV_WR_SEND) | bit(IBV_WR_SEND_WITH_IMM);
 const OPCODES_UC = OPCODES_UD | bit(IBV_WR_RDMA_WRITE) | bit(IBV_WR_RDMA_WRITE_WITH_IMM) | bit(IBV_WR_LOCAL_INV);
 const OPCODES_RC =
-  OPCODES_UC | bit(IBV_WR_RDMA_READ) | bit(IBV_WR_ATOMIC_CMP_AND_SWP) | bit(IBV_WR_ATOMIC_FETCH_AND_ADD) | bit(IBV_WR_SEND_WITH_INV);
+  OPCODES_UC | bit(IBV_WR_RDMA_READ) | bit(IBV_WR_ATOMIC_CMP_AND_SWP) | bit(IBV_WR_ATOMIC_FETCH_AND_ADD) | bit(IBV_WR_SEND_WITH_INV)
+  | bit(IBV_WR_ATOMIC_WRITE) | bit(IBV_WR_FLUSH);
 
 export function opcodeMask(qpType: number): number {
   return qpType === IBV_QPT_RC ? OPCODES_RC : qpType === IBV_QPT_UC ? OPCODES_UC : qpType === IBV_QPT_UD ? OPCODES_UD : 0;
@@ -83,6 +104,45 @@ function nextPow2(n: number): number {
 
 function isCount(v: unknown, max: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
+}
+
+/** IBV_QP_EX_WITH_* the model's QP types have (the ibv_wr_* builders of section 6.1's opcodes). */
+const SEND_OPS_UD = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+const SEND_OPS_UC = SEND_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+const SEND_OPS_RC =
+  SEND_OPS_UC | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV
+  | IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_FLUSH;
+
+export function sendOpsMask(qpType: number): number {
+  return qpType === IBV_QPT_RC ? SEND_OPS_RC : qpType === IBV_QPT_UC ? SEND_OPS_UC : qpType === IBV_QPT_UD ? SEND_OPS_UD : 0;
+}
+
+/**
+ * ibv_create_qp_ex: the QP of ibv_create_qp after the checks rxe makes of
+ * the extended attributes: a PD is required (IBV_QP_INIT_ATTR_PD); XRC
+ * domains, creation flags, TSO headers, RSS tables and hashes are not
+ * modelled (EOPNOTSUPP); send_ops_flags naming a builder the QP type does
+ * not have is EOPNOTSUPP.
+ */
+export function model_create_qp_ex(ibctx: ibv_context, init: ibv_qp_init_attr_ex): ibv_qp {
+  const fail = (n: number, why: string): never => {
+    throw new VerbsError(n, `ibv_create_qp_ex: ${why}`);
+  };
+  const mask = init.comp_mask;
+  if (!isU32(mask)) fail(errno.EINVAL, `comp_mask ${String(mask)} is not a uint32_t`);
+  const unsupported = IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+  if (mask & unsupported) fail(errno.EOPNOTSUPP, `comp_mask 0x${(mask & unsupported).toString(16)}: XRC domains, creation flags, TSO and RSS are not modelled`);
+  if (mask & ~(unsupported | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) fail(errno.EINVAL, `unknown comp_mask bits 0x${mask.toString(16)}`);
+  if (!(mask & IBV_QP_INIT_ATTR_PD) || !init.pd) fail(errno.EINVAL, 'IBV_QP_INIT_ATTR_PD and a pd are required');
+  const pd = init.pd as ModelPd;
+  if (!(pd instanceof ModelPd) || pd.context !== ibctx) fail(errno.EINVAL, 'pd is not a PD of this context');
+  if (mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+    const ops = init.send_ops_flags;
+    if (!isU32(ops)) fail(errno.EINVAL, `send_ops_flags ${String(ops)} is not a uint32_t`);
+    const have = sendOpsMask(init.qp_type);
+    if (ops! & ~have) fail(errno.EOPNOTSUPP, `send_ops_flags 0x${(ops! & ~have).toString(16)} are not supported on QP type ${String(init.qp_type)} (supported: 0x${have.toString(16)})`);
+  }
+  return model_create_qp(pd, init);
 }
 
 export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
@@ -372,4 +432,23 @@ export function model_query_qp(ibqp: ibv_qp, attr: ibv_qp_attr, mask: number, in
   // libibverbs: a query that asks for the state refreshes the cached one.
   if (mask & IBV_QP_STATE) qp.state = n('qpState');
   return 0;
+}
+
+/**
+ * ibv_attach_mcast / ibv_detach_mcast: ATTACH_MCAST / DETACH_MCAST. A UD QP
+ * of this provider and a 16-byte multicast GID (ff00::/8, or IPv4-mapped
+ * 224.0.0.0/4); `lid` is ignored on RoCE, as in rxe. EINVAL for anything
+ * else (the device's BAD_PARAM); ENOMEM past the group limits.
+ */
+export function model_attach_mcast(ibqp: ibv_qp, gid: ibv_gid, _lid: number): number {
+  return mcast(ibqp, gid, Cmd.ATTACH_MCAST);
+}
+export function model_detach_mcast(ibqp: ibv_qp, gid: ibv_gid, _lid: number): number {
+  return mcast(ibqp, gid, Cmd.DETACH_MCAST);
+}
+function mcast(ibqp: ibv_qp, gid: ibv_gid, cmd: Cmd): number {
+  const qp = ibqp as ModelQp;
+  if (!(qp instanceof ModelQp) || qp.destroyed || qp.context.closed) return errno.EINVAL;
+  if (typeof gid !== 'object' || gid === null || !(gid.raw instanceof Uint8Array) || gid.raw.length !== 16) return errno.EINVAL;
+  return model_cmd(qp.context, cmd, { qpn: qp.qp_num, mgid: Uint8Array.from(gid.raw) }).errno;
 }

@@ -3,10 +3,18 @@
  * and QUERY_PKEY, their outputs copied field by field into the libibverbs
  * structures the caller passes (as ibv_cmd_query_device does).
  */
-import { errno } from '../../device/abi/constants.js';
+import {
+  errno,
+  IB_UVERBS_DEVICE_ATOMIC_WRITE,
+  IB_UVERBS_DEVICE_FLUSH_GLOBAL,
+  IB_UVERBS_DEVICE_FLUSH_PERSISTENT,
+  IBV_VALUES_MASK_RAW_CLOCK,
+  IBV_VALUES_MASK_RESERVED,
+} from '../../device/abi/constants.js';
 import { Cmd } from '../../device/commands.js';
 import { VerbsError } from '../verbs/errno-error.js';
-import type { ibv_context, ibv_device_attr, ibv_gid, ibv_port_attr } from '../verbs/types.js';
+import type { ibv_context, ibv_device_attr, ibv_device_attr_ex, ibv_gid, ibv_gid_entry, ibv_port_attr, ibv_values_ex } from '../verbs/types.js';
+import { MODEL_CQ_MOD_MAX } from './cq.js';
 import { model_cmd } from './cmd.js';
 import { ModelContext } from './context.js';
 
@@ -118,4 +126,64 @@ export function model_query_pkey(ibctx: ibv_context, port_num: number, index: nu
   const r = model_cmd(ctx, Cmd.QUERY_PKEY, { portNum: port_num, index });
   if (r.errno) throw new VerbsError(r.errno, `ibv_query_pkey: ${r.what}`);
   return r.out['pkey'] as number;
+}
+
+/**
+ * ibv_query_device_ex: ibv_device_attr plus what the model has of the
+ * extended attributes: the CQE clock (hca_core_clock kHz and the timestamp
+ * mask), CQ moderation limits, and the port count. What the model does not
+ * model (ODP, TSO, RSS, WQs, packet pacing, tag matching, device memory,
+ * PCI atomics, raw packet caps) reads as 0, which is how a device without
+ * them answers.
+ */
+export function model_query_device_ex(ibctx: ibv_context, attr: ibv_device_attr_ex): number {
+  const ctx = ibctx as ModelContext;
+  if (!(ctx instanceof ModelContext) || ctx.closed || typeof attr !== 'object' || attr === null) return errno.EINVAL;
+  if (typeof attr.orig_attr !== 'object' || attr.orig_attr === null) return errno.EINVAL;
+  const rc = model_query_device(ctx, attr.orig_attr);
+  if (rc) return rc;
+  const r = model_cmd(ctx, Cmd.QUERY_DEVICE);
+  if (r.errno) return r.errno;
+  attr.comp_mask = 0;
+  attr.completion_timestamp_mask = r.out['completionTimestampMask'] as bigint;
+  attr.hca_core_clock = BigInt(r.out['hcaCoreClock'] as number);
+  // Bits 32+ (ib_uverbs_device_cap_flags): the IBA 1.5 operations the device executes, as rxe reports them.
+  attr.device_cap_flags_ex = BigInt(attr.orig_attr.device_cap_flags >>> 0) | IB_UVERBS_DEVICE_FLUSH_GLOBAL | IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE;
+  attr.cq_mod_caps = { max_cq_count: MODEL_CQ_MOD_MAX, max_cq_period: MODEL_CQ_MOD_MAX };
+  attr.phys_port_cnt_ex = attr.orig_attr.phys_port_cnt;
+  return 0;
+}
+
+/**
+ * ibv_query_gid_ex: one GID table entry with its type. An index beyond the
+ * table: EINVAL; an empty entry: ENODATA, as libibverbs gives.
+ */
+export function model_query_gid_ex(ibctx: ibv_context, port_num: number, index: number, entry: ibv_gid_entry, flags: number): number {
+  const ctx = ibctx as ModelContext;
+  if (!(ctx instanceof ModelContext) || ctx.closed || typeof entry !== 'object' || entry === null) return errno.EINVAL;
+  if (flags !== 0) return errno.EINVAL;
+  const r = model_cmd(ctx, Cmd.QUERY_GID, { portNum: port_num, index });
+  if (r.errno) return r.errno;
+  const g = r.out['gid'] as Uint8Array;
+  if (g.every((b) => b === 0)) return errno.ENODATA;
+  entry.gid = { raw: Uint8Array.from(g) };
+  entry.gid_index = index;
+  entry.port_num = port_num;
+  entry.gid_type = r.out['gidType'] as number;
+  entry.ndev_ifindex = 0;
+  return 0;
+}
+
+/** ibv_query_rt_values_ex: the device clock now (QUERY_CLOCK), in raw_clock.tv_nsec. */
+export function model_query_rt_values(ibctx: ibv_context, values: ibv_values_ex): number {
+  const ctx = ibctx as ModelContext;
+  if (!(ctx instanceof ModelContext) || ctx.closed || typeof values !== 'object' || values === null) return errno.EINVAL;
+  const mask = values.comp_mask;
+  if (typeof mask !== 'number' || mask >>> 0 !== mask || mask & ~(IBV_VALUES_MASK_RESERVED - 1)) return errno.EINVAL;
+  if (!(mask & IBV_VALUES_MASK_RAW_CLOCK)) return 0;
+  const r = model_cmd(ctx, Cmd.QUERY_CLOCK);
+  if (r.errno) return r.errno;
+  values.raw_clock = { tv_sec: 0n, tv_nsec: r.out['clock'] as bigint };
+  values.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+  return 0;
 }

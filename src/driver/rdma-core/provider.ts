@@ -19,6 +19,7 @@
  * acknowledged return EBUSY (libibverbs would block the thread forever in
  * pthread_cond_wait; here that thread is the event loop).
  */
+import { rc_unbound_ops } from './unbound.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -895,6 +896,7 @@ function rc_read_counters(ibctx: ibv_context, port: number): Record<string, bigi
 // ------------------------------------------------------------------ ops and provider
 
 export const rdma_core_ctx_ops: VerbsContextOps = Object.freeze({
+  ...rc_unbound_ops,
   query_device: rc_query_device,
   query_port: rc_query_port,
   query_gid: rc_query_gid,

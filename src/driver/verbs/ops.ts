@@ -6,7 +6,7 @@
 import type {
   ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
   ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc,
+  ibv_srq_init_attr, ibv_wc, ibv_cq_init_attr_ex, ibv_wc_ex, ibv_modify_cq_attr, ibv_qp_init_attr_ex, ibv_device_attr_ex, ibv_gid_entry, ibv_values_ex,
 } from './types.js';
 
 /** Where a failed post leaves the first WR that was not accepted (C's `bad_wr`). */
@@ -19,10 +19,18 @@ export interface VerbsContextOps {
   query_port(ctx: ibv_context, port_num: number, attr: ibv_port_attr): number;
   query_gid(ctx: ibv_context, port_num: number, index: number, gid: ibv_gid): number;
   query_pkey(ctx: ibv_context, port_num: number, index: number): number;
+  query_device_ex(ctx: ibv_context, attr: ibv_device_attr_ex): number;
+  /** 0, or EINVAL (no such entry) / ENODATA (an empty entry). */
+  query_gid_ex(ctx: ibv_context, port_num: number, index: number, entry: ibv_gid_entry, flags: number): number;
+  query_rt_values(ctx: ibv_context, values: ibv_values_ex): number;
   close_device(ctx: ibv_context): number;
   alloc_pd(ctx: ibv_context): ibv_pd;
   dealloc_pd(pd: ibv_pd): number;
   reg_mr(pd: ibv_pd, buf: Uint8Array, access: number): ibv_mr;
+  reg_mr_iova(pd: ibv_pd, buf: Uint8Array, iova: bigint, access: number): ibv_mr;
+  /** rc: 0 or an IBV_REREG_MR_ERR_* code; errno: why (C's errno). */
+  rereg_mr(mr: ibv_mr, flags: number, pd: ibv_pd | null, buf: Uint8Array | null, access: number): { rc: number; errno: number };
+  alloc_null_mr(pd: ibv_pd): ibv_mr;
   dereg_mr(mr: ibv_mr): number;
   alloc_buf(ctx: ibv_context, length: number, align: number): Uint8Array;
   free_buf(ctx: ibv_context, buf: Uint8Array): void;
@@ -34,6 +42,12 @@ export interface VerbsContextOps {
   get_cq_event(ch: ibv_comp_channel): Promise<{ cq: ibv_cq; cq_context: unknown }>;
   ack_cq_events(cq: ibv_cq, nevents: number): void;
   poll_cq(cq: ibv_cq, num_entries: number, wc: ibv_wc[]): number;
+  /** ibv_create_cq_ex: the provider CQ the ibv_cq_ex wraps. */
+  create_cq_ex(ctx: ibv_context, attr: ibv_cq_init_attr_ex): ibv_cq;
+  /** poll_cq that also fills completion_ts (the extended CQ's iterator). */
+  poll_cq_ex(cq: ibv_cq, num_entries: number, wc: ibv_wc_ex[]): number;
+  resize_cq(cq: ibv_cq, cqe: number): number;
+  modify_cq(cq: ibv_cq, attr: ibv_modify_cq_attr): number;
   create_srq(pd: ibv_pd, attr: ibv_srq_init_attr): ibv_srq;
   modify_srq(srq: ibv_srq, attr: ibv_srq_attr, mask: number): number;
   query_srq(srq: ibv_srq, attr: ibv_srq_attr): number;
@@ -44,6 +58,11 @@ export interface VerbsContextOps {
   query_qp(qp: ibv_qp, attr: ibv_qp_attr, mask: number, init_attr: ibv_qp_init_attr): number;
   destroy_qp(qp: ibv_qp): number;
   post_send(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
+  /** ibv_wr_complete: post the whole list, or nothing (the errno of the first WR refused). */
+  post_send_all(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
+  create_qp_ex(ctx: ibv_context, attr: ibv_qp_init_attr_ex): ibv_qp;
+  attach_mcast(qp: ibv_qp, gid: ibv_gid, lid: number): number;
+  detach_mcast(qp: ibv_qp, gid: ibv_gid, lid: number): number;
   post_recv(qp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number;
   create_ah(pd: ibv_pd, attr: ibv_ah_attr): ibv_ah;
   destroy_ah(ah: ibv_ah): number;

@@ -10,6 +10,9 @@
 import type {
   ibv_ah_attr,
   ibv_device_attr,
+  ibv_device_attr_ex,
+  ibv_gid_entry,
+  ibv_values_ex,
   ibv_gid,
   ibv_global_route,
   ibv_port_attr,
@@ -180,4 +183,39 @@ export function newDeviceAttr(): ibv_device_attr {
     local_ca_ack_delay: 0,
     phys_port_cnt: 0,
   };
+}
+
+export function newDeviceAttrEx(): ibv_device_attr_ex {
+  return {
+    orig_attr: newDeviceAttr(),
+    comp_mask: 0,
+    odp_caps: { general_caps: 0n, per_transport_caps: { rc_odp_caps: 0, uc_odp_caps: 0, ud_odp_caps: 0 } },
+    completion_timestamp_mask: 0n,
+    hca_core_clock: 0n,
+    device_cap_flags_ex: 0n,
+    tso_caps: { max_tso: 0, supported_qpts: 0 },
+    rss_caps: { supported_qpts: 0, max_rwq_indirection_tables: 0, max_rwq_indirection_table_size: 0, rx_hash_fields_mask: 0n, rx_hash_function: 0 },
+    max_wq_type_rq: 0,
+    packet_pacing_caps: { qp_rate_limit_min: 0, qp_rate_limit_max: 0, supported_qpts: 0 },
+    raw_packet_caps: 0,
+    tm_caps: { max_rndv_hdr_size: 0, max_num_tags: 0, flags: 0, max_ops: 0, max_sge: 0 },
+    cq_mod_caps: { max_cq_count: 0, max_cq_period: 0 },
+    max_dm_size: 0n,
+    pci_atomic_caps: { fetch_add: 0, swap: 0, compare_swap: 0 },
+    xrc_odp_caps: 0,
+    phys_port_cnt_ex: 0,
+  };
+}
+
+export function newGidEntry(): ibv_gid_entry {
+  return { gid: newGid(), gid_index: 0, port_num: 0, gid_type: 0, ndev_ifindex: 0 };
+}
+
+/** `struct ibv_gid_entry entries[n]` for ibv_query_gid_table. */
+export function newGidEntryArray(n: number): ibv_gid_entry[] {
+  return Array.from({ length: n }, newGidEntry);
+}
+
+export function newValuesEx(): ibv_values_ex {
+  return { comp_mask: 0, raw_clock: { tv_sec: 0n, tv_nsec: 0n } };
 }

@@ -294,6 +294,38 @@ export interface ibv_device_attr_ex {
   phys_port_cnt_ex: number;
 }
 
+/** `struct ibv_query_device_ex_input` (ibv_query_device_ex): comp_mask must be 0. */
+export interface ibv_query_device_ex_input {
+  comp_mask: number;
+}
+
+/** `struct ibv_gid_entry` (ibv_query_gid_ex, ibv_query_gid_table). */
+export interface ibv_gid_entry {
+  gid: ibv_gid;
+  gid_index: number;
+  port_num: number;
+  /** IBV_GID_TYPE_IB / IBV_GID_TYPE_ROCE_V1 / IBV_GID_TYPE_ROCE_V2 */
+  gid_type: number;
+  /** The netdev of a RoCE GID (0: the model has no host netdevs). */
+  ndev_ifindex: number;
+}
+
+/**
+ * `struct ibv_values_ex` (ibv_query_rt_values_ex). With
+ * IBV_VALUES_MASK_RAW_CLOCK, raw_clock.tv_nsec is the free-running device
+ * clock in hca_core_clock ticks and tv_sec is 0 (as mlx5 returns it: the
+ * raw cycle count, not a time).
+ */
+export interface ibv_values_ex {
+  comp_mask: number;
+  raw_clock: { tv_sec: bigint; tv_nsec: bigint };
+}
+
+/** The out-argument of ibv_query_pkey (C: `__be16 *pkey`), the P_Key as its numeric value. */
+export interface ibv_pkey_out {
+  pkey: number;
+}
+
 /** `struct ibv_port_attr` (ibv_query_port). */
 export interface ibv_port_attr {
   state: ibv_port_state;
@@ -437,6 +469,10 @@ export interface ibv_send_wr {
   qp_type?: { xrc?: { remote_srqn: number } };
   /** IBV_WR_BIND_MW */
   bind_mw?: { mw: ibv_mw; rkey: number; bind_info: ibv_mw_bind_info };
+  /** IBV_WR_ATOMIC_WRITE (ibv_wr_atomic_write): the 8 bytes to write, in wire order. */
+  atomic_wire?: Uint8Array;
+  /** IBV_WR_FLUSH (ibv_wr_flush): length, placement type (IBV_FLUSH_GLOBAL / _PERSISTENT), selectivity (IBV_FLUSH_RANGE / _MR). */
+  flush?: { len: number; type: number; level: number };
   /** IBV_WR_TSO (RAW_PACKET QPs) */
   tso?: { hdr: Uint8Array; hdr_sz: number; mss: number };
 }
@@ -481,6 +517,51 @@ export interface ibv_wc {
   dlid_path_bits: number;
 }
 
+/**
+ * A completion as the extended CQ reads it: an ibv_wc plus the completion
+ * timestamp (raw device clock ticks, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP).
+ * Providers fill it in poll_cq_ex; applications read it through
+ * ibv_wc_read_* (C's ibv_cq_ex has no such struct: the provider reads the
+ * CQE in place).
+ */
+export interface ibv_wc_ex extends ibv_wc {
+  completion_ts: bigint;
+}
+
+/** `struct ibv_cq_init_attr_ex` (ibv_create_cq_ex). */
+export interface ibv_cq_init_attr_ex {
+  cqe: number;
+  cq_context?: unknown;
+  channel?: ibv_comp_channel | null;
+  comp_vector?: number;
+  /** IBV_WC_EX_WITH_* (uint64_t in C; all defined bits fit a number). */
+  wc_flags: number;
+  /** IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD */
+  comp_mask?: number;
+  /** IBV_CREATE_CQ_ATTR_* (with IBV_CQ_INIT_ATTR_MASK_FLAGS) */
+  flags?: number;
+  parent_domain?: ibv_pd | null;
+}
+
+/** `struct ibv_poll_cq_attr` (ibv_start_poll): comp_mask must be 0. */
+export interface ibv_poll_cq_attr {
+  comp_mask: number;
+}
+
+/** `struct ibv_moderate_cq` */
+export interface ibv_moderate_cq {
+  cq_count: number;
+  /** microseconds */
+  cq_period: number;
+}
+
+/** `struct ibv_modify_cq_attr` (ibv_modify_cq). */
+export interface ibv_modify_cq_attr {
+  /** IBV_CQ_ATTR_MODERATE */
+  attr_mask: number;
+  moderate: ibv_moderate_cq;
+}
+
 // ---------------------------------------------------------------------------
 // QP / SRQ creation and modification
 // ---------------------------------------------------------------------------
@@ -504,6 +585,33 @@ export interface ibv_qp_init_attr {
   qp_type: ibv_qp_type;
   /** Non-zero: every send WR generates a completion (IBV_SEND_SIGNALED implied). */
   sq_sig_all: number;
+}
+
+/** `struct ibv_qp_init_attr_ex` (ibv_create_qp_ex): ibv_qp_init_attr plus the comp_mask-selected fields. */
+export interface ibv_qp_init_attr_ex extends ibv_qp_init_attr {
+  /** IBV_QP_INIT_ATTR_*: which of the fields below are given. */
+  comp_mask: number;
+  /** IBV_QP_INIT_ATTR_PD (required but for XRC receive QPs). */
+  pd?: ibv_pd | null;
+  /** IBV_QP_INIT_ATTR_XRCD */
+  xrcd?: ibv_xrcd | null;
+  /** IBV_QP_INIT_ATTR_CREATE_FLAGS: IBV_QP_CREATE_* */
+  create_flags?: number;
+  /** IBV_QP_INIT_ATTR_MAX_TSO_HEADER */
+  max_tso_header?: number;
+  /** IBV_QP_INIT_ATTR_IND_TABLE */
+  rwq_ind_tbl?: unknown;
+  /** IBV_QP_INIT_ATTR_RX_HASH */
+  rx_hash_conf?: unknown;
+  source_qpn?: number;
+  /** IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: IBV_QP_EX_WITH_* (the ibv_wr_* a program will use) */
+  send_ops_flags?: number;
+}
+
+/** `struct ibv_data_buf` (ibv_wr_set_inline_data_list): bytes at a device-reachable address. */
+export interface ibv_data_buf {
+  addr: bigint;
+  length: number;
 }
 
 /** `struct ibv_qp_attr` (ibv_modify_qp / ibv_query_qp). */
@@ -548,6 +656,18 @@ export interface ibv_srq_attr {
 export interface ibv_srq_init_attr {
   srq_context?: unknown;
   attr: ibv_srq_attr;
+}
+
+/** `struct ibv_srq_init_attr_ex` (ibv_create_srq_ex). */
+export interface ibv_srq_init_attr_ex extends ibv_srq_init_attr {
+  /** IBV_SRQ_INIT_ATTR_* */
+  comp_mask: number;
+  /** IBV_SRQT_BASIC / _XRC / _TM (with IBV_SRQ_INIT_ATTR_TYPE) */
+  srq_type?: number;
+  pd?: ibv_pd | null;
+  xrcd?: ibv_xrcd | null;
+  cq?: ibv_cq | null;
+  tm_cap?: { max_num_tags: number; max_ops: number };
 }
 
 // ---------------------------------------------------------------------------

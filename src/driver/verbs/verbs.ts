@@ -7,94 +7,13 @@
 import { errno } from '../../device/abi/constants.js';
 import { providers } from '../providers.js';
 import { VerbsError } from './errno-error.js';
-import type { BadWr, ProviderDevice, VerbsContextOps } from './ops.js';
+import type { BadWr, ProviderDevice } from './ops.js';
+import { getErrno, isObj, objOps, ops, opsOfObj, opsOrNull, rejected, setErrno } from './dispatch.js';
 import type {
   ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
   ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc,
+  ibv_srq_init_attr, ibv_wc, ibv_modify_cq_attr, ibv_pkey_out,
 } from './types.js';
-
-type OpsContext = ibv_context & { ops: VerbsContextOps };
-
-/*
- * Argument checks common to every provider. libibverbs dereferences what it
- * is given (a NULL or stale pointer is a crash in C); here an argument that
- * is not an object of the right kind is EINVAL: returned by int verbs,
- * thrown as a VerbsError by pointer verbs, a rejected Promise for the ones
- * that wait. The provider checks that the object is its own and alive.
- */
-function isObj(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null;
-}
-
-/*
- * libibverbs' dummy_ops: a provider gives the ops it has; each missing one
- * fails with EOPNOTSUPP in the way of its verb (an int returned, a
- * VerbsError thrown, a rejected Promise, a negative count from poll_cq).
- */
-const INT_OPS = [
-  'query_device', 'query_port', 'query_gid', 'close_device', 'dealloc_pd', 'dereg_mr', 'destroy_comp_channel', 'destroy_cq', 'req_notify_cq',
-  'modify_srq', 'query_srq', 'destroy_srq', 'post_srq_recv', 'modify_qp', 'query_qp', 'destroy_qp', 'post_send', 'post_recv', 'destroy_ah',
-] as const;
-const THROW_OPS = [
-  'query_pkey', 'alloc_pd', 'reg_mr', 'alloc_buf', 'free_buf', 'create_comp_channel', 'create_cq', 'ack_cq_events', 'create_srq', 'create_qp',
-  'create_ah', 'ack_async_event', 'read_counters',
-] as const;
-const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
-const DUMMY_OPS: VerbsContextOps = (() => {
-  const d: Record<string, unknown> = {};
-  const unsupported = (k: string) => new VerbsError(errno.EOPNOTSUPP, `${k}: the provider does not implement it`);
-  for (const k of INT_OPS) d[k] = () => errno.EOPNOTSUPP;
-  for (const k of THROW_OPS)
-    d[k] = () => {
-      throw unsupported(k);
-    };
-  for (const k of ASYNC_OPS) d[k] = () => Promise.reject(unsupported(k));
-  d['poll_cq'] = () => -errno.EOPNOTSUPP;
-  return Object.freeze(d) as unknown as VerbsContextOps;
-})();
-const completed = new WeakMap<object, VerbsContextOps>();
-// The last table looked up: one provider is the rule, and a WeakMap lookup costs more than a post.
-let lastRaw: object | null = null;
-let lastFull: VerbsContextOps | null = null;
-
-/** The ops of an open context (missing ones filled with the dummies), or null. */
-function opsOrNull(ctx: unknown): VerbsContextOps | null {
-  if (!isObj(ctx)) return null;
-  const o = (ctx as Partial<OpsContext>).ops;
-  if (o === lastRaw && o !== null) return lastFull;
-  if (!isObj(o)) return null;
-  lastRaw = o;
-  let full = completed.get(o);
-  if (!full) {
-    full = { ...DUMMY_OPS };
-    for (const [k, v] of Object.entries(o)) if (typeof v === 'function') (full as unknown as Record<string, unknown>)[k] = v;
-    completed.set(o, full);
-  }
-  lastFull = full;
-  return full;
-}
-
-/** The ops of the context an object (pd, cq, qp, ...) belongs to, or null. */
-function objOps(obj: unknown): VerbsContextOps | null {
-  return isObj(obj) ? opsOrNull(obj['context']) : null;
-}
-
-function ops(ctx: ibv_context, verb = 'verbs'): VerbsContextOps {
-  const o = opsOrNull(ctx);
-  if (!o) throw new VerbsError(errno.EINVAL, `${verb}: not an open ibv_context`);
-  return o;
-}
-
-function opsOfObj(obj: unknown, verb: string, what: string): VerbsContextOps {
-  const o = objOps(obj);
-  if (!o) throw new VerbsError(errno.EINVAL, `${verb}: not an ${what}`);
-  return o;
-}
-
-function rejected(verb: string, what: string): Promise<never> {
-  return Promise.reject(new VerbsError(errno.EINVAL, `${verb}: not an ${what}`));
-}
 
 /** All devices of every provider (C: ibv_get_device_list(&num)). */
 export function ibv_get_device_list(): ibv_device[] {
@@ -139,16 +58,36 @@ export function ibv_query_port(context: ibv_context, port_num: number, port_attr
   return o.query_port(context, port_num, port_attr);
 }
 
-export function ibv_query_gid(context: ibv_context, port_num: number, index: number, gid: ibv_gid): number {
-  const o = opsOrNull(context);
-  if (!o || !isObj(gid) || typeof port_num !== 'number' || typeof index !== 'number') return errno.EINVAL;
-  return o.query_gid(context, port_num, index, gid);
+/**
+ * The errno of the last verb that returned -1 (C's `errno` after
+ * ibv_query_gid, ibv_query_pkey, ibv_get_pkey_index).
+ */
+export function rnic_errno(): number {
+  return getErrno();
 }
 
-/** Returns the P_Key, or throws (C returns it through a pointer). */
-export function ibv_query_pkey(context: ibv_context, port_num: number, index: number): number {
-  if (typeof port_num !== 'number' || typeof index !== 'number') throw new VerbsError(errno.EINVAL, 'ibv_query_pkey: port_num and index are numbers');
-  return ops(context, 'ibv_query_pkey').query_pkey(context, port_num, index);
+/** 0, or -1 with rnic_errno() set (EINVAL for a port or index beyond the table), as libibverbs returns. */
+export function ibv_query_gid(context: ibv_context, port_num: number, index: number, gid: ibv_gid): number {
+  const o = opsOrNull(context);
+  if (!o || !isObj(gid) || typeof port_num !== 'number' || typeof index !== 'number') return setErrno(errno.EINVAL);
+  const rc = o.query_gid(context, port_num, index, gid);
+  return rc === 0 ? 0 : setErrno(rc);
+}
+
+/**
+ * C: `int ibv_query_pkey(ctx, port_num, index, __be16 *pkey)`: 0 with the
+ * P_Key written to `pkey.pkey` (its numeric value, 0xffff for the default
+ * P_Key), or -1 with rnic_errno() set.
+ */
+export function ibv_query_pkey(context: ibv_context, port_num: number, index: number, pkey: ibv_pkey_out): number {
+  const o = opsOrNull(context);
+  if (!o || !isObj(pkey) || typeof port_num !== 'number' || typeof index !== 'number') return setErrno(errno.EINVAL);
+  try {
+    pkey.pkey = o.query_pkey(context, port_num, index);
+  } catch (e) {
+    return setErrno(e instanceof VerbsError ? e.errno : errno.EINVAL);
+  }
+  return 0;
 }
 
 export function ibv_alloc_pd(context: ibv_context): ibv_pd {
@@ -239,6 +178,20 @@ export function ibv_poll_cq(cq: ibv_cq, num_entries: number, wc: ibv_wc[]): numb
   // C's `int num_entries`: a negative count is a mistake, not "poll nothing".
   if (!o || typeof num_entries !== 'number' || (num_entries | 0) !== num_entries || num_entries < 0 || !Array.isArray(wc)) return -errno.EINVAL;
   return o.poll_cq(cq, num_entries, wc);
+}
+
+/** ibv_resize_cq: 0 or an errno; `cq.cqe` then holds the new size. */
+export function ibv_resize_cq(cq: ibv_cq, cqe: number): number {
+  const o = objOps(cq);
+  if (!o || typeof cqe !== 'number') return errno.EINVAL;
+  return o.resize_cq(cq, cqe);
+}
+
+/** ibv_modify_cq (CQ moderation). */
+export function ibv_modify_cq(cq: ibv_cq, attr: ibv_modify_cq_attr): number {
+  const o = objOps(cq);
+  if (!o || !isObj(attr)) return errno.EINVAL;
+  return o.modify_cq(cq, attr);
 }
 
 export function ibv_create_srq(pd: ibv_pd, srq_init_attr: ibv_srq_init_attr): ibv_srq {

@@ -350,7 +350,7 @@ export class SimDevice {
     const bar = (this.bar = Bar.attach(r.bar));
     const tables = ContextTables.attach(r.tables);
     const counters = HwCounters.attach(r.counters);
-    const fw = new Firmware({ caps, mem, bar, tables, counters });
+    const fw = new Firmware({ caps, mem, bar, tables, counters, clock: sched });
     const portClock = { nowNs: () => BigInt(sched.now()) };
     const eth = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);

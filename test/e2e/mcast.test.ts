@@ -1,0 +1,90 @@
+/**
+ * UD multicast end to end: UD QPs attached to a group (a RoCE v2 IPv4
+ * group ::ffff:239.1.2.3 and an IPv6 one ff0e::1234:5678) each receive a
+ * copy of a message sent to the group's GID with destination QPN 0xFFFFFF;
+ * a detached QP receives nothing more; a group nobody joined drops the
+ * packet (rx_unknown_qp); and the errors rxe gives for attach / detach.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IBV_QPT_RC, IBV_QPT_UD, IBV_WC_SUCCESS, errno, ibv_attach_mcast, ibv_destroy_qp, ibv_detach_mcast, ibv_query_device, newDeviceAttr } from '../../src/driver/verbs/index.js';
+import type { ibv_gid } from '../../src/driver/verbs/index.js';
+import * as H from './harness.js';
+
+const MCAST_QPN = 0xffffff;
+const V4_GROUP: ibv_gid = { raw: Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3) };
+const V6_GROUP: ibv_gid = { raw: Uint8Array.of(0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78) };
+
+describe('UD multicast', () => {
+  let f: H.Fabric;
+  beforeAll(async () => {
+    f = await H.openFabric(H.twoDeviceConfig(1));
+  });
+  afterAll(async () => {
+    await f?.close();
+  });
+
+  it('every attached UD QP of the receiving port gets a copy; a detached one does not; an unjoined group is dropped', async () => {
+    const attr = newDeviceAttr();
+    expect(ibv_query_device(f.b.ctx, attr)).toBe(0);
+    expect([attr.max_mcast_grp, attr.max_mcast_qp_attach]).toEqual([8192, 56]);
+    const sender = H.createQp(f.a, IBV_QPT_UD);
+    const rx = [H.createQp(f.b, IBV_QPT_UD), H.createQp(f.b, IBV_QPT_UD), H.createQp(f.b, IBV_QPT_UD)];
+    for (const e of [sender, ...rx]) {
+      H.toInit(e);
+      H.toRtr(e, { qpn: 0, gid: e.dev.gid }, 0);
+      H.toRts(e, 0);
+    }
+    const src = H.region(f.a, 256, H.ALL_ACCESS, { fill: (i) => i ^ 0x3c });
+    const bufs = rx.map(() => H.region(f.b, 1024));
+    let wrId = 0n;
+    const post = (e: H.Ep, k: number) => H.postRecv(e, H.recvWr(wrId++, [bufs[k]!.sge(0, 1024)]));
+    rx.forEach(post);
+    expect(ibv_attach_mcast(rx[0]!.qp, V4_GROUP, 0)).toBe(0);
+    expect(ibv_attach_mcast(rx[1]!.qp, V4_GROUP, 0)).toBe(0);
+    expect(ibv_attach_mcast(rx[1]!.qp, V4_GROUP, 0), 'attaching twice is a no-op').toBe(0);
+    expect(ibv_attach_mcast(rx[2]!.qp, V6_GROUP, 0)).toBe(0);
+    const ahV4 = H.createAh(f.a, f.b, H.GID_V2_IPV4, V4_GROUP);
+    const send = async (ah: typeof ahV4, len: number, what: string) => {
+      H.postSend(sender, H.wrSend({ wrId: 1n, sge: [src.sge(0, len)], ud: { ah, qpn: MCAST_QPN, qkey: H.QKEY } }));
+      expect((await H.poll1(sender.scq, what)).status).toBe(IBV_WC_SUCCESS);
+    };
+    await send(ahV4, 100, 'the IPv4 group send');
+    for (const k of [0, 1]) {
+      const w = await H.poll1(rx[k]!.rcq, `copy ${k}`);
+      expect([w.status, w.byte_len, w.src_qp, w.qp_num]).toEqual([IBV_WC_SUCCESS, 40 + 100, sender.qp.qp_num, rx[k]!.qp.qp_num]);
+      H.expectBytes(bufs[k]!.data.subarray(40, 140), src.data.subarray(0, 100), `copy ${k}`);
+    }
+    await H.expectNoCqe(rx[2]!.rcq, 50, 'a QP of another group');
+    // Detach one: the next message reaches only the other.
+    expect(ibv_detach_mcast(rx[0]!.qp, V4_GROUP, 0)).toBe(0);
+    post(rx[1]!, 1);
+    const before = H.counters(f.b);
+    await send(ahV4, 60, 'after the detach');
+    expect((await H.poll1(rx[1]!.rcq, 'the one still attached')).byte_len).toBe(100);
+    await H.expectNoCqe(rx[0]!.rcq, 50, 'the detached QP');
+    // The IPv6 group (RoCE v2 over IPv6: sent from the IPv6 GID).
+    const v6Index = 5;
+    const ahV6 = H.createAh(f.a, f.b, v6Index, V6_GROUP);
+    await send(ahV6, 33, 'the IPv6 group send');
+    expect((await H.poll1(rx[2]!.rcq, 'the IPv6 group copy')).byte_len).toBe(40 + 33);
+    // A group nobody joined: the packet arrives and is dropped, counted.
+    const lonely = H.createAh(f.a, f.b, H.GID_V2_IPV4, { raw: Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 9, 9, 9) });
+    await send(lonely, 8, 'to an unjoined group');
+    await H.waitCounters(f.b, before, (d) => (d['rx_unknown_qp'] ?? 0n) >= 1n, 'the unjoined group dropped');
+    // Destroying a QP leaves its groups.
+    expect(ibv_destroy_qp(rx[1]!.qp)).toBe(0);
+    expect(ibv_detach_mcast(rx[1]!.qp, V4_GROUP, 0), 'a destroyed QP').toBe(errno.EINVAL);
+  });
+
+  it('errors: a non-UD QP, a unicast GID, detaching what is not attached: EINVAL', () => {
+    const ud = H.createQp(f.a, IBV_QPT_UD);
+    const rc = H.createQp(f.a, IBV_QPT_RC);
+    expect(ibv_attach_mcast(rc.qp, V4_GROUP, 0), 'an RC QP').toBe(errno.EINVAL);
+    expect(ibv_attach_mcast(ud.qp, f.a.gid, 0), 'a unicast GID').toBe(errno.EINVAL);
+    expect(ibv_attach_mcast(ud.qp, { raw: new Uint8Array(4) }, 0), 'a short GID').toBe(errno.EINVAL);
+    expect(ibv_detach_mcast(ud.qp, V6_GROUP, 0), 'not attached').toBe(errno.EINVAL);
+    expect(ibv_attach_mcast(null as never, V4_GROUP, 0)).toBe(errno.EINVAL);
+    expect(ibv_attach_mcast(ud.qp, V6_GROUP, 0)).toBe(0);
+    expect(ibv_detach_mcast(ud.qp, V6_GROUP, 0)).toBe(0);
+  });
+});
