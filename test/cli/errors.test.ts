@@ -95,7 +95,7 @@ describe('rnic sim --out DIR/', () => {
   it('names the files it wrote in full with a trailing slash', () => {
     const r = rnic(['sim', SCENARIO, '--out', 'run/']);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('wrote config.json, timeline.json, counters.json, summary.txt, capture.pcap, capture-rnic1-1.pcap in run/');
-    expect(readdirSync(join(dir, 'run')).sort()).toEqual(['capture-rnic1-1.pcap', 'capture.pcap', 'config.json', 'counters.json', 'summary.txt', 'timeline.json']);
+    expect(r.stdout).toContain('wrote config.json, timeline.json, counters.json, summary.txt, summary.json, flows.json, capture.pcap, capture-rnic1-1.pcap in run/');
+    expect(readdirSync(join(dir, 'run')).sort()).toEqual(['capture-rnic1-1.pcap', 'capture.pcap', 'config.json', 'counters.json', 'flows.json', 'summary.json', 'summary.txt', 'timeline.json']);
   });
 });
