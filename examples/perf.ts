@@ -724,7 +724,8 @@ export function testInfoText(t: TestInfo): string {
   s += ` Dual-port       : OFF\t\tDevice         : ${t.device}\n`;
   s += ` Number of qps   : ${t.num_of_qps}\t\tTransport type : ${perf_transport_str(t.transport_type)}\n`;
   s += ` Connection type : ${t.connection_type}\t\tUsing SRQ      : ${onOff(t.use_srq)}\n`;
-  s += ' PCIe relax order: OFF\n';
+  // what perftest 6.06 printed on rxe: OFF for write_lat (it polls memory written by the peer), ON otherwise
+  s += ` PCIe relax order: ${t.verb === 'WRITE' && t.tst === 'LAT' ? 'OFF' : 'ON'}\n`;
   s += ' ibv_wr* API     : OFF\n';
   if (t.role === 'client' || t.duplex) {
     s += ` TX depth        : ${t.tx_depth}\n`;
@@ -1393,11 +1394,12 @@ async function pollOne(side: Side, cq: ibv_cq, wc: ibv_wc[], run: Run, waiter: W
 /**
  * run_iter_lat_write: ping-pong of RDMA WRITEs. Each side writes the
  * iteration number in the last byte of its message and spins on the last
- * byte of its own receive region for the other side's write. The client
- * (the side that starts) does not wait before its first write.
+ * byte of its own receive region for the other side's write. The server
+ * (the side that starts, in perftest's write_lat) does not wait before its
+ * first write.
  */
 async function runLatWrite(side: Side, p: PerfParams, size: number, run: Run): Promise<number[]> {
-  const starts = side.role === 'client';
+  const starts = side.role === 'server'; // write_lat: the server writes first (send_lat: the client sends first)
   const tposted: number[] = [];
   const buf = side.buf as Uint8Array;
   const poll_at = side.recvOff(0) + size - 1;
