@@ -244,7 +244,7 @@ export function pp_connect_ctx(
   attr.sq_psn = my_psn;
   attr.max_rd_atomic = 1;
   const rtsMask =
-    ctx.kind === 'RC' ? IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC : IBV_QP_STATE | IBV_QP_SQ_PSN;
+    ctx.kind === 'UC' || ctx.kind === 'UD' ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
   ret = ibv_modify_qp(ctx.qp, attr, rtsMask);
   if (ret) {
     io.err(`Failed to modify QP to RTS (${errnoName(ret)})\n`);
