@@ -837,6 +837,8 @@ class Side {
   qps: ibv_qp[] = [];
   srq: ibv_srq | null = null;
   channel: ibv_comp_channel | null = null;
+  /** -e: the completion event this side waits for, if any. */
+  eventWait: Promise<void> | null = null;
   ahs: Array<ibv_ah | null> = [];
   my_dest: PerfDest[] = [];
   rem_dest: PerfDest[] = [];
@@ -1186,9 +1188,17 @@ async function pollCq(side: Side, cq: ibv_cq, wc: ibv_wc[], run: Run, waiter: Wa
   if (ibv_req_notify_cq(cq, 0)) fail(run, " Couldn't request CQ notification");
   const again = ibv_poll_cq(cq, wc.length, wc); // a completion that came before the arming
   if (again !== 0) return again;
-  const channel = side.channel;
-  const got = await Promise.race([ibv_get_cq_event(channel).then((ev) => ev), waiter.wait().then(() => null)]);
-  if (got) ibv_ack_cq_events(got.cq, 1);
+  // One wait on the channel at a time: an event it takes is acknowledged at once; closing the channel ends it.
+  side.eventWait ??= ibv_get_cq_event(side.channel).then(
+    (ev) => {
+      ibv_ack_cq_events(ev.cq, 1);
+      side.eventWait = null;
+    },
+    () => {
+      side.eventWait = null;
+    },
+  );
+  await Promise.race([side.eventWait, waiter.wait()]);
   return 0;
 }
 
@@ -1781,7 +1791,9 @@ async function flowLat(comm: PerftestComm, side: Side, p: PerfParams, sizes: num
     io.out(latRow(computeLatReport({ size, verb: p.verb }, t, run.env.ticksPerSec)));
   }
   io.out(RESULT_LINE);
-  await comm.close(me0);
+  // perftest 6.06's write_lat ends without ctx_close_connection: each side just exits
+  if (p.verb === 'WRITE') comm.end();
+  else await comm.close(me0);
 }
 
 async function runTcp(p: PerfParams, io: Io, env: PerfEnv, onListening?: (port: number) => void): Promise<void> {

@@ -178,6 +178,11 @@ export class PerftestComm {
     return { size, iters, bw_peak, bw_avg, msgRate_avg };
   }
 
+  /** The socket closed with no last handshake (perftest's write_lat). */
+  end(): void {
+    this.sock.close();
+  }
+
   /** ctx_close_connection: a last handshake, then the socket is closed. */
   async close(mine: PerfDest): Promise<void> {
     await this.handshake(mine);
