@@ -22,11 +22,22 @@ import type { CaseResult } from './run-cases.js';
 
 export interface PerftestCase {
   name: string;
-  /** write_bw, ..., atomic_lat: `ib_<test>` in the guest, `rnic perf <test>` here. */
+  /** write_bw, ..., atomic_lat: `ib_<test>` in the guest, `rnic perf <test>` here; uc_pingpong, ud_pingpong: `ibv_<test>` there, `rnic <test>` here. */
   test: string;
   /** The flags both ends get (perftest wants them alike on both sides). */
   args: string[];
+  /** Flags for one end only (the GID index of each device, for the pingpongs). */
+  guestArgs?: string[];
+  modelArgs?: string[];
 }
+
+const isPingpong = (c: PerftestCase): boolean => c.test.endsWith('_pingpong');
+/** The guest's program and the model's command line for a case. */
+const guestProgram = (c: PerftestCase): string => (isPingpong(c) ? `ibv_${c.test}` : `ib_${c.test}`);
+const modelCommand = (c: PerftestCase): string[] => (isPingpong(c) ? [c.test] : ['perf', c.test]);
+/** rxe1's RoCE v2 IPv4 GID is index 1; rnic0's is 3 (docs/configuration.md). */
+const PINGPONG_GUEST = ['-g', '1'];
+const PINGPONG_MODEL = ['-g', '3'];
 
 const QUICK_BW = ['-n', '200', '-s', '4096'];
 const QUICK_LAT = ['-n', '200'];
@@ -55,6 +66,11 @@ export const PERFTEST_CASES: PerftestCase[] = [
   { name: 'write_bw-l-Q-t', test: 'write_bw', args: ['-l', '4', '-t', '64', '-Q', '4', '-n', '200', '-s', '1024'] },
   { name: 'read_bw-m-u-F', test: 'read_bw', args: ['-m', '1024', '-u', '16', '-F', ...QUICK_BW] },
   { name: 'write_bw-D', test: 'write_bw', args: ['-D', '4', '-s', '4096'] },
+  // rdma-core's examples: the ports of this project against the C programs
+  { name: 'uc_pingpong', test: 'uc_pingpong', args: ['-n', '50', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'uc_pingpong-e-c', test: 'uc_pingpong', args: ['-n', '50', '-s', '4096', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'ud_pingpong', test: 'ud_pingpong', args: ['-n', '50', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'ud_pingpong-e-c', test: 'ud_pingpong', args: ['-n', '50', '-s', '512', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
 ];
 
 function shQuote(a: string): string {
@@ -68,13 +84,13 @@ export function guestScript(cases: PerftestCase[], portA: (i: number) => number,
     'rdma link add rxe1 type rxe netdev eth0 || echo "rdma link add rxe1 failed" >&2',
   ];
   cases.forEach((c, i) => {
-    const cmd = ['ib_' + c.test, '-d', 'rxe1', ...c.args, '-p', String(portA(i)), '10.0.2.2'].map(shQuote).join(' ');
-    // The model's server may not listen yet: retry while perftest says it could not connect.
-    lines.push(`for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2>&1; rc=$?; grep -q "Couldn't connect" /tmp/o || break; sleep 1; done`);
+    const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portA(i)), '10.0.2.2'].map(shQuote).join(' ');
+    // The model's server may not listen yet: retry while the program says it could not connect.
+    lines.push(`for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2>&1; rc=$?; grep -q "Couldn't connect\\|Couldn't read/write remote address" /tmp/o || break; sleep 1; done`);
     lines.push(`sed 's/^/PERFA|${c.name}| /' /tmp/o; echo "PERFA-END|${c.name}|$rc"`);
   });
   cases.forEach((c, i) => {
-    const cmd = ['ib_' + c.test, '-d', 'rxe1', ...c.args, '-p', String(portB(i))].map(shQuote).join(' ');
+    const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portB(i))].map(shQuote).join(' ');
     lines.push(`timeout 200 ${cmd} > /tmp/o 2>&1; rc=$?`);
     lines.push(`sed 's/^/PERFB|${c.name}| /' /tmp/o; echo "PERFB-END|${c.name}|$rc"`);
   });
@@ -88,7 +104,7 @@ interface Run {
 
 function runModel(args: string[], cfg: string, killAfterMs: number): Promise<Run> {
   return new Promise((res) => {
-    const c = spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), 'perf', ...args], {
+    const c = spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), ...args], {
       env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -108,8 +124,9 @@ function runModel(args: string[], cfg: string, killAfterMs: number): Promise<Run
   });
 }
 
-/** What a finished run must show: a results table with a row (a BW or a latency row). */
+/** What a finished run must show: a results table with a row (a BW or a latency row), or the pingpong's two lines. */
 function hasResults(out: string, test: string): boolean {
+  if (test.endsWith('_pingpong')) return /bytes in [\d.]+ seconds/.test(out) && /iters in [\d.]+ seconds/.test(out) && !/invalid data/.test(out);
   const row = test.endsWith('_bw') ? /^ \d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$/m : /^ \d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+/m;
   return row.test(out);
 }
@@ -144,15 +161,15 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const driver = (async () => {
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
-      host.a.push(await runModel([c.test, '-d', 'rnic0', ...c.args, '-p', String(portA(i))], cfg, 240_000));
+      host.a.push(await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portA(i))], cfg, 240_000));
     }
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
       let r: Run = { code: null, out: 'not run' };
       // Until the guest's server listens, QEMU accepts and drops: the version exchange then reads 0 bytes.
       for (let t = 0; t < 120 && !guestDone; t++) {
-        r = await runModel([c.test, '-d', 'rnic0', ...c.args, '-p', String(portB(i)), '127.0.0.1'], cfg, 240_000);
-        if (r.code === 0 || !/version: the other side closed the connection after 0 of|ECONNREFUSED|ECONNRESET/.test(r.out)) break;
+        r = await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portB(i)), '127.0.0.1'], cfg, 240_000);
+        if (r.code === 0 || !/version: the other side closed the connection after 0 of|ECONNREFUSED|ECONNRESET|Couldn't read\/write remote address|read 0 of 52/.test(r.out)) break;
         await new Promise((res) => setTimeout(res, 1000));
       }
       host.b.push(r);
@@ -178,8 +195,9 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
     const ga = guestPart('PERFA', c.name);
     const mb = host.b[i] ?? { code: null, out: 'not run' };
     const gb = guestPart('PERFB', c.name);
-    const a = `perftest-${c.name}-model-server-vs-ib_${c.test}-client`;
-    const b = `perftest-${c.name}-ib_${c.test}-server-vs-model-client`;
+    const tag = isPingpong(c) ? c.name : `perftest-${c.name}`;
+    const a = `${tag}-model-server-vs-${guestProgram(c)}-client-udp-cable`;
+    const b = `${tag}-${guestProgram(c)}-server-vs-model-client-udp-cable`;
     const okMa = verdict(ma, c.test, true);
     const okGa = verdict(ga, c.test, false);
     const okMb = verdict(mb, c.test, false);
