@@ -1,5 +1,6 @@
-/** `rnic rc_pingpong`, `rnic uc_pingpong`, `rnic ud_pingpong`: rdma-core's ping-pong examples, ported (examples/pingpong/core.ts). */
+/** `rnic rc_pingpong`, `uc_pingpong`, `ud_pingpong`, `srq_pingpong`: rdma-core's ping-pong examples, ported (examples/pingpong/core.ts, examples/srq_pingpong.ts). */
 import { pingpongMain, usage, type PingpongKind } from '../../../examples/pingpong/core.js';
+import { main as srqMain, usage as srqUsage } from '../../../examples/srq_pingpong.js';
 import type { Command } from '../command.js';
 import { ensurePeerModel } from '../peer-model.js';
 
@@ -17,3 +18,11 @@ export function pingpongCommand(kind: PingpongKind, name = `rnic ${kind.toLowerC
     run: async (args) => ((await ensurePeerModel()) ? pingpongMain(kind, args, { argv0: name }) : 1),
   };
 }
+
+const SRQ_NAME = 'rnic srq_pingpong';
+
+export const srqPingpongCommand: Command = {
+  summary: 'RC ping-pong on -q QPs sharing one SRQ (rdma-core srq_pingpong; faces the C program)',
+  usage: srqUsage(SRQ_NAME),
+  run: async (args) => ((await ensurePeerModel()) ? srqMain(args, { argv0: SRQ_NAME }) : 1),
+};
