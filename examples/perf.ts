@@ -118,7 +118,6 @@ import type {
   ibv_cq,
   ibv_device,
   ibv_device_attr,
-  ibv_gid,
   ibv_mr,
   ibv_pd,
   ibv_port_attr,
@@ -133,7 +132,7 @@ import { sprintf } from './common/printf.js';
 import { type MsgSocket, tcpAcceptOne, tcpConnect } from './common/sock.js';
 import { RnicError } from '../src/wire/errors.js';
 import { pp_mtu_to_enum } from './pingpong.js';
-import { KEY_MSG_SIZE_GID, PerftestComm, destToMsg, msgToDest, type BwReportWire, type PerfDest } from './perf/perftest-comm.js';
+import { type BwReportWire, destToMsg, msgToDest, type PerfDest, PerftestComm } from './perf/perftest-comm.js';
 
 // ---------------------------------------------------------------------------
 // Parameters (perftest_parameters.h defaults and limits)
@@ -1200,13 +1199,6 @@ async function pollCq(side: Side, cq: ibv_cq, wc: ibv_wc[], run: Run, waiter: Wa
   );
   await Promise.race([side.eventWait, waiter.wait()]);
   return 0;
-}
-
-/** When a -D or --run_infinitely run stops; `null` for -n iterations. */
-interface Clock {
-  env: PerfEnv;
-  /** Ticks of one second. */
-  sec: number;
 }
 
 /**

@@ -151,7 +151,10 @@ export function parse_srq_args(argv: readonly string[]): { num_qp: number } & Re
   let num_qp = 16;
   for (const o of options) {
     if (o.name === 'num-qp') num_qp = intArg(o, 1, MAX_QP);
-    if (o.name === 'odp') throw new GetoptError(`${o.as} is not supported: on-demand paging needs ibv_query_device_ex and IBV_ACCESS_ON_DEMAND, which this verbs API does not provide`);
+    if (o.name === 'odp')
+      throw new GetoptError(
+        `${o.as} is not supported: on-demand paging needs ibv_query_device_ex and IBV_ACCESS_ON_DEMAND, which this verbs API does not provide`,
+      );
   }
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -162,7 +165,15 @@ export function parse_srq_args(argv: readonly string[]): { num_qp: number } & Re
   return { ...parse_args(rest, 'UC'), num_qp }; // UC's flag set is the common one plus -m: srq's, without -q/-o
 }
 
-function initCtx(dev: ReturnType<typeof ibv_get_device_list>[number], size: number, num_qp: number, rx_depth: number, port: number, use_event: number, io: Io): SrqContext | null {
+function initCtx(
+  dev: ReturnType<typeof ibv_get_device_list>[number],
+  size: number,
+  num_qp: number,
+  rx_depth: number,
+  port: number,
+  use_event: number,
+  io: Io,
+): SrqContext | null {
   const undo: Array<() => void> = [];
   const fail = (what: string, e?: unknown): null => {
     io.err(e === undefined ? `${what}\n` : `${what} (${errText(e)})\n`);
@@ -298,14 +309,18 @@ function postRecv(ctx: SrqContext, n: number): number {
 }
 
 function postSend(ctx: SrqContext, i: number): number {
-  return ibv_post_send(ctx.qps[i] as ibv_qp, {
-    wr_id: BigInt(PINGPONG_SEND_WRID),
-    next: null,
-    sg_list: [{ addr: ctx.mr.addr, length: ctx.size, lkey: ctx.mr.lkey }],
-    num_sge: 1,
-    opcode: IBV_WR_SEND,
-    send_flags: ctx.send_flags,
-  }, {});
+  return ibv_post_send(
+    ctx.qps[i] as ibv_qp,
+    {
+      wr_id: BigInt(PINGPONG_SEND_WRID),
+      next: null,
+      sg_list: [{ addr: ctx.mr.addr, length: ctx.size, lkey: ctx.mr.lkey }],
+      num_sge: 1,
+      opcode: IBV_WR_SEND,
+      send_flags: ctx.send_flags,
+    },
+    {},
+  );
 }
 
 /** Every QP of ours towards its peer, through the core's RC connect (one QP at a time). */

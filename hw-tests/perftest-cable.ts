@@ -86,7 +86,9 @@ export function guestScript(cases: PerftestCase[], portA: (i: number) => number,
   cases.forEach((c, i) => {
     const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portA(i)), '10.0.2.2'].map(shQuote).join(' ');
     // The model's server may not listen yet: retry while the program says it could not connect.
-    lines.push(`for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2>&1; rc=$?; grep -q "Couldn't connect\\|Couldn't read/write remote address" /tmp/o || break; sleep 1; done`);
+    lines.push(
+      `for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2>&1; rc=$?; grep -q "Couldn't connect\\|Couldn't read/write remote address" /tmp/o || break; sleep 1; done`,
+    );
     lines.push(`sed 's/^/PERFA|${c.name}| /' /tmp/o; echo "PERFA-END|${c.name}|$rc"`);
   });
   cases.forEach((c, i) => {
@@ -147,14 +149,23 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const portA = (i: number): number => 40000 + (process.pid % 500) * 40 + i;
   const portB = (i: number): number => 60000 + (process.pid % 100) * 40 + i;
   const cfg = join(CACHE, `perftest-cable-${process.pid}.json`);
-  writeFileSync(cfg, JSON.stringify({
-    devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
-    cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` }],
-  }));
+  writeFileSync(
+    cfg,
+    JSON.stringify({
+      devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
+      cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` }],
+    }),
+  );
   const fwd = cases.map((_, i) => `,hostfwd=tcp:127.0.0.1:${portB(i)}-:${portB(i)}`).join('');
   const netArgs = [
-    '-netdev', `socket,id=n0,udp=127.0.0.1:${udpModel},localaddr=127.0.0.1:${udpQemu}`, '-device', 'virtio-net-pci,netdev=n0,mac=52:54:00:00:00:02',
-    '-netdev', `user,id=u0${fwd}`, '-device', 'virtio-net-pci,netdev=u0',
+    '-netdev',
+    `socket,id=n0,udp=127.0.0.1:${udpModel},localaddr=127.0.0.1:${udpQemu}`,
+    '-device',
+    'virtio-net-pci,netdev=n0,mac=52:54:00:00:00:02',
+    '-netdev',
+    `user,id=u0${fwd}`,
+    '-device',
+    'virtio-net-pci,netdev=u0',
   ];
   let guestDone = false;
   const host: { a: Run[]; b: Run[] } = { a: [], b: [] };
@@ -169,7 +180,11 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
       // Until the guest's server listens, QEMU accepts and drops: the version exchange then reads 0 bytes.
       for (let t = 0; t < 120 && !guestDone; t++) {
         r = await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portB(i)), '127.0.0.1'], cfg, 240_000);
-        if (r.code === 0 || !/version: the other side closed the connection after 0 of|ECONNREFUSED|ECONNRESET|Couldn't read\/write remote address|read 0 of 52/.test(r.out)) break;
+        if (
+          r.code === 0 ||
+          !/version: the other side closed the connection after 0 of|ECONNREFUSED|ECONNRESET|Couldn't read\/write remote address|read 0 of 52/.test(r.out)
+        )
+          break;
         await new Promise((res) => setTimeout(res, 1000));
       }
       host.b.push(r);
@@ -183,7 +198,11 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   rmSync(cfg, { force: true });
   const results: CaseResult[] = [];
   const guestPart = (tag: 'PERFA' | 'PERFB', name: string): { code: number | null; out: string } => {
-    const out = g.stdout.split('\n').filter((l) => l.startsWith(`${tag}|${name}| `)).map((l) => l.slice(`${tag}|${name}| `.length)).join('\n');
+    const out = g.stdout
+      .split('\n')
+      .filter((l) => l.startsWith(`${tag}|${name}| `))
+      .map((l) => l.slice(`${tag}|${name}| `.length))
+      .join('\n');
     const m = g.stdout.match(new RegExp(`^${tag}-END\\|${name.replace(/[-]/g, '\\-')}\\|(\\d+)$`, 'm'));
     return { code: m ? Number(m[1]) : null, out };
   };
@@ -202,13 +221,45 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
     const okGa = verdict(ga, c.test, false);
     const okMb = verdict(mb, c.test, false);
     const okGb = verdict(gb, c.test, true);
-    results.push({ test: a, provider: 'model', device: 'rnic0', result: okMa ? 'passed' : 'failed', detail: okMa ? tail(ma.out).slice(-200) : `exit ${ma.code}: ${tail(ma.out)}`, ms: 0 });
-    results.push({ test: a, provider: 'rdma-core', device: 'rxe1', result: okGa ? 'passed' : 'failed', detail: ga.code === null ? 'no result from the guest' : `exit ${ga.code}: ${tail(ga.out)}`, ms: 0 });
-    results.push({ test: b, provider: 'model', device: 'rnic0', result: okMb ? 'passed' : 'failed', detail: okMb ? tail(mb.out).slice(-200) : `exit ${mb.code}: ${tail(mb.out)}`, ms: 0 });
-    results.push({ test: b, provider: 'rdma-core', device: 'rxe1', result: okGb ? 'passed' : 'failed', detail: gb.code === null ? 'no result from the guest' : `exit ${gb.code}: ${tail(gb.out)}`, ms: 0 });
+    results.push({
+      test: a,
+      provider: 'model',
+      device: 'rnic0',
+      result: okMa ? 'passed' : 'failed',
+      detail: okMa ? tail(ma.out).slice(-200) : `exit ${ma.code}: ${tail(ma.out)}`,
+      ms: 0,
+    });
+    results.push({
+      test: a,
+      provider: 'rdma-core',
+      device: 'rxe1',
+      result: okGa ? 'passed' : 'failed',
+      detail: ga.code === null ? 'no result from the guest' : `exit ${ga.code}: ${tail(ga.out)}`,
+      ms: 0,
+    });
+    results.push({
+      test: b,
+      provider: 'model',
+      device: 'rnic0',
+      result: okMb ? 'passed' : 'failed',
+      detail: okMb ? tail(mb.out).slice(-200) : `exit ${mb.code}: ${tail(mb.out)}`,
+      ms: 0,
+    });
+    results.push({
+      test: b,
+      provider: 'rdma-core',
+      device: 'rxe1',
+      result: okGb ? 'passed' : 'failed',
+      detail: gb.code === null ? 'no result from the guest' : `exit ${gb.code}: ${tail(gb.out)}`,
+      ms: 0,
+    });
   });
   const note = `guest: ${accel.toUpperCase()}, ready in ${g.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s${g.timedOut ? `, killed after ${timeout / 1000} s` : ''}`;
-  if (process.env['RNIC_HW_DUMP']) writeFileSync(process.env['RNIC_HW_DUMP'], `${g.stdout}\n==== host A\n${host.a.map((r) => r.out).join('\n----\n')}\n==== host B\n${host.b.map((r) => r.out).join('\n----\n')}\n==== console\n${g.console.slice(-3000)}`);
+  if (process.env['RNIC_HW_DUMP'])
+    writeFileSync(
+      process.env['RNIC_HW_DUMP'],
+      `${g.stdout}\n==== host A\n${host.a.map((r) => r.out).join('\n----\n')}\n==== host B\n${host.b.map((r) => r.out).join('\n----\n')}\n==== console\n${g.console.slice(-3000)}`,
+    );
   return { results, note };
 }
 

@@ -111,7 +111,9 @@ export class PerftestComm {
     if (this.isClient) await this.sock.write(mine);
     const theirs = await this.sock.read(mine.length);
     if (theirs.length !== mine.length) {
-      throw new PerftestCommError(` Failed to exchange data between server and clients (${what}: the other side closed the connection after ${theirs.length} of ${mine.length} bytes)`);
+      throw new PerftestCommError(
+        ` Failed to exchange data between server and clients (${what}: the other side closed the connection after ${theirs.length} of ${mine.length} bytes)`,
+      );
     }
     if (!this.isClient) await this.sock.write(mine);
     return theirs;
@@ -125,7 +127,9 @@ export class PerftestComm {
     const nul = theirs.indexOf(0);
     this.remVersion = theirs.subarray(0, nul >= 0 ? nul : theirs.length).toString('latin1');
     if (versionNumber(this.remVersion) < MIN_PEER_VERSION) {
-      throw new PerftestCommError(`Current implementation is not compatible with versions older than 5.70 (the other side sent version '${this.remVersion.replace(/[^\x20-\x7e]/g, '?')}')`);
+      throw new PerftestCommError(
+        `Current implementation is not compatible with versions older than 5.70 (the other side sent version '${this.remVersion.replace(/[^\x20-\x7e]/g, '?')}')`,
+      );
     }
     return this.remVersion;
   }

@@ -244,7 +244,9 @@ export function pp_connect_ctx(
   attr.sq_psn = my_psn;
   attr.max_rd_atomic = 1;
   const rtsMask =
-    ctx.kind === 'UC' || ctx.kind === 'UD' ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+    ctx.kind === 'UC' || ctx.kind === 'UD'
+      ? IBV_QP_STATE | IBV_QP_SQ_PSN
+      : IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
   ret = ibv_modify_qp(ctx.qp, attr, rtsMask);
   if (ret) {
     io.err(`Failed to modify QP to RTS (${errnoName(ret)})\n`);
@@ -295,12 +297,7 @@ export function pp_address_line(side: 'local' | 'remote', dest: pingpong_dest, k
 
 const DONE = Buffer.from('done\0', 'latin1');
 
-export async function pp_client_exch_dest(
-  servername: string,
-  port: number,
-  my_dest: pingpong_dest,
-  io: Io = processIo,
-): Promise<pingpong_dest | null> {
+export async function pp_client_exch_dest(servername: string, port: number, my_dest: pingpong_dest, io: Io = processIo): Promise<pingpong_dest | null> {
   let sock: MsgSocket;
   try {
     sock = await tcpConnect(servername, port);
@@ -567,14 +564,7 @@ export interface pp_counts {
   routs: number;
 }
 
-function parse_single_wc(
-  ctx: pingpong_context,
-  c: pp_counts,
-  iters: number,
-  wr_id: bigint,
-  status: ibv_wc_status,
-  io: Io,
-): number {
+function parse_single_wc(ctx: pingpong_context, c: pp_counts, iters: number, wr_id: bigint, status: ibv_wc_status, io: Io): number {
   if (status !== IBV_WC_SUCCESS) {
     io.err(sprintf('Failed status %s (%d) for wr_id %d\n', ibv_wc_status_str(status), status, Number(BigInt.asIntN(32, wr_id))));
     return 1;
@@ -636,7 +626,10 @@ export function usage(argv0: string, kind: PingpongKind = 'RC'): string {
     '  -c, --chk              check the received bytes (server side)',
   );
   if (kind === 'RC') {
-    lines.push('  -o, --odp  -O, --iodp  -P, --prefetch  -t, --ts  -j, --dm  -N, --new_send', '                         rdma-core options this verbs API cannot run yet (refused)');
+    lines.push(
+      '  -o, --odp  -O, --iodp  -P, --prefetch  -t, --ts  -j, --dm  -N, --new_send',
+      '                         rdma-core options this verbs API cannot run yet (refused)',
+    );
   }
   if (kind === 'UD') lines.push('  (the message must fit the port MTU; there is no -m)');
   lines.push('');

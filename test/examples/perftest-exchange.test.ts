@@ -127,7 +127,9 @@ describe.skipIf(noRdmaDevice)('a perftest 6.06 client against rnic perf serving'
     expect(await done).toBe(0);
     expect(io.stderr).toBe('');
     expect(io.stdout).toContain(' Mtu             : 512[B]\n');
-    expect(io.stdout).toContain(' remote address: LID 0000 QPN 0x00ab PSN 0x123456 RKey 0xdeadbeef VAddr 0x007f0000001000\n GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:00:02:99\n');
+    expect(io.stdout).toContain(
+      ' remote address: LID 0000 QPN 0x00ab PSN 0x123456 RKey 0xdeadbeef VAddr 0x007f0000001000\n GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:00:02:99\n',
+    );
     expect(io.stdout).toContain(bwRow({ size: 4096, iters: 1000, bw_peak: 123.45, bw_avg: 100.5, msgRate_avg: 0.025728 }, false));
     peer.sock.close();
   });
@@ -146,7 +148,7 @@ describe.skipIf(noRdmaDevice)('a perftest 6.06 client against rnic perf serving'
     peer.sock.close();
   });
 
-  it('a peer older than 5.70 is refused with perftest\'s message, exit 1', async () => {
+  it("a peer older than 5.70 is refused with perftest's message, exit 1", async () => {
     const { done, io, peer } = await serve(['send_bw']);
     await peer.version('5.60');
     expect(await done).toBe(1);

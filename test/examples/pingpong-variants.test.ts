@@ -83,7 +83,11 @@ describe.skipIf(noRdmaDevice)('srq_pingpong on the model', () => {
       expect(lines.at(-1)).toMatch(/^200 iters in \d+\.\d\d seconds/);
     }
     // the QPNs each side printed as remote are the other's local ones, in order
-    const qpns = (out: string, side: string): string[] => out.split('\n').filter((l) => l.startsWith(`  ${side} address:`)).map((l) => /QPN (0x[0-9a-f]+)/.exec(l)![1]!);
+    const qpns = (out: string, side: string): string[] =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith(`  ${side} address:`))
+        .map((l) => /QPN (0x[0-9a-f]+)/.exec(l)![1]!);
     expect(qpns(cio.stdout, 'remote')).toEqual(qpns(sio.stdout, 'local'));
     expect(qpns(sio.stdout, 'remote')).toEqual(qpns(cio.stdout, 'local'));
   });
@@ -94,7 +98,7 @@ describe.skipIf(noRdmaDevice)('srq_pingpong on the model', () => {
     const { main } = await import('../../examples/srq_pingpong.js');
     const io = new BufferIo();
     expect(await main(['-q', '257'], { io })).toBe(2);
-    expect(io.stderr.split('\n')[0]).toBe("srq_pingpong: -q: 257 is out of range (1..256)");
+    expect(io.stderr.split('\n')[0]).toBe('srq_pingpong: -q: 257 is out of range (1..256)');
     const io2 = new BufferIo();
     expect(await main(['-q', '8', '-r', '4'], { io: io2 })).toBe(1);
     expect(io2.stderr).toBe('rx_depth 4 is too small for 8 QPs -- must have at least one receive per QP.\n');

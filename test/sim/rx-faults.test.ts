@@ -43,7 +43,10 @@ describe('on: rx in the simulator', () => {
     const late = await run({ ...j, faults: [{ action: 'delay', direction: 'a->b', on: 'rx', delayNs: '50us', match: { opcode: 'write', count: 1 } }] });
     expect(plain.verify).toEqual([]);
     expect(late.verify).toEqual([]);
-    const ack = (r: typeof plain): number[] => rows(r.captures['rnic0:1']!).filter((x) => x.op === 'RC_ACKNOWLEDGE').map((x) => x.ns);
+    const ack = (r: typeof plain): number[] =>
+      rows(r.captures['rnic0:1']!)
+        .filter((x) => x.op === 'RC_ACKNOWLEDGE')
+        .map((x) => x.ns);
     expect(ack(plain)).toHaveLength(1);
     expect(ack(late)).toHaveLength(1);
     expect(ack(late)[0]! - ack(plain)[0]!).toBe(50_000);

@@ -42,12 +42,16 @@ describe('receive-side faults (on: rx)', () => {
     expect(r).toMatchObject({ action: 'drop', direction: 'b->a', on: 'rx', match: { psn: [3, 3] } });
     expect(formatFaultRule(resolveFaultRule(r, 0))).toBe('drop:dir=b->a,on=rx,psn=3');
     expect(resolveFaultRule({ action: 'drop' }, 0)).not.toHaveProperty('on'); // tx, the default, is left out
-    expect(() => resolveFaultRule({ action: 'drop', on: 'recv' }, 2)).toThrow(`rule 2 (on): expected 'tx' (as the port sends) or 'rx' (as the port receives), got "recv"`);
+    expect(() => resolveFaultRule({ action: 'drop', on: 'recv' }, 2)).toThrow(
+      `rule 2 (on): expected 'tx' (as the port sends) or 'rx' (as the port receives), got "recv"`,
+    );
     expect(() => parseFaultSpec('drop:on=both')).toThrow(/\(on\)/);
   });
 
   it('drop, duplicate, corrupt and reorder act on what the peer sends, as it arrives', () => {
-    const { cable, a, peer, atModel } = modelEnd(parseFaultSpecs(['drop:dir=b->a,on=rx,psn=1', 'duplicate:on=rx,psn=2,copies=2', 'corrupt:on=rx,psn=3', 'reorder:on=rx,psn=4']));
+    const { cable, peer, atModel } = modelEnd(
+      parseFaultSpecs(['drop:dir=b->a,on=rx,psn=1', 'duplicate:on=rx,psn=2,copies=2', 'corrupt:on=rx,psn=3', 'reorder:on=rx,psn=4']),
+    );
     for (let psn = 0; psn < 7; psn++) peer.send(frame(psn));
     cable.drain();
     expect(atModel.map(psnOf)).toEqual([0, 2, 2, 2, 3, 5, 4, 6]);

@@ -321,7 +321,7 @@ export class SimModel implements RunningModel {
     p.eth.pause.setLinkRate(link.params.linkRate);
     p.end = end;
     const rxDir = fdir === 'a->b' ? 'b->a' : 'a->b';
-    if (faults && faults.rules.some((r) => r.on === 'rx')) {
+    if (faults?.rules.some((r) => r.on === 'rx')) {
       // `on: rx` rules: the frame has crossed the link; its fate is decided as this port takes it
       end.onReceive((f) => {
         const deliver = (g: Uint8Array): void => p.onReceive(g);
