@@ -52,13 +52,16 @@ export const PERFTEST_CASES: PerftestCase[] = [
   { name: 'read_lat', test: 'read_lat', args: QUICK_LAT },
   { name: 'send_lat', test: 'send_lat', args: QUICK_LAT },
   { name: 'atomic_lat', test: 'atomic_lat', args: QUICK_LAT },
-  { name: 'write_bw-a', test: 'write_bw', args: ['-a', '-n', '20'] },
+  // -t 8 -u 20: up to 8 MiB messages; a TCG guest's rxe drops under 128 of them in flight within perftest's 67 ms timeout
+  { name: 'write_bw-a', test: 'write_bw', args: ['-a', '-n', '20', '-t', '8', '-u', '20'] },
+  { name: 'write_bw-b-a', test: 'write_bw', args: ['-b', '-a', '-n', '10', '-t', '8', '-u', '20'] },
   // -u 18 (~1 s): a TCG guest's rxe answers 2 QPs × 2 directions slower than perftest's 67 ms ACK timeout
   { name: 'write_bw-b-q2', test: 'write_bw', args: ['-b', '-q', '2', '-t', '32', '-u', '18', ...QUICK_BW] },
   { name: 'send_bw-b', test: 'send_bw', args: ['-b', '-u', '18', ...QUICK_BW] },
   { name: 'read_bw-o-Q', test: 'read_bw', args: ['-o', '4', '-Q', '10', ...QUICK_BW] },
   { name: 'atomic_lat-CAS', test: 'atomic_lat', args: ['-A', 'CMP_AND_SWAP', ...QUICK_LAT] },
-  { name: 'write_lat-a', test: 'write_lat', args: ['-a', '-n', '10'] },
+  // -a on UD stops at the MTU: every size in reach of a TCG guest
+  { name: 'send_lat-UD-a', test: 'send_lat', args: ['-c', 'UD', '-a', '-n', '20'] },
   { name: 'send_bw-i-r', test: 'send_bw', args: ['-i', '1', '-r', '64', ...QUICK_BW] },
   { name: 'send_bw-UC-gbits', test: 'send_bw', args: ['-c', 'UC', '--report_gbits', ...QUICK_BW] },
   { name: 'send_bw-UD-srq', test: 'send_bw', args: ['-c', 'UD', '--use-srq', '-n', '200', '-s', '1024'] },
