@@ -118,6 +118,24 @@ describe('perf server/client over TCP on the model', () => {
     expect(rows(client.out)).toHaveLength(1);
   });
 
+  it('write_bw -b -q 2 and -b -a: both directions, each side prints the sum; the barriers match', async () => {
+    const one = await perfPair(['write_bw', '-b', '-q', '2', '-n', '100', '-s', '4096']);
+    expect([one.server.code, one.client.code, one.server.err, one.client.err]).toEqual([0, 0, '', '']);
+    expect(one.client.out).toContain('RDMA_Write Bidirectional BW Test');
+    expect(rows(one.server.out)).toEqual(rows(one.client.out)); // my + yours on one side, yours + mine on the other
+    const all = await perfPair(['write_bw', '-b', '-a', '-n', '5', '-t', '4']);
+    expect([all.server.code, all.client.code]).toEqual([0, 0]);
+    expect(rows(all.client.out)).toHaveLength(23);
+  });
+
+  it('atomic_bw and atomic_lat (CMP_AND_SWAP), send_bw with -e --use-srq -I and a post list', async () => {
+    for (const args of [['atomic_bw', '-n', '200'], ['atomic_lat', '-n', '50', '-A', 'CMP_AND_SWAP'], ['send_bw', '-e', '--use-srq', '-q', '2', '-I', '64', '-s', '64', '-n', '100'], ['write_bw', '-l', '4', '-t', '16', '-n', '200', '-s', '1024']]) {
+      const r = await perfPair(args);
+      expect([args.join(' '), r.server.code, r.client.code, r.server.err, r.client.err]).toEqual([args.join(' '), 0, 0, '', '']);
+      expect(rows(r.client.out)).toHaveLength(1);
+    }
+  });
+
   it('a client with no server fails cleanly', async () => {
     const { BufferIo } = await import('../../examples/common/io.js');
     const { main } = await import('../../examples/perf.js');
