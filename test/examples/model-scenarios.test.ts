@@ -129,7 +129,12 @@ describe('perf server/client over TCP on the model', () => {
   });
 
   it('atomic_bw and atomic_lat (CMP_AND_SWAP), send_bw with -e --use-srq -I and a post list', async () => {
-    for (const args of [['atomic_bw', '-n', '200'], ['atomic_lat', '-n', '50', '-A', 'CMP_AND_SWAP'], ['send_bw', '-e', '--use-srq', '-q', '2', '-I', '64', '-s', '64', '-n', '100'], ['write_bw', '-l', '4', '-t', '16', '-n', '200', '-s', '1024']]) {
+    for (const args of [
+      ['atomic_bw', '-n', '200'],
+      ['atomic_lat', '-n', '50', '-A', 'CMP_AND_SWAP'],
+      ['send_bw', '-e', '--use-srq', '-q', '2', '-I', '64', '-s', '64', '-n', '100'],
+      ['write_bw', '-l', '4', '-t', '16', '-n', '200', '-s', '1024'],
+    ]) {
       const r = await perfPair(args);
       expect([args.join(' '), r.server.code, r.client.code, r.server.err, r.client.err]).toEqual([args.join(' '), 0, 0, '', '']);
       expect(rows(r.client.out)).toHaveLength(1);
