@@ -73,6 +73,7 @@ export const PERFTEST_CASES: PerftestCase[] = [
   { name: 'uc_pingpong', test: 'uc_pingpong', args: ['-n', '50', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
   { name: 'uc_pingpong-e-c', test: 'uc_pingpong', args: ['-n', '50', '-s', '4096', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
   { name: 'ud_pingpong', test: 'ud_pingpong', args: ['-n', '50', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'srq_pingpong', test: 'srq_pingpong', args: ['-q', '4', '-n', '100', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
   { name: 'ud_pingpong-e-c', test: 'ud_pingpong', args: ['-n', '50', '-s', '512', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
 ];
 
