@@ -65,7 +65,7 @@ export const PERFTEST_CASES: PerftestCase[] = [
   { name: 'send_bw-i-r', test: 'send_bw', args: ['-i', '1', '-r', '64', ...QUICK_BW] },
   // -t 8: UC does not resend; a TCG guest's rxe drops what comes faster than it can take
   { name: 'send_bw-UC-gbits', test: 'send_bw', args: ['-c', 'UC', '--report_gbits', '-t', '8', ...QUICK_BW] },
-  { name: 'send_bw-UD-srq', test: 'send_bw', args: ['-c', 'UD', '--use-srq', '-n', '200', '-s', '1024'] },
+  { name: 'send_bw-UD-srq', test: 'send_bw', args: ['-c', 'UD', '--use-srq', '-t', '8', '-n', '200', '-s', '1024'] },
   { name: 'send_lat-I-e', test: 'send_lat', args: ['-I', '64', '-e', ...QUICK_LAT] },
   { name: 'write_bw-l-Q-t', test: 'write_bw', args: ['-l', '4', '-t', '64', '-Q', '4', '-n', '200', '-s', '1024'] },
   { name: 'read_bw-m-u-F', test: 'read_bw', args: ['-m', '1024', '-u', '16', '-F', ...QUICK_BW] },
