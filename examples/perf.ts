@@ -31,6 +31,18 @@
 import { randomInt } from 'node:crypto';
 import {
   IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_REMOTE_ATOMIC,
+  IBV_SEND_INLINE,
+  IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD,
+  ibv_ack_cq_events,
+  ibv_create_comp_channel,
+  ibv_create_srq,
+  ibv_destroy_comp_channel,
+  ibv_destroy_srq,
+  ibv_get_cq_event,
+  ibv_post_srq_recv,
+  ibv_req_notify_cq,
   IBV_ACCESS_REMOTE_READ,
   IBV_ACCESS_REMOTE_WRITE,
   IBV_LINK_LAYER_ETHERNET,
@@ -100,11 +112,12 @@ import {
 } from '../src/driver/verbs/index.js';
 import type {
   ibv_ah,
+  ibv_comp_channel,
   ibv_context,
+  ibv_srq,
   ibv_cq,
   ibv_device,
   ibv_device_attr,
-  ibv_gid,
   ibv_mr,
   ibv_pd,
   ibv_port_attr,
@@ -119,14 +132,16 @@ import { sprintf } from './common/printf.js';
 import { type MsgSocket, tcpAcceptOne, tcpConnect } from './common/sock.js';
 import { RnicError } from '../src/wire/errors.js';
 import { pp_mtu_to_enum } from './pingpong.js';
+import { type BwReportWire, destToMsg, msgToDest, type PerfDest, PerftestComm } from './perf/perftest-comm.js';
 
 // ---------------------------------------------------------------------------
 // Parameters (perftest_parameters.h defaults and limits)
 // ---------------------------------------------------------------------------
 
-export const PERF_TESTS = ['write_bw', 'write_lat', 'read_bw', 'read_lat', 'send_bw', 'send_lat'] as const;
+export const PERF_TESTS = ['write_bw', 'write_lat', 'read_bw', 'read_lat', 'send_bw', 'send_lat', 'atomic_bw', 'atomic_lat'] as const;
 export type PerfTestName = (typeof PERF_TESTS)[number];
-export type Verb = 'SEND' | 'WRITE' | 'READ';
+export type Verb = 'SEND' | 'WRITE' | 'READ' | 'ATOMIC';
+export type AtomicType = 'FETCH_AND_ADD' | 'CMP_AND_SWAP';
 export type TestType = 'BW' | 'LAT';
 export type ConnectionType = 'RC' | 'UC' | 'UD';
 
@@ -141,6 +156,13 @@ const DEF_QP_TIME = 14;
 const DEF_RX_SEND = 512;
 const DEF_CQ_MOD = 100;
 const DEF_QKEY = 0x11111111;
+/** perftest's default -D margin: results are measured between margin and duration − margin. */
+const DEF_MARGIN_S = 2;
+/** --run_infinitely prints a row every this many seconds (perftest's default duration). */
+const DEF_DURATION_S = 5;
+const ATOMIC_SIZE = 8;
+/** What this side announces in check_sys_data (sysconf page size, cache line size). */
+const CACHE_LINE = 64;
 const MIN_RNR_TIMER = 12;
 const UD_ADDITION = 40;
 const CYCLE_BUFFER = 4096;
@@ -178,6 +200,24 @@ export interface PerfParams {
   mtu: number;
   /** -u: the RC QPs' local ACK timeout exponent (4.096 µs × 2^n; perftest's default 14, ~67 ms). */
   qp_timeout: number;
+  /** -b: both sides send (BW tests). */
+  duplex: boolean;
+  /** -D: seconds to run instead of -n iterations (0: iterations). --run_infinitely: seconds per printed row. */
+  duration: number;
+  /** --run_infinitely: BW tests run until stopped, one row per `duration` seconds. */
+  run_infinitely: boolean;
+  /** -e: wait for completions on a completion channel instead of polling. */
+  use_event: boolean;
+  /** -I: messages up to this many bytes are posted inline (not READ or ATOMIC). */
+  inline_size: number;
+  /** -l: send WRs posted as one list of this many. */
+  post_list: number;
+  /** --use-srq: SEND tests receive through a shared receive queue. */
+  use_srq: boolean;
+  /** -A: the atomic operation of the atomic tests. */
+  atomicType: AtomicType;
+  /** -o: outstanding RDMA READ / atomic operations (0: the device's maximum, up to 16). */
+  out_reads: number;
 }
 
 const VERB_OF: Record<PerfTestName, [Verb, TestType]> = {
@@ -187,6 +227,8 @@ const VERB_OF: Record<PerfTestName, [Verb, TestType]> = {
   read_lat: ['READ', 'LAT'],
   send_bw: ['SEND', 'BW'],
   send_lat: ['SEND', 'LAT'],
+  atomic_bw: ['ATOMIC', 'BW'],
+  atomic_lat: ['ATOMIC', 'LAT'],
 };
 
 export function defaultParams(test: PerfTestName): PerfParams {
@@ -201,7 +243,7 @@ export function defaultParams(test: PerfTestName): PerfParams {
     peer_devname: null,
     ib_port: 1,
     port: DEF_PORT,
-    size: tst === 'BW' ? DEF_SIZE_BW : DEF_SIZE_LAT,
+    size: verb === 'ATOMIC' ? ATOMIC_SIZE : tst === 'BW' ? DEF_SIZE_BW : DEF_SIZE_LAT,
     all: false,
     iters: tst === 'BW' && verb === 'WRITE' ? DEF_ITERS_WB : DEF_ITERS,
     gid_index: -1,
@@ -215,6 +257,15 @@ export function defaultParams(test: PerfTestName): PerfParams {
     report_gbits: false,
     mtu: 0,
     qp_timeout: DEF_QP_TIME,
+    duplex: false,
+    duration: 0,
+    run_infinitely: false,
+    use_event: false,
+    inline_size: 0,
+    post_list: 1,
+    use_srq: false,
+    atomicType: 'FETCH_AND_ADD',
+    out_reads: 0,
   };
 }
 
@@ -235,6 +286,17 @@ const OPTIONS: readonly OptionSpec[] = [
   { short: 't', long: 'tx-depth', arg: true },
   { short: 'x', long: 'gid-index', arg: true },
   { short: 'u', long: 'qp-timeout', arg: true },
+  { short: 'b', long: 'bidirectional', arg: false },
+  { short: 'D', long: 'duration', arg: true },
+  { short: 'e', long: 'events', arg: false },
+  { short: 'I', long: 'inline_size', arg: true },
+  { short: 'l', long: 'post_list', arg: true },
+  { short: 'A', long: 'atomic_type', arg: true },
+  { short: 'o', long: 'outs', arg: true },
+  { short: 'z', long: 'comm_rdma_cm', arg: false },
+  { short: 'R', long: 'rdma_cm', arg: false },
+  { long: 'use-srq', arg: false },
+  { long: 'run_infinitely', arg: false },
   { long: 'report_gbits', arg: false },
   { long: 'loopback', arg: false },
   { long: 'peer-ib-dev', arg: true },
@@ -268,6 +330,7 @@ export function parsePerfArgs(argv: readonly string[]): PerfParams {
   const p = defaultParams(name as PerfTestName);
   const { options, operands } = getopt_long(rest, OPTIONS);
   let cqModGiven = false;
+  let sizeGiven = false;
   for (const o of options) {
     switch (o.name) {
       case 'all':
@@ -322,6 +385,7 @@ export function parsePerfArgs(argv: readonly string[]): PerfParams {
         break;
       case 'size':
         p.size = checkValue(o.value, o.as, 1, 1 << 30, 'Message size');
+        sizeGiven = true;
         break;
       case 'tx-depth':
         p.tx_depth = checkValue(o.value, o.as, 1, 15000, 'Tx depth');
@@ -335,6 +399,39 @@ export function parsePerfArgs(argv: readonly string[]): PerfParams {
       case 'report_gbits':
         p.report_gbits = true;
         break;
+      case 'bidirectional':
+        p.duplex = true;
+        break;
+      case 'duration':
+        p.duration = checkValue(o.value, o.as, 1, 1000000, 'Duration');
+        break;
+      case 'events':
+        p.use_event = true;
+        break;
+      case 'inline_size':
+        p.inline_size = checkValue(o.value, o.as, 0, 912, 'Inline size');
+        break;
+      case 'post_list':
+        p.post_list = checkValue(o.value, o.as, 1, 15000, 'Post list');
+        break;
+      case 'outs':
+        p.out_reads = checkValue(o.value, o.as, 1, 65535, 'Outstanding reads');
+        break;
+      case 'atomic_type': {
+        const v = o.value ?? '';
+        if (v !== 'CMP_AND_SWAP' && v !== 'FETCH_AND_ADD') throw new GetoptError(`${o.as}: Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD} (got '${v}')`);
+        p.atomicType = v;
+        break;
+      }
+      case 'use-srq':
+        p.use_srq = true;
+        break;
+      case 'run_infinitely':
+        p.run_infinitely = true;
+        break;
+      case 'comm_rdma_cm':
+      case 'rdma_cm':
+        throw new GetoptError(`${o.as}: the RDMA CM is not available with the model's devices (no rdma_cm); the exchange runs over TCP ("Data ex. method : Ethernet")`);
       case 'loopback':
         p.loopback = true;
         break;
@@ -345,6 +442,8 @@ export function parsePerfArgs(argv: readonly string[]): PerfParams {
   if (operands.length > 1) throw new GetoptError(`one server name at most (got ${operands.join(' ')})`);
   p.servername = operands[0] ?? null;
 
+  if (p.verb === 'ATOMIC' && sizeGiven && p.size !== ATOMIC_SIZE) throw new GetoptError('Message size cannot be changed for Atomic tests');
+  if (p.verb === 'ATOMIC' && p.all) throw new GetoptError('-a: Message size cannot be changed for Atomic tests');
   const wrong = combinationError(p);
   if (wrong) throw new GetoptError(wrong);
   forceDependencies(p, cqModGiven);
@@ -370,6 +469,23 @@ function combinationError(p: PerfParams): string | null {
   if (p.loopback && p.servername) return '--loopback runs both sides here: give no server name';
   if (p.peer_devname && !p.loopback) return '--peer-ib-dev is for --loopback';
   if (p.verb === 'READ' && p.connection_type !== 'RC') return `RDMA READ runs on RC only (not ${p.connection_type})`;
+  if (p.verb === 'ATOMIC' && p.connection_type !== 'RC') return `atomic operations run on RC only (not ${p.connection_type})`;
+  if (p.duplex && p.tst !== 'BW') return 'Bidirectional is only available in BW test';
+  if (p.duration && p.tst !== 'BW') return '-D (duration) runs the bandwidth tests here; the latency tests take -n';
+  if (p.duration && p.all) return "Duration mode currently doesn't support running on all sizes.";
+  if (p.duration && p.use_event) return "Duration mode doesn't work with events.";
+  if (p.run_infinitely && p.tst !== 'BW') return 'run_infinitely exists only in BW tests for now.';
+  if (p.run_infinitely && p.use_event) return 'run_infinitely does not support events feature yet.';
+  if (p.run_infinitely && p.duplex && p.verb === 'SEND') return 'run_infinitely mode is not supported in SEND Bidirectional BW test';
+  if (p.run_infinitely && p.all) return '--run_infinitely runs one size: not with -a';
+  if (p.inline_size && (p.verb === 'READ' || p.verb === 'ATOMIC')) return 'Inline feature not available on READ/Atomic verbs';
+  if (p.out_reads && p.verb !== 'READ' && p.verb !== 'ATOMIC') return 'Setting Outstanding reads only available on READ verb';
+  if (p.use_srq && p.verb !== 'SEND') return 'Using SRQ only avavilible in SEND tests.';
+  if (p.use_srq && p.rx_depth < p.num_of_qps) return 'Using SRQ depth should be greater than number of QPs.';
+  if (p.use_event && p.verb === 'WRITE' && p.tst === 'LAT') return 'Events feature not available on WRITE verb';
+  if (p.post_list > 1 && p.tst !== 'BW') return 'Post list is supported in BW tests only';
+  if (p.post_list > 1 && p.iters % p.post_list) return 'Number of iterations must be a multiple of post list size';
+  if (p.loopback && (p.duplex || p.run_infinitely || p.duration)) return '--loopback runs -n iterations one way: not with -b, -D or --run_infinitely';
   if (p.verb === 'WRITE' && p.connection_type === 'UD') return 'RDMA WRITE does not run on UD';
   if (p.tst === 'LAT' && p.num_of_qps > 1) return '-q (several QPs) is for the bandwidth tests';
   return null;
@@ -382,6 +498,10 @@ function forceDependencies(p: PerfParams, cqModGiven: boolean): void {
   if (p.tst === 'BW' && p.cq_mod > p.tx_depth) p.cq_mod = p.tx_depth;
   if (p.tst === 'LAT' && !cqModGiven) p.cq_mod = 1;
   if (p.tst === 'BW' && p.iters * p.num_of_qps > PEAK_ITERS_LIMIT) p.noPeak = true;
+  // "Post List requested - CQ moderation will be the size of the post list"
+  if (p.post_list > 1) p.cq_mod = p.post_list;
+  if (p.run_infinitely && !p.duration) p.duration = DEF_DURATION_S;
+  if (p.duration || p.run_infinitely) p.noPeak = true;
 }
 
 export function usage(argv0: string): string {
@@ -410,6 +530,16 @@ export function usage(argv0: string): string {
     `  -t, --tx-depth=<dep>      sends in flight, bandwidth tests (default ${DEF_TX_BW})`,
     '  -x, --gid-index=<index>   GID index (default: none on InfiniBand, 0 on Ethernet)',
     `  -u, --qp-timeout=<n>      RC local ACK timeout, 4.096 µs × 2^n (default ${DEF_QP_TIME})`,
+    '  -b, --bidirectional       both sides send, bandwidth tests',
+    '  -D, --duration=<s>        run for s seconds instead of -n iterations, bandwidth tests',
+    '      --run_infinitely      run until stopped, a row every -D seconds (5), bandwidth tests',
+    '  -e, --events              sleep on completion events instead of polling',
+    '  -I, --inline_size=<n>     post messages up to n bytes inline (not READ or atomics)',
+    '  -l, --post_list=<n>       post n WRs at a time as one list, bandwidth tests',
+    '      --use-srq             SEND tests: receive through a shared receive queue',
+    '  -A, --atomic_type=<type>  FETCH_AND_ADD (default) or CMP_AND_SWAP, atomic tests',
+    '  -o, --outs=<n>            outstanding READs / atomics (default: the device maximum, up to 16)',
+    '  -z, -R                    rdma_cm: refused (the model has no RDMA CM)',
     '      --report_gbits        bandwidth in Gb/sec instead of MB/sec',
     '      --loopback            client and server in this process (two devices, or one device twice)',
     '      --peer-ib-dev=<dev>   with --loopback: the server side\'s device',
@@ -554,7 +684,7 @@ export function latRow(r: LatReport): string {
   return `${sprintf(REPORT_FMT_LAT, r.size, r.iters, r.t_min, r.t_max, r.t_typical, r.t_avg, r.t_stdev, r.t_99, r.t_99_9)}\n`;
 }
 
-const TESTS_STR: Record<Verb, string> = { SEND: 'Send', WRITE: 'RDMA_Write', READ: 'RDMA_Read' };
+const TESTS_STR: Record<Verb, string> = { SEND: 'Send', WRITE: 'RDMA_Write', READ: 'RDMA_Read', ATOMIC: 'Atomic' };
 
 export function perf_transport_str(t: number): string {
   if (t === IBV_TRANSPORT_IB) return 'IB';
@@ -586,23 +716,36 @@ export interface TestInfo {
   inline_size: number;
   out_reads: number;
   exchange: string;
+  duplex?: boolean;
+  use_srq?: boolean;
+  post_list?: number;
 }
 
+/** ctx_print_test_info as perftest 6.06 (Debian 12's 4.5-0.17) prints it. */
 export function testInfoText(t: TestInfo): string {
+  const onOff = (b: boolean | undefined): string => (b ? 'ON' : 'OFF');
+  const postList = t.post_list ?? 1;
   let s = RESULT_LINE;
-  s += `                    ${TESTS_STR[t.verb]} ${t.tst === 'BW' ? 'BW ' : 'Latency '}Test\n`;
+  s += `                    ${TESTS_STR[t.verb]} `;
+  if (t.tst === 'BW') s += `${t.duplex ? 'Bidirectional ' : ''}${postList > 1 ? 'Post List ' : ''}BW `;
+  else s += 'Latency ';
+  s += 'Test\n';
   s += ` Dual-port       : OFF\t\tDevice         : ${t.device}\n`;
   s += ` Number of qps   : ${t.num_of_qps}\t\tTransport type : ${perf_transport_str(t.transport_type)}\n`;
-  s += ` Connection type : ${t.connection_type}\t\tUsing SRQ      : OFF\n`;
-  s += ' PCIe relax order: Unsupported\t\tLock-free\t: Unsupported\n';
-  s += ' ibv_wr* API     : OFF\t\tUsing DDP      : OFF\n';
-  if (t.role === 'client') s += ` TX depth        : ${t.tx_depth}\n`;
-  if (t.verb === 'SEND' && (t.role === 'server' || t.tst === 'LAT')) s += ` RX depth        : ${t.rx_depth}\n`;
+  s += ` Connection type : ${t.connection_type}\t\tUsing SRQ      : ${onOff(t.use_srq)}\n`;
+  // what perftest 6.06 printed on rxe: OFF for write_lat (it polls memory written by the peer), ON otherwise
+  s += ` PCIe relax order: ${t.verb === 'WRITE' && t.tst === 'LAT' ? 'OFF' : 'ON'}\n`;
+  s += ' ibv_wr* API     : OFF\n';
+  if (t.role === 'client' || t.duplex) {
+    s += ` TX depth        : ${t.tx_depth}\n`;
+    if (postList > 1) s += ` Post List       : ${postList}\n`;
+  }
+  if (t.verb === 'SEND' && (t.role === 'server' || t.tst === 'LAT' || t.duplex)) s += ` RX depth        : ${t.rx_depth}\n`;
   if (t.tst === 'BW') s += ` CQ Moderation   : ${t.cq_mod}\n`;
   s += ` Mtu             : ${t.mtu_bytes}[B]\n`;
   s += ` Link type       : ${perf_link_layer_str(t.link_type)}\n`;
   if (t.gid_index !== -1) s += ` GID index       : ${t.gid_index}\n`;
-  if (t.verb !== 'READ') s += ` Max inline data : ${t.inline_size}[B]\n`;
+  if (t.verb !== 'READ' && t.verb !== 'ATOMIC') s += ` Max inline data : ${t.inline_size}[B]\n`;
   else s += ` Outstand reads  : ${t.out_reads}\n`;
   s += ' rdma_cm QPs\t : OFF\n';
   s += ` Data ex. method : ${t.exchange}\n`;
@@ -610,59 +753,25 @@ export function testInfoText(t: TestInfo): string {
   return s;
 }
 
-/** A queue pair's address as perftest exchanges it (struct pingpong_dest). */
-export interface PerfDest {
-  lid: number;
-  out_reads: number;
-  qpn: number;
-  psn: number;
-  rkey: number;
-  vaddr: bigint;
-  gid: ibv_gid;
-  srqn: number;
-}
-
 /** ctx_print_pingpong_data: " local address: LID ... QPN ... PSN ..." and, with a GID index, the GID in decimal bytes. */
 export function pingpongDataText(d: PerfDest, side: 'local' | 'remote', verb: Verb, gid_index: number): string {
   let s = sprintf(' %s address: LID %#04x QPN %#06x PSN %#06x', side, d.lid, d.qpn, d.psn);
-  if (verb === 'READ') s += sprintf(' OUT %#04x', d.out_reads);
-  if (verb === 'READ' || verb === 'WRITE') s += sprintf(' RKey %#08x VAddr %#016llx', d.rkey, d.vaddr);
+  if (verb === 'READ' || verb === 'ATOMIC') s += sprintf(' OUT %#04x', d.out_reads);
+  if (verb !== 'SEND') s += sprintf(' RKey %#08x VAddr %#016llx', d.rkey, d.vaddr);
   s += '\n';
   if (gid_index > -1) s += sprintf(` %s: ${'%02d:'.repeat(15)}%02d\n`, 'GID', ...d.gid.raw);
   return s;
 }
 
-/** perftest's KEY_MSG_SIZE_GID: the exchanged text with its NUL. */
-export const KEY_MSG_SIZE_GID = 108;
+export { KEY_MSG_SIZE_GID, type PerfDest } from './perf/perftest-comm.js';
 
 /** The 108 bytes perftest writes on the socket for one QP (KEY_PRINT_FMT_GID). */
 export function perfDestToMsg(d: PerfDest): Buffer {
-  const text =
-    sprintf('%04x:%04x:%06x:%06x:%08x:%016llx:', d.lid, d.out_reads, d.qpn, d.psn, d.rkey, d.vaddr) +
-    sprintf(`${'%02x:'.repeat(16)}`, ...d.gid.raw) +
-    sprintf('%08x:', d.srqn);
-  const msg = Buffer.alloc(KEY_MSG_SIZE_GID);
-  msg.write(text, 'latin1');
-  return msg;
+  return destToMsg(d, true);
 }
 
 export function perfMsgToDest(msg: Uint8Array): PerfDest | null {
-  const nul = msg.indexOf(0);
-  const text = Buffer.from(msg.subarray(0, nul >= 0 ? nul : msg.length)).toString('latin1');
-  const f = text.split(':');
-  if (f.length < 23 || !f.slice(0, 23).every((x) => /^[0-9a-fA-F]+$/.test(x))) return null;
-  const gid = newGid();
-  for (let i = 0; i < 16; i++) gid.raw[i] = parseInt(f[6 + i] as string, 16);
-  return {
-    lid: parseInt(f[0] as string, 16),
-    out_reads: parseInt(f[1] as string, 16),
-    qpn: parseInt(f[2] as string, 16),
-    psn: parseInt(f[3] as string, 16),
-    rkey: parseInt(f[4] as string, 16) >>> 0,
-    vaddr: BigInt(`0x${f[5] as string}`),
-    gid,
-    srqn: parseInt(f[22] as string, 16) >>> 0,
-  };
+  return msgToDest(msg, true);
 }
 
 // ---------------------------------------------------------------------------
@@ -678,6 +787,8 @@ export interface PerfEnv {
   idle(): Promise<void>;
   /** Give up when nothing completes for this long (wall milliseconds; default 30000). */
   stallMs: number;
+  /** --run_infinitely stops after this many rows (default: never). */
+  infiniteRows?: number;
 }
 
 export function wallClockEnv(): PerfEnv {
@@ -733,6 +844,10 @@ class Side {
   send_cq: ibv_cq | null = null;
   recv_cq: ibv_cq | null = null;
   qps: ibv_qp[] = [];
+  srq: ibv_srq | null = null;
+  channel: ibv_comp_channel | null = null;
+  /** -e: the completion event this side waits for, if any. */
+  eventWait: Promise<void> | null = null;
   ahs: Array<ibv_ah | null> = [];
   my_dest: PerfDest[] = [];
   rem_dest: PerfDest[] = [];
@@ -853,16 +968,28 @@ function initResources(side: Side, p: PerfParams, maxSize: number): void {
     throw new PerfError(` Couldn't allocate PD (${errText(e)})`);
   }
   try {
-    side.mr = ibv_reg_mr(side.pd, side.buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    side.mr = ibv_reg_mr(side.pd, side.buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
   } catch (e) {
     throw new PerfError(` Couldn't allocate MR (${errText(e)})`);
   }
-  const receives = p.verb === 'SEND' && (p.tst === 'LAT' || side.role === 'server');
+  const receives = p.verb === 'SEND' && (p.tst === 'LAT' || side.role === 'server' || p.duplex);
   try {
-    side.send_cq = ibv_create_cq(ctx, p.tx_depth * n, null, null, 0);
-    side.recv_cq = receives ? ibv_create_cq(ctx, p.rx_depth * n, null, null, 0) : side.send_cq;
+    if (p.use_event) side.channel = ibv_create_comp_channel(ctx);
+    side.send_cq = ibv_create_cq(ctx, p.tx_depth * n, null, side.channel, 0);
+    side.recv_cq = receives ? ibv_create_cq(ctx, p.rx_depth * n, null, side.channel, 0) : side.send_cq;
   } catch (e) {
     throw new PerfError(` Couldn't create CQ (${errText(e)})`);
+  }
+  if (receives && p.use_srq) {
+    try {
+      side.srq = ibv_create_srq(side.pd, { srq_context: null, attr: { max_wr: p.rx_depth, max_sge: 1, srq_limit: 0 } });
+    } catch (e) {
+      throw new PerfError(` Couldn't create SRQ (${errText(e)})`);
+    }
+    for (let k = 0; k < p.rx_depth; k++) {
+      const rr = postRecv(side, k % n);
+      if (rr) throw new PerfError(` Couldn't post receive ${k} of ${p.rx_depth} on the SRQ (${errnoName(rr)})`);
+    }
   }
   for (let i = 0; i < n; i++) {
     let qp: ibv_qp;
@@ -870,7 +997,8 @@ function initResources(side: Side, p: PerfParams, maxSize: number): void {
       qp = ibv_create_qp(side.pd, {
         send_cq: side.send_cq,
         recv_cq: side.recv_cq,
-        cap: { ...newQpCap(), max_send_wr: p.tx_depth, max_recv_wr: receives ? p.rx_depth : 1, max_send_sge: 1, max_recv_sge: 1 },
+        srq: side.srq,
+        cap: { ...newQpCap(), max_send_wr: p.tx_depth, max_recv_wr: receives ? p.rx_depth : 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: p.inline_size },
         qp_type: qpType(p.connection_type),
         sq_sig_all: 0,
       });
@@ -889,12 +1017,18 @@ function initResources(side: Side, p: PerfParams, maxSize: number): void {
       mask |= IBV_QP_QKEY;
     } else {
       attr.qp_access_flags =
-        p.verb === 'READ' ? IBV_ACCESS_REMOTE_READ : p.verb === 'WRITE' ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+        p.verb === 'READ'
+          ? IBV_ACCESS_REMOTE_READ
+          : p.verb === 'WRITE'
+            ? IBV_ACCESS_REMOTE_WRITE
+            : p.verb === 'ATOMIC'
+              ? IBV_ACCESS_REMOTE_ATOMIC
+              : IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
       mask |= IBV_QP_ACCESS_FLAGS;
     }
     const r = ibv_modify_qp(qp, attr, mask);
     if (r) throw new PerfError(` Failed to modify QP to INIT (${errnoName(r)})`);
-    if (receives) {
+    if (receives && !side.srq) {
       for (let k = 0; k < p.rx_depth; k++) {
         const rr = postRecv(side, i);
         if (rr) throw new PerfError(` Couldn't post receive ${k} of ${p.rx_depth} on QP ${i} (${errnoName(rr)})`);
@@ -911,7 +1045,7 @@ function postRecv(side: Side, i: number): number {
     sg_list: [{ addr: mr.addr + BigInt(side.recvOff(i)), length: side.region, lkey: mr.lkey }],
     num_sge: 1,
   };
-  return ibv_post_recv(side.qps[i] as ibv_qp, wr, {});
+  return side.srq ? ibv_post_srq_recv(side.srq, wr, {}) : ibv_post_recv(side.qps[i] as ibv_qp, wr, {});
 }
 
 function makeDests(side: Side, p: PerfParams, gid_index: number): void {
@@ -951,7 +1085,7 @@ function connectSide(side: Side, p: PerfParams, mtu: number, gid_index: number):
       attr.ah_attr.is_global = 1;
       attr.ah_attr.grh.dgid = { raw: Uint8Array.from(dest.gid.raw) };
       attr.ah_attr.grh.sgid_index = gid_index;
-      attr.ah_attr.grh.hop_limit = 1;
+      attr.ah_attr.grh.hop_limit = 0xff; // perftest's hop limit (IP TTL 255 on RoCE v2)
       attr.ah_attr.grh.traffic_class = 0;
       attr.ah_attr.sl = 0;
     }
@@ -970,7 +1104,7 @@ function connectSide(side: Side, p: PerfParams, mtu: number, gid_index: number):
     let r = ibv_modify_qp(qp, attr, mask);
     if (r) throw new PerfError(` Failed to modify QP ${qp.qp_num} to RTR (${errnoName(r)})`);
 
-    const sends = p.tst === 'LAT' || side.role === 'client';
+    const sends = p.tst === 'LAT' || side.role === 'client' || p.duplex;
     if (!sends) continue;
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn = my.psn;
@@ -1004,8 +1138,10 @@ function destroySide(side: Side): void {
   };
   for (const ah of side.ahs) if (ah) quiet(() => ibv_destroy_ah(ah));
   for (const qp of side.qps) quiet(() => ibv_destroy_qp(qp));
+  if (side.srq) quiet(() => ibv_destroy_srq(side.srq as ibv_srq));
   if (side.recv_cq && side.recv_cq !== side.send_cq) quiet(() => ibv_destroy_cq(side.recv_cq as ibv_cq));
   if (side.send_cq) quiet(() => ibv_destroy_cq(side.send_cq as ibv_cq));
+  if (side.channel) quiet(() => ibv_destroy_comp_channel(side.channel as ibv_comp_channel));
   if (side.mr) quiet(() => ibv_dereg_mr(side.mr as ibv_mr));
   if (side.pd) quiet(() => ibv_dealloc_pd(side.pd as ibv_pd));
   if (side.buf) quiet(() => rnic_free_buf(side.context, side.buf as Uint8Array));
@@ -1021,10 +1157,20 @@ function sendWr(side: Side, p: PerfParams, i: number, size: number): ibv_send_wr
     next: null,
     sg_list: [{ addr: mr.addr + BigInt(side.sendOff(i)), length: size, lkey: mr.lkey }],
     num_sge: 1,
-    opcode: p.verb === 'WRITE' ? IBV_WR_RDMA_WRITE : p.verb === 'READ' ? IBV_WR_RDMA_READ : IBV_WR_SEND,
+    opcode:
+      p.verb === 'WRITE'
+        ? IBV_WR_RDMA_WRITE
+        : p.verb === 'READ'
+          ? IBV_WR_RDMA_READ
+          : p.verb === 'ATOMIC'
+            ? p.atomicType === 'CMP_AND_SWAP'
+              ? IBV_WR_ATOMIC_CMP_AND_SWP
+              : IBV_WR_ATOMIC_FETCH_AND_ADD
+            : IBV_WR_SEND,
     send_flags: 0,
   };
-  if (p.verb !== 'SEND') wr.wr = { rdma: { remote_addr: rem.vaddr, rkey: rem.rkey } };
+  if (p.verb === 'ATOMIC') wr.wr = { atomic: { remote_addr: rem.vaddr, rkey: rem.rkey, compare_add: 1n, swap: 0n } };
+  else if (p.verb !== 'SEND') wr.wr = { rdma: { remote_addr: rem.vaddr, rkey: rem.rkey } };
   else if (p.connection_type === 'UD') wr.wr = { ud: { ah: side.ahs[i] ?? null, remote_qpn: rem.qpn, remote_qkey: DEF_QKEY } };
   return wr;
 }
@@ -1035,67 +1181,151 @@ function checkWc(run: Run, wc: ibv_wc, where: string): void {
   }
 }
 
-/** run_iter_bw: the requester posts iters messages per QP, tx_depth in flight, one CQE per cq_mod. */
-async function runBwClient(side: Side, p: PerfParams, size: number, run: Run): Promise<BwReport> {
+/** IBV_SEND_INLINE where -I allows it for this size (never READ or ATOMIC). */
+function inlineFlag(p: PerfParams, size: number): number {
+  return p.inline_size > 0 && size <= p.inline_size && (p.verb === 'SEND' || p.verb === 'WRITE') ? IBV_SEND_INLINE : 0;
+}
+
+/**
+ * Polls `cq` for up to wc.length completions; with -e, an empty CQ is armed
+ * and its completion event awaited (and acknowledged) rather than spun on.
+ */
+async function pollCq(side: Side, cq: ibv_cq, wc: ibv_wc[], run: Run, waiter: Waiter): Promise<number> {
+  const ne = ibv_poll_cq(cq, wc.length, wc);
+  if (ne < 0) fail(run, ` poll CQ failed ${ne}`);
+  if (ne > 0 || !side.channel) return ne;
+  if (ibv_req_notify_cq(cq, 0)) fail(run, " Couldn't request CQ notification");
+  const again = ibv_poll_cq(cq, wc.length, wc); // a completion that came before the arming
+  if (again !== 0) return again;
+  // One wait on the channel at a time: an event it takes is acknowledged at once; closing the channel ends it.
+  side.eventWait ??= ibv_get_cq_event(side.channel).then(
+    (ev) => {
+      ibv_ack_cq_events(ev.cq, 1);
+      side.eventWait = null;
+    },
+    () => {
+      side.eventWait = null;
+    },
+  );
+  await Promise.race([side.eventWait, waiter.wait()]);
+  return 0;
+}
+
+/**
+ * run_iter_bw: the requester posts iters messages per QP (or, with -D, for
+ * the duration), tx_depth in flight, one CQE per cq_mod, -l WRs per post.
+ * With --run_infinitely it prints a row every `duration` seconds until
+ * `env.infiniteRows` rows (for ever by default).
+ */
+async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io?: Io): Promise<BwReport> {
   const n = side.qps.length;
-  const total = p.iters * n;
-  const tposted = new Float64Array(total);
-  const tcompleted = new Float64Array(total);
+  const timed = p.duration > 0;
+  const total = timed ? Infinity : p.iters * n;
+  const tposted: number[] = [];
+  const tcompleted: number[] = [];
   const scnt = new Array<number>(n).fill(0);
   const ccnt = new Array<number>(n).fill(0);
-  const wrs = side.qps.map((_, i) => sendWr(side, p, i, size));
+  const inl = inlineFlag(p, size);
+  const list = Math.max(1, p.post_list);
+  const wrs = side.qps.map((_, i) => Array.from({ length: list }, () => sendWr(side, p, i, size)));
+  for (const chain of wrs) for (let k = 0; k + 1 < chain.length; k++) (chain[k] as ibv_send_wr).next = chain[k + 1] as ibv_send_wr;
   const wc = newWcArray(16);
-  let totscnt = 0;
   let totccnt = 0;
   const waiter = new Waiter(run, `waiting for ${p.test} completions`);
   const now = run.env.now;
+  const sec = run.env.ticksPerSec;
+  const start = now();
+  const margin = Math.min(DEF_MARGIN_S, p.duration / 4) * sec;
+  const end = timed && !p.run_infinitely ? start + p.duration * sec : Infinity;
+  let measuredFrom = -1;
+  let measuredCount = 0;
+  let rowStart = start;
+  let rowCount = 0;
+  let rows = 0;
+  const maxRows = run.env.infiniteRows ?? Infinity;
+  let stopping = false;
+  const perQpLimit = timed ? Infinity : p.iters;
   while (totccnt < total) {
-    for (let i = 0; i < n; i++) {
-      const wr = wrs[i] as ibv_send_wr;
-      while ((scnt[i] as number) < p.iters && (scnt[i] as number) - (ccnt[i] as number) < p.tx_depth) {
-        const k = scnt[i] as number;
-        const signaled = k % p.cq_mod === p.cq_mod - 1 || k === p.iters - 1;
-        wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-        wr.wr_id = (BigInt(i) << 32n) | BigInt(k);
-        tposted[totscnt] = now();
-        const r = ibv_post_send(side.qps[i] as ibv_qp, wr, {});
-        if (r) fail(run, ` Couldn't post send: qp ${i} scnt=${k} (${errnoName(r)})`);
-        scnt[i] = k + 1;
-        totscnt++;
+    const t0 = now();
+    if (timed && !stopping && (t0 >= end || rows >= maxRows)) stopping = true;
+    if (!stopping) {
+      for (let i = 0; i < n; i++) {
+        const chain = wrs[i] as ibv_send_wr[];
+        while ((scnt[i] as number) + list <= perQpLimit && (scnt[i] as number) + list - (ccnt[i] as number) <= p.tx_depth) {
+          const k0 = scnt[i] as number;
+          for (let m = 0; m < list; m++) {
+            const k = k0 + m;
+            const wr = chain[m] as ibv_send_wr;
+            const signaled = k % p.cq_mod === p.cq_mod - 1 || (!timed && k === p.iters - 1);
+            wr.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | inl;
+            wr.wr_id = (BigInt(i) << 32n) | BigInt(k);
+            if (!timed) tposted.push(t0);
+          }
+          const r = ibv_post_send(side.qps[i] as ibv_qp, chain[0] as ibv_send_wr, {});
+          if (r) fail(run, ` Couldn't post send: qp ${i} scnt=${k0} (${errnoName(r)})`);
+          scnt[i] = k0 + list;
+        }
       }
     }
-    const ne = ibv_poll_cq(side.send_cq as ibv_cq, wc.length, wc);
-    if (ne < 0) fail(run, ` poll CQ failed ${ne}`);
+    if (stopping && side.qps.every((_, i) => Math.floor((scnt[i] as number) / p.cq_mod) * p.cq_mod <= (ccnt[i] as number))) break;
+    const ne = await pollCq(side, side.send_cq as ibv_cq, wc, run, waiter);
     if (ne === 0) {
-      await waiter.wait();
+      if (!side.channel) await waiter.wait();
       continue;
     }
     const t = now();
     for (let k = 0; k < ne; k++) {
       const w = wc[k] as ibv_wc;
-      checkWc(run, w, 'client');
+      checkWc(run, w, side.role);
       const i = Number(w.wr_id >> 32n);
       const upTo = Number(w.wr_id & 0xffffffffn) + 1;
       const done = upTo - (ccnt[i] as number);
       ccnt[i] = upTo;
-      for (let m = 0; m < done && totccnt < total; m++) tcompleted[totccnt++] = t;
+      for (let m = 0; m < done; m++) {
+        if (!timed) tcompleted.push(t);
+        totccnt++;
+        rowCount++;
+      }
+    }
+    if (timed && !p.run_infinitely) {
+      // -D: count what completes between the margins, as perftest's SAMPLE state does
+      if (measuredFrom < 0 && t - start >= margin) {
+        measuredFrom = t;
+        measuredCount = totccnt;
+      }
+    }
+    if (p.run_infinitely && t - rowStart >= p.duration * sec) {
+      const secs = (t - rowStart) / sec;
+      const report: BwReport = { size, iters: rowCount, bw_peak: 0, bw_avg: (size * rowCount) / secs / (p.report_gbits ? 125000000 : 0x100000), msgRate_avg: rowCount / secs / 1e6 };
+      io?.out(bwRow(report, p.report_gbits));
+      rows++;
+      rowStart = t;
+      rowCount = 0;
     }
     waiter.progressed();
+  }
+  if (timed) {
+    const t = now();
+    const from = measuredFrom < 0 ? start : measuredFrom;
+    const count = measuredFrom < 0 ? totccnt : totccnt - measuredCount;
+    const secs = Math.max(t - from, 1) / sec;
+    return { size, iters: count, bw_peak: 0, bw_avg: (size * count) / secs / (p.report_gbits ? 125000000 : 0x100000), msgRate_avg: count / secs / 1e6 };
   }
   return computeBwReport({ size, cq_mod: p.cq_mod, noPeak: p.noPeak, report_gbits: p.report_gbits }, tposted, tcompleted, run.env.ticksPerSec);
 }
 
 /**
- * perform_warm_up (WRITE and READ): one queue's worth of messages per QP,
- * the last one signaled, before the measured run.
+ * perform_warm_up (WRITE, READ, ATOMIC): one queue's worth of messages per
+ * QP, the last one signaled, before the measured run.
  */
 async function warmUp(side: Side, p: PerfParams, size: number, run: Run): Promise<void> {
   const count = Math.min(p.tx_depth, p.iters);
   const wc = newWcArray(16);
+  const inl = inlineFlag(p, size);
   for (let i = 0; i < side.qps.length; i++) {
     const wr = sendWr(side, p, i, size);
     for (let k = 0; k < count; k++) {
-      wr.send_flags = k === count - 1 ? IBV_SEND_SIGNALED : 0;
+      wr.send_flags = (k === count - 1 ? IBV_SEND_SIGNALED : 0) | inl;
       wr.wr_id = (BigInt(i) << 32n) | BigInt(k);
       const r = ibv_post_send(side.qps[i] as ibv_qp, wr, {});
       if (r) fail(run, ` Couldn't post send during warm up: qp ${i} (${errnoName(r)})`);
@@ -1103,80 +1333,91 @@ async function warmUp(side: Side, p: PerfParams, size: number, run: Run): Promis
   }
   const waiter = new Waiter(run, 'warming up');
   for (let done = 0; done < side.qps.length; ) {
-    const ne = ibv_poll_cq(side.send_cq as ibv_cq, wc.length, wc);
-    if (ne < 0) fail(run, ` poll CQ failed ${ne}`);
-    for (let k = 0; k < ne; k++) checkWc(run, wc[k] as ibv_wc, 'client (warm up)');
+    const ne = await pollCq(side, side.send_cq as ibv_cq, wc, run, waiter);
+    for (let k = 0; k < ne; k++) checkWc(run, wc[k] as ibv_wc, `${side.role} (warm up)`);
     done += ne;
     if (ne) waiter.progressed();
-    else await waiter.wait();
+    else if (!side.channel) await waiter.wait();
   }
 }
 
 /**
- * run_iter_bw_server (SEND only): counts iters receives per QP, reposting
- * each one. On UC and UD lost messages are not retried: once `peerDone()`
- * says the sender finished, the loop stops after a quiet spell.
+ * run_iter_bw_server (SEND): counts iters receives per QP (with -D, for the
+ * duration), reposting each one, and reports what it received. On UC and UD
+ * lost messages are not retried: once `peerDone()` says the sender finished,
+ * the loop stops after a quiet spell.
  */
-async function runBwServer(side: Side, p: PerfParams, run: Run, peerDone: () => boolean): Promise<number> {
+async function runBwServer(side: Side, p: PerfParams, size: number, run: Run, peerDone: () => boolean): Promise<BwReport> {
   const n = side.qps.length;
-  const total = p.iters * n;
+  const timed = p.duration > 0;
+  const total = timed ? Infinity : p.iters * n;
   const wc = newWcArray(16);
+  const times: number[] = [];
   let rcnt = 0;
   let quietSince = -1;
   const waiter = new Waiter(run, `waiting for ${p.test} receives`);
+  const now = run.env.now;
+  const start = now();
+  const end = timed ? start + p.duration * run.env.ticksPerSec : Infinity;
   while (rcnt < total) {
-    const ne = ibv_poll_cq(side.recv_cq as ibv_cq, wc.length, wc);
-    if (ne < 0) fail(run, ` poll CQ failed ${ne}`);
+    const ne = await pollCq(side, side.recv_cq as ibv_cq, wc, run, waiter);
     if (ne === 0) {
-      if (p.connection_type !== 'RC' && peerDone()) {
+      if ((p.connection_type !== 'RC' || timed) && rcnt > 0 && peerDone()) {
         if (quietSince < 0) quietSince = Date.now();
         else if (Date.now() - quietSince > 200) break;
       }
-      await waiter.wait();
+      if (timed && now() > end && peerDone()) break;
+      if (!side.channel) await waiter.wait();
       continue;
     }
     quietSince = -1;
+    const t = now();
     for (let k = 0; k < ne; k++) {
       const w = wc[k] as ibv_wc;
-      checkWc(run, w, 'server');
+      checkWc(run, w, side.role);
       rcnt++;
-      const r = postRecv(side, Number(w.wr_id));
+      times.push(t);
+      const r = postRecv(side, side.srq ? 0 : side.qps.findIndex((q) => q.qp_num === w.qp_num));
       if (r) fail(run, ` Couldn't post receive (${errnoName(r)})`);
     }
     waiter.progressed();
   }
-  return rcnt;
+  if (times.length < 2) return { size, iters: rcnt, bw_peak: 0, bw_avg: 0, msgRate_avg: 0 };
+  const secs = ((times[times.length - 1] as number) - (times[0] as number)) / run.env.ticksPerSec || 1 / run.env.ticksPerSec;
+  const unit = p.report_gbits ? 125000000 : 0x100000;
+  const bw_avg = (size * rcnt) / secs / unit;
+  return { size, iters: rcnt, bw_peak: p.noPeak ? 0 : bw_avg, bw_avg, msgRate_avg: rcnt / secs / 1e6 };
 }
 
 /** Waits for one completion on `cq`; returns it. */
-async function pollOne(cq: ibv_cq, wc: ibv_wc[], run: Run, waiter: Waiter, where: string): Promise<ibv_wc> {
+async function pollOne(side: Side, cq: ibv_cq, wc: ibv_wc[], run: Run, waiter: Waiter, where: string): Promise<ibv_wc> {
   for (;;) {
-    const ne = ibv_poll_cq(cq, 1, wc);
-    if (ne < 0) fail(run, ` poll CQ failed ${ne}`);
-    if (ne === 1) {
+    const ne = await pollCq(side, cq, wc.length === 1 ? wc : wc.slice(0, 1), run, waiter);
+    if (ne >= 1) {
       const w = wc[0] as ibv_wc;
       checkWc(run, w, where);
       waiter.progressed();
       return w;
     }
-    await waiter.wait();
+    if (!side.channel) await waiter.wait();
   }
 }
 
 /**
  * run_iter_lat_write: ping-pong of RDMA WRITEs. Each side writes the
  * iteration number in the last byte of its message and spins on the last
- * byte of its own receive region for the other side's write. The client
- * (the side that starts) does not wait before its first write.
+ * byte of its own receive region for the other side's write. The server
+ * (the side that starts, in perftest's write_lat) does not wait before its
+ * first write.
  */
-async function runLatWrite(side: Side, p: PerfParams, size: number, run: Run): Promise<Float64Array> {
-  const starts = side.role === 'client';
-  const tposted = new Float64Array(p.iters);
+async function runLatWrite(side: Side, p: PerfParams, size: number, run: Run): Promise<number[]> {
+  const starts = side.role === 'server'; // write_lat: the server writes first (send_lat: the client sends first)
+  const tposted: number[] = [];
   const buf = side.buf as Uint8Array;
   const poll_at = side.recvOff(0) + size - 1;
   const post_at = side.sendOff(0) + size - 1;
   const wr = sendWr(side, p, 0, size);
-  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.send_flags = IBV_SEND_SIGNALED | inlineFlag(p, size);
   const wc = newWcArray(1);
   const waiter = new Waiter(run, 'waiting for the write_lat ping-pong');
   let scnt = 0;
@@ -1188,23 +1429,23 @@ async function runLatWrite(side: Side, p: PerfParams, size: number, run: Run): P
       waiter.progressed();
     }
     if (scnt < p.iters) {
-      tposted[scnt] = run.env.now();
+      tposted.push(run.env.now());
       buf[post_at] = ++scnt & 0xff;
       wr.wr_id = BigInt(scnt);
       const r = ibv_post_send(side.qps[0] as ibv_qp, wr, {});
       if (r) fail(run, ` Couldn't post send: scnt=${scnt} (${errnoName(r)})`);
-      await pollOne(side.send_cq as ibv_cq, wc, run, waiter, side.role);
+      await pollOne(side, side.send_cq as ibv_cq, wc, run, waiter, side.role);
     }
   }
   return tposted;
 }
 
 /** run_iter_lat_send: ping-pong of SENDs, each side waiting for a receive before answering. */
-async function runLatSend(side: Side, p: PerfParams, size: number, run: Run): Promise<Float64Array> {
+async function runLatSend(side: Side, p: PerfParams, size: number, run: Run): Promise<number[]> {
   const starts = side.role === 'client';
-  const tposted = new Float64Array(p.iters);
+  const tposted: number[] = [];
   const wr = sendWr(side, p, 0, size);
-  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.send_flags = IBV_SEND_SIGNALED | inlineFlag(p, size);
   const swc = newWcArray(1);
   const rwc = newWcArray(1);
   const waiter = new Waiter(run, 'waiting for the send_lat ping-pong');
@@ -1212,40 +1453,40 @@ async function runLatSend(side: Side, p: PerfParams, size: number, run: Run): Pr
   let rcnt = 0;
   while (scnt < p.iters || rcnt < p.iters) {
     if (rcnt < p.iters && !(scnt < 1 && starts)) {
-      await pollOne(side.recv_cq as ibv_cq, rwc, run, waiter, side.role);
+      await pollOne(side, side.recv_cq as ibv_cq, rwc, run, waiter, side.role);
       rcnt++;
       const r = postRecv(side, 0);
       if (r) fail(run, ` Couldn't post receive (${errnoName(r)})`);
     }
     if (scnt < p.iters) {
-      tposted[scnt] = run.env.now();
+      tposted.push(run.env.now());
       wr.wr_id = BigInt(++scnt);
       const r = ibv_post_send(side.qps[0] as ibv_qp, wr, {});
       if (r) fail(run, ` Couldn't post send: scnt=${scnt} (${errnoName(r)})`);
-      await pollOne(side.send_cq as ibv_cq, swc, run, waiter, side.role);
+      await pollOne(side, side.send_cq as ibv_cq, swc, run, waiter, side.role);
     }
   }
   return tposted;
 }
 
-/** run_iter_lat (READ): the client reads, one at a time; the server is passive. */
-async function runLatRead(side: Side, p: PerfParams, size: number, run: Run): Promise<Float64Array> {
-  const tposted = new Float64Array(p.iters);
+/** run_iter_lat (READ, ATOMIC): the client reads, one at a time; the server is passive. */
+async function runLatRead(side: Side, p: PerfParams, size: number, run: Run): Promise<number[]> {
+  const tposted: number[] = [];
   const wr = sendWr(side, p, 0, size);
   wr.send_flags = IBV_SEND_SIGNALED;
   const wc = newWcArray(1);
-  const waiter = new Waiter(run, 'waiting for read_lat completions');
+  const waiter = new Waiter(run, `waiting for ${p.test} completions`);
   for (let scnt = 0; scnt < p.iters; scnt++) {
-    tposted[scnt] = run.env.now();
+    tposted.push(run.env.now());
     wr.wr_id = BigInt(scnt);
     const r = ibv_post_send(side.qps[0] as ibv_qp, wr, {});
-    if (r) fail(run, ` Couldn't post read: scnt=${scnt} (${errnoName(r)})`);
-    await pollOne(side.send_cq as ibv_cq, wc, run, waiter, 'client');
+    if (r) fail(run, ` Couldn't post ${p.verb === 'READ' ? 'read' : 'atomic'}: scnt=${scnt} (${errnoName(r)})`);
+    await pollOne(side, side.send_cq as ibv_cq, wc, run, waiter, 'client');
   }
   return tposted;
 }
 
-async function runLat(side: Side, p: PerfParams, size: number, run: Run): Promise<Float64Array> {
+async function runLat(side: Side, p: PerfParams, size: number, run: Run): Promise<number[]> {
   if (p.verb === 'WRITE') return runLatWrite(side, p, size, run);
   if (p.verb === 'SEND') return runLatSend(side, p, size, run);
   return runLatRead(side, p, size, run);
@@ -1388,12 +1629,12 @@ export async function runLoopback(opts: LoopbackOptions): Promise<PerfResults> {
       if (p.tst === 'BW') {
         let clientDone = false;
         if (p.verb !== 'SEND') await warmUp(client, p, size, run);
-        const [report] = await both(
+        const [report] = await both<BwReport, BwReport | null>(
           run,
           runBwClient(client, p, size, run).finally(() => {
             clientDone = true;
           }),
-          p.verb === 'SEND' ? runBwServer(server, p, run, () => clientDone) : Promise.resolve(0),
+          p.verb === 'SEND' ? runBwServer(server, p, size, run, () => clientDone) : Promise.resolve(null),
         );
         results.bw.push(report);
         io.out(bwRow(report, p.report_gbits));
@@ -1401,7 +1642,7 @@ export async function runLoopback(opts: LoopbackOptions): Promise<PerfResults> {
         const [ct] = await both(
           run,
           runLat(client, p, size, run),
-          p.verb === 'READ' ? Promise.resolve(new Float64Array(0)) : runLat(server, p, size, run),
+          p.verb === 'READ' || p.verb === 'ATOMIC' ? Promise.resolve([]) : runLat(server, p, size, run),
         );
         const report = computeLatReport({ size, verb: p.verb }, ct, env.ticksPerSec);
         results.lat.push(report);
@@ -1423,83 +1664,138 @@ export async function runLoopback(opts: LoopbackOptions): Promise<PerfResults> {
 // Server / client over TCP
 // ---------------------------------------------------------------------------
 
-/** perftest's ctx_hand_shake and friends over the TCP connection. */
-class Exchange {
-  constructor(
-    private readonly sock: MsgSocket,
-    private readonly isClient: boolean,
-  ) {}
-
-  private async readMsg(): Promise<PerfDest> {
-    const msg = await this.sock.read(KEY_MSG_SIZE_GID);
-    if (msg.length !== KEY_MSG_SIZE_GID) throw new PerfError(' Unable to read from socket (the other side closed the connection)');
-    const d = perfMsgToDest(msg);
-    if (!d) throw new PerfError(` Unable to parse the remote address '${msg.toString('latin1').replace(/\0.*$/s, '')}'`);
-    return d;
-  }
-
-  /** Swaps one address per QP: the client writes first, the server reads first. */
-  async exchange(mine: PerfDest[]): Promise<PerfDest[]> {
-    const theirs: PerfDest[] = [];
-    for (const d of mine) {
-      if (this.isClient) {
-        await this.sock.write(perfDestToMsg(d));
-        theirs.push(await this.readMsg());
-      } else {
-        theirs.push(await this.readMsg());
-        await this.sock.write(perfDestToMsg(d));
-      }
-    }
-    return theirs;
-  }
-
-  /** A barrier: both sides swap their first address again. */
-  async handshake(mine: PerfDest): Promise<void> {
-    await this.exchange([mine]);
-  }
-
-  /** xchg_bw_reports: size, iters, peak, average, message rate, big-endian. */
-  async swapReports(mine: BwReport): Promise<BwReport> {
-    const b = Buffer.alloc(40);
-    b.writeBigUInt64BE(BigInt(mine.size), 0);
-    b.writeBigUInt64BE(BigInt(mine.iters), 8);
-    b.writeDoubleBE(mine.bw_peak, 16);
-    b.writeDoubleBE(mine.bw_avg, 24);
-    b.writeDoubleBE(mine.msgRate_avg, 32);
-    const readIt = async (): Promise<BwReport> => {
-      const r = await this.sock.read(40);
-      if (r.length !== 40) throw new PerfError(' Failed to exchange data between server and clients');
-      return {
-        size: Number(r.readBigUInt64BE(0)),
-        iters: Number(r.readBigUInt64BE(8)),
-        bw_peak: r.readDoubleBE(16),
-        bw_avg: r.readDoubleBE(24),
-        msgRate_avg: r.readDoubleBE(32),
-      };
-    };
-    if (this.isClient) {
-      await this.sock.write(b);
-      return readIt();
-    }
-    const theirs = await readIt();
-    await this.sock.write(b);
-    return theirs;
-  }
-
-  async close(mine: PerfDest): Promise<void> {
-    await this.handshake(mine);
-    if (this.isClient) await this.sock.write(Buffer.from('done\0', 'latin1'));
-    else await this.sock.read(5);
-    this.sock.close();
-  }
-}
-
 export interface MainOptions {
   io?: Io;
   argv0?: string;
   env?: Partial<PerfEnv>;
   /** Server only: called with the TCP port once a client can connect (useful with -p 0). */
   onListening?: (port: number) => void;
+}
+
+/**
+ * get_best_gid_index: without -x perftest picks, on RoCE, an IPv4-mapped GID
+ * over another, and of two alike the later (RoCE v2 follows v1 in the table).
+ */
+function bestGidIndex(side: Side, p: PerfParams): number {
+  const v4 = (g: Uint8Array): boolean => g.subarray(0, 10).every((b) => b === 0) && g[10] === 0xff && g[11] === 0xff;
+  const gid = newGid();
+  let best = 0;
+  let bestV4 = false;
+  for (let i = 0; i < side.portinfo.gid_tbl_len; i++) {
+    if (ibv_query_gid(side.context, p.ib_port, i, gid)) break;
+    if (gid.raw.every((b) => b === 0)) continue;
+    const isV4 = v4(gid.raw);
+    if (i === 0 || isV4 || !bestV4) {
+      best = i;
+      bestV4 = isV4;
+    }
+  }
+  return best;
+}
+
+/** Counts the handshakes that carry this side's addresses, as each perftest program does. */
+async function addressPhase(comm: PerftestComm, side: Side, p: PerfParams, mtu: number, gid_index: number, io: Io): Promise<void> {
+  const me0 = side.my_dest[0] as PerfDest;
+  // The latency tests but send_lat swap QP 0's address once before the per-QP loop.
+  if (p.tst === 'LAT' && p.verb !== 'SEND') side.rem_dest[0] = await comm.handshake(me0);
+  for (let i = 0; i < side.my_dest.length; i++) side.rem_dest[i] = await comm.handshake(side.my_dest[i] as PerfDest);
+  connectSide(side, p, mtu, gid_index);
+  if (p.verb === 'SEND') await comm.handshake(me0); // send_* tests: the barrier after RTR comes before the print
+  for (const d of side.my_dest) io.out(pingpongDataText(d, 'local', p.verb, gid_index));
+  for (let i = 0; i < side.my_dest.length; i++) {
+    side.rem_dest[i] = await comm.handshake(side.my_dest[i] as PerfDest);
+    io.out(pingpongDataText(side.rem_dest[i] as PerfDest, 'remote', p.verb, gid_index));
+  }
+  if (p.verb !== 'SEND') await comm.handshake(me0); // "An additional handshake is required after moving qp to RTR"
+}
+
+const NO_REPORT: BwReport = { size: 0, iters: 0, bw_peak: 0, bw_avg: 0, msgRate_avg: 0 };
+
+/** print_full_bw_report with the peer's report: the two directions summed. */
+function sumReports(a: BwReport, b: BwReportWire): BwReport {
+  return { size: a.size, iters: a.iters, bw_peak: a.bw_peak + b.bw_peak, bw_avg: a.bw_avg + b.bw_avg, msgRate_avg: a.msgRate_avg + b.msgRate_avg };
+}
+
+/** write_bw.c, read_bw.c, atomic_bw.c after the addresses. */
+async function flowBwRdma(comm: PerftestComm, side: Side, p: PerfParams, sizes: number[], run: Run, io: Io): Promise<void> {
+  const me0 = side.my_dest[0] as PerfDest;
+  io.out(RESULT_LINE + bwHeader(p.report_gbits));
+  if (side.role === 'server' && !p.duplex) {
+    await comm.handshake(me0); // the client has finished
+    const theirs = await comm.xchgBwReports(NO_REPORT);
+    io.out(bwRow(theirs, p.report_gbits));
+    await comm.close(me0);
+    io.out(RESULT_LINE);
+    return;
+  }
+  let report = NO_REPORT;
+  for (const size of sizes) {
+    if (!p.run_infinitely) await warmUp(side, p, size, run);
+    if (p.duplex) await comm.handshake(me0);
+    report = await runBwClient(side, p, size, run, io);
+    if (p.duplex) {
+      if (p.all) await comm.handshake(me0); // perftest's RUN_ALL syncs after each size too; a single size goes straight to the reports
+      io.out(bwRow(sumReports(report, await comm.xchgBwReports(report)), p.report_gbits));
+    } else if (!p.run_infinitely) {
+      io.out(bwRow(report, p.report_gbits));
+    }
+  }
+  io.out(RESULT_LINE);
+  if (!p.duplex) {
+    await comm.handshake(me0);
+    await comm.xchgBwReports(report);
+  }
+  await comm.close(me0);
+}
+
+/** send_bw.c after the addresses: the server receives and prints what it received. */
+async function flowBwSend(comm: PerftestComm, side: Side, p: PerfParams, sizes: number[], run: Run, io: Io): Promise<void> {
+  const me0 = side.my_dest[0] as PerfDest;
+  io.out(RESULT_LINE + bwHeader(p.report_gbits));
+  for (const size of sizes) {
+    await comm.handshake(me0); // the receives are posted
+    let report: BwReport;
+    if (p.duplex) {
+      let sent = false;
+      const [mine] = await Promise.all([
+        runBwClient(side, p, size, run).finally(() => {
+          sent = true;
+        }),
+        runBwServer(side, p, size, run, () => sent),
+      ]);
+      report = sumReports(mine, await comm.xchgBwReports(mine));
+    } else if (side.role === 'client') {
+      report = await runBwClient(side, p, size, run, io);
+    } else {
+      // UC/UD: a lost message is never retried; a quiet spell after the first receive ends the count
+      report = await runBwServer(side, p, size, run, () => true);
+    }
+    if (!p.run_infinitely) io.out(bwRow(report, p.report_gbits));
+    if (p.all) await comm.handshake(me0);
+  }
+  io.out(RESULT_LINE);
+  await comm.close(me0);
+}
+
+/** write_lat.c, send_lat.c, read_lat.c, atomic_lat.c after the addresses. */
+async function flowLat(comm: PerftestComm, side: Side, p: PerfParams, sizes: number[], run: Run, io: Io): Promise<void> {
+  const me0 = side.my_dest[0] as PerfDest;
+  const passive = (p.verb === 'READ' || p.verb === 'ATOMIC') && side.role === 'server';
+  if (passive) {
+    await comm.close(me0); // only the client posts; its close is this side's end
+    io.out(RESULT_LINE);
+    return;
+  }
+  io.out(RESULT_LINE + latHeader());
+  for (const size of sizes) {
+    if (p.verb === 'SEND') await comm.handshake(me0); // the receives are posted
+    const t = await runLat(side, p, size, run);
+    io.out(latRow(computeLatReport({ size, verb: p.verb }, t, run.env.ticksPerSec)));
+  }
+  io.out(RESULT_LINE);
+  // perftest 6.06's write_lat ends without ctx_close_connection: each side just exits
+  if (p.verb === 'WRITE') comm.end();
+  else await comm.close(me0);
 }
 
 async function runTcp(p: PerfParams, io: Io, env: PerfEnv, onListening?: (port: number) => void): Promise<void> {
@@ -1511,8 +1807,7 @@ async function runTcp(p: PerfParams, io: Io, env: PerfEnv, onListening?: (port: 
   let sock: MsgSocket | null = null;
   try {
     const link = checkLink([side], p, io);
-    const mtuBytes = mtu_enum_to_bytes(link.mtu);
-    const sizes = sizesOf(p, mtuBytes);
+    if (link.link_type === IBV_LINK_LAYER_ETHERNET && p.gid_index === -1) link.gid_index = bestGidIndex(side, p);
     if (role === 'server') {
       io.out('\n************************************\n');
       io.out('* Waiting for client to connect... *\n');
@@ -1529,7 +1824,18 @@ async function runTcp(p: PerfParams, io: Io, env: PerfEnv, onListening?: (port: 
         throw new PerfError(`Couldn't connect to ${p.servername as string}:${p.port} (${errText(e)})`);
       }
     }
-    const ex = new Exchange(sock, role === 'client');
+    const comm = new PerftestComm(sock, role === 'client', link.gid_index !== -1);
+    await comm.exchangeVersions();
+    await comm.checkSysData(CYCLE_BUFFER, CACHE_LINE);
+    const mtu = await comm.checkMtu(link.mtu);
+    const mtuBytes = mtu_enum_to_bytes(mtu);
+    if (p.connection_type === 'UD' && p.size > mtuBytes && !p.all) {
+      io.err(` Max msg size in UD is MTU ${mtuBytes}\n Changing to this MTU\n`);
+      p.size = mtuBytes;
+    }
+    const sizes = sizesOf(p, mtuBytes);
+    initResources(side, p, Math.max(...sizes));
+    makeDests(side, p, link.gid_index);
     io.out(
       testInfoText({
         verb: p.verb,
@@ -1545,57 +1851,18 @@ async function runTcp(p: PerfParams, io: Io, env: PerfEnv, onListening?: (port: 
         mtu_bytes: mtuBytes,
         link_type: link.link_type,
         gid_index: link.gid_index,
-        inline_size: 0,
+        inline_size: p.inline_size,
         out_reads: side.out_reads,
         exchange: 'Ethernet',
+        duplex: p.duplex,
+        use_srq: p.use_srq,
+        post_list: p.post_list,
       }),
     );
-    initResources(side, p, Math.max(...sizes));
-    makeDests(side, p, link.gid_index);
-    for (const d of side.my_dest) io.out(pingpongDataText(d, 'local', p.verb, link.gid_index));
-    side.rem_dest = await ex.exchange(side.my_dest);
-    for (const d of side.rem_dest) io.out(pingpongDataText(d, 'remote', p.verb, link.gid_index));
-    connectSide(side, p, link.mtu, link.gid_index);
-    const me = side.my_dest[0] as PerfDest;
-    await ex.handshake(me); // both QPs are at least in RTR now
-
-    const printsTable = !(p.tst === 'LAT' && p.verb === 'READ' && role === 'server');
-    if (printsTable) {
-      io.out(RESULT_LINE);
-      io.out(p.tst === 'BW' ? bwHeader(p.report_gbits) : latHeader());
-    }
-    const zero: BwReport = { size: 0, iters: 0, bw_peak: 0, bw_avg: 0, msgRate_avg: 0 };
-    for (const size of sizes) {
-      (side.buf as Uint8Array).fill(0);
-      await ex.handshake(me); // start together
-      if (p.tst === 'BW') {
-        let report = zero;
-        if (role === 'client') {
-          if (p.verb !== 'SEND') await warmUp(side, p, size, run);
-          report = await runBwClient(side, p, size, run);
-          await ex.handshake(me);
-        } else if (p.verb === 'SEND') {
-          let peerDone = false;
-          const sync = ex.handshake(me).then(() => {
-            peerDone = true;
-          });
-          await runBwServer(side, p, run, () => peerDone);
-          await sync;
-        } else {
-          await ex.handshake(me);
-        }
-        const theirs = await ex.swapReports(report);
-        io.out(bwRow(role === 'client' ? report : theirs, p.report_gbits));
-      } else if (role === 'client' || p.verb !== 'READ') {
-        const t = await runLat(side, p, size, run);
-        io.out(latRow(computeLatReport({ size, verb: p.verb }, t, env.ticksPerSec)));
-        await ex.handshake(me);
-      } else {
-        await ex.handshake(me); // read_lat server: passive until the client is done
-      }
-    }
-    if (printsTable) io.out(RESULT_LINE);
-    await ex.close(me);
+    await addressPhase(comm, side, p, mtu, link.gid_index, io);
+    if (p.tst === 'LAT') await flowLat(comm, side, p, sizes, run, io);
+    else if (p.verb === 'SEND') await flowBwSend(comm, side, p, sizes, run, io);
+    else await flowBwRdma(comm, side, p, sizes, run, io);
     sock = null;
   } finally {
     sock?.close();
@@ -1617,6 +1884,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
       return 0;
     }
     if (code !== 'EXAMPLE_USAGE') throw e;
+    // perftest's style: the mistake on one line; the usage follows for reference.
     io.err(`${argv0}: ${(e as Error).message}\n${usage(argv0)}`);
     return 2;
   }

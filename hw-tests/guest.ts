@@ -31,7 +31,9 @@ export const HOST_PACKAGES = ['qemu-system-x86', 'rdma-core', 'ibverbs-utils', '
 const GUEST_MODULES = ['crc32_generic', 'virtio_pci', 'virtio_net', '9pnet_virtio', '9p', 'dummy', 'rdma_rxe', 'ib_uverbs'];
 const GUEST_BINARIES = [
   process.execPath, '/usr/bin/ibv_devinfo', '/usr/bin/ibv_devices', '/usr/bin/ibv_rc_pingpong', '/usr/bin/ibv_ud_pingpong',
-  '/usr/bin/ibv_srq_pingpong', '/usr/bin/rdma', '/usr/bin/ib_write_bw', '/usr/bin/ib_send_bw', '/usr/bin/ib_read_bw',
+  '/usr/bin/ibv_uc_pingpong', '/usr/bin/ibv_srq_pingpong', '/usr/bin/rdma',
+  '/usr/bin/ib_write_bw', '/usr/bin/ib_send_bw', '/usr/bin/ib_read_bw', '/usr/bin/ib_atomic_bw',
+  '/usr/bin/ib_write_lat', '/usr/bin/ib_send_lat', '/usr/bin/ib_read_lat', '/usr/bin/ib_atomic_lat',
 ];
 
 function log(msg: string): void {

@@ -16,6 +16,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
+import { PERFTEST_CASES, runPerftestCable } from './perftest-cable.js';
 
 const filter = process.argv.slice(2);
 const ENV_SKIP = 3;
@@ -185,6 +186,19 @@ if (!envProblem && real.length === 0) {
   }
 }
 
+// 2b. perftest's ib_* and rdma-core's uc/ud pingpong in a second guest, against the model's CLI over the cable, both roles.
+const peerCases = PERFTEST_CASES.filter((c) => filter.length === 0 || filter.some((f) => f === 'peers' || c.name.includes(f) || (f === 'perftest' && !c.test.endsWith('_pingpong'))));
+if (!envProblem && peerCases.length > 0) {
+  const t2 = Date.now();
+  const pr = await runPerftestCable(peerCases);
+  if ('cannot' in pr) {
+    envProblem = pr.cannot;
+  } else {
+    for (const x of pr.results) (x.provider === 'model' ? model : real).push(x);
+    guestNote += `${guestNote ? '\n' : ''}perftest/pingpong peers: ${pr.note} (${peerCases.length} cases × 2 roles, ${((Date.now() - t2) / 1000).toFixed(0)} s)`;
+  }
+}
+
 // 3. The table.
 const names = [...new Set([...model, ...real].map((r) => r.test))];
 const cell = (r: CaseResult | undefined) => (r ? r.result : '-');
@@ -197,7 +211,7 @@ for (const n of names) {
   say(`${n.padEnd(w)}  ${cell(a).padEnd(10)}  ${cell(b)}`);
 }
 const all = [...model, ...real];
-for (const r of all.filter((x) => (x.result !== 'passed' || /^(perf|device-list)|udp-cable/.test(x.test)) && x.detail)) say(`  ${r.result}: ${r.test} on ${r.provider}: ${r.detail}`);
+for (const r of all.filter((x) => (x.result !== 'passed' || /^(perf\b|device-list)|^rc_pingpong.*udp-cable/.test(x.test)) && x.detail)) say(`  ${r.result}: ${r.test} on ${r.provider}: ${r.detail}`);
 const count = (k: CaseResult['result']) => all.filter((r) => r.result === k).length;
 if (guestNote) say(guestNote);
 if (envProblem) say(`hw-test: the real-device half did not run: ${envProblem}`);

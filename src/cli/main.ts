@@ -6,6 +6,7 @@ import { countersCommand } from './commands/counters.js';
 import { demoCommand } from './commands/demo.js';
 import { devinfoCommand } from './commands/devinfo.js';
 import { perfCommand } from './commands/perf.js';
+import { pingpongCommand, srqPingpongCommand } from './commands/pingpong.js';
 import { rcPingpongCommand } from './commands/rc-pingpong.js';
 import { simCommand } from './commands/sim.js';
 import { pcapSampleCommand } from './pcap-sample.js';
@@ -19,6 +20,12 @@ const COMMANDS: Record<string, Command> = {
   'pcap-sample': pcapSampleCommand,
   'rc-pingpong': rcPingpongCommand,
   rc_pingpong: rcPingpongCommand,
+  'uc-pingpong': pingpongCommand('UC'),
+  uc_pingpong: pingpongCommand('UC'),
+  'ud-pingpong': pingpongCommand('UD'),
+  ud_pingpong: pingpongCommand('UD'),
+  'srq-pingpong': srqPingpongCommand,
+  srq_pingpong: srqPingpongCommand,
   perf: perfCommand,
   devinfo: devinfoCommand,
   sim: simCommand,

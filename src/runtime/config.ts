@@ -39,7 +39,8 @@ export interface DeviceConfig {
 /**
  * Fault rules (docs/faults.md) on a cable, applied where frames are sent: on
  * a wire 'a->b' is from `a` to `b`; on a UDP cable 'a->b' is what this port
- * sends (the other process faults its own sends). Wires between devices on
+ * sends and 'b->a' what it receives (rules with `on: 'rx'` act there: the
+ * peer may be a program the model does not run). Wires between devices on
  * different worker threads carry no faults.
  */
 export type CableFaults = readonly ResolvedFaultRule[];

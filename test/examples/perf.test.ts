@@ -97,6 +97,17 @@ describe('perf arguments', () => {
     expect(parsePerfArgs(['write_bw', '--loopback', '--peer-ib-dev', 'rxe1'])).toMatchObject({ loopback: true, peer_devname: 'rxe1' });
   });
 
+  it('the flags of issue 12: -b -D -e -I -l -A -o --use-srq --run_infinitely, and the atomic tests', () => {
+    expect(parsePerfArgs(['atomic_bw'])).toMatchObject({ verb: 'ATOMIC', tst: 'BW', size: 8, atomicType: 'FETCH_AND_ADD' });
+    expect(parsePerfArgs(['atomic_lat', '-A', 'CMP_AND_SWAP', '-o', '4'])).toMatchObject({ verb: 'ATOMIC', tst: 'LAT', size: 8, atomicType: 'CMP_AND_SWAP', out_reads: 4 });
+    const p = parsePerfArgs(['send_bw', '-b', '-e', '-I', '64', '-l', '4', '--use-srq', '-n', '100']);
+    expect(p).toMatchObject({ duplex: true, use_event: true, inline_size: 64, post_list: 4, use_srq: true, cq_mod: 4 });
+    expect(parsePerfArgs(['write_bw', '-D', '7'])).toMatchObject({ duration: 7, noPeak: true });
+    // --run_infinitely prints a row every 5 s unless -D says otherwise
+    expect(parsePerfArgs(['write_bw', '--run_infinitely'])).toMatchObject({ run_infinitely: true, duration: 5 });
+    expect(parsePerfArgs(['write_bw', '--run_infinitely', '-D', '2'])).toMatchObject({ run_infinitely: true, duration: 2 });
+  });
+
   it("perftest's adjustments: cq_mod ≤ tx_depth, no peak above 20000 messages", () => {
     expect(parsePerfArgs(['write_bw', '-t', '10']).cq_mod).toBe(10);
     expect(parsePerfArgs(['write_bw', '-n', '20000']).noPeak).toBe(false);
@@ -113,8 +124,8 @@ describe('perf arguments', () => {
   }
 
   it.each([
-    [[], 'perf: which test? (one of write_bw, write_lat, read_bw, read_lat, send_bw, send_lat)'],
-    [['write_bandwidth'], "perf: unknown test 'write_bandwidth' (one of write_bw, write_lat, read_bw, read_lat, send_bw, send_lat)"],
+    [[], 'perf: which test? (one of write_bw, write_lat, read_bw, read_lat, send_bw, send_lat, atomic_bw, atomic_lat)'],
+    [['write_bandwidth'], "perf: unknown test 'write_bandwidth' (one of write_bw, write_lat, read_bw, read_lat, send_bw, send_lat, atomic_bw, atomic_lat)"],
     [['write_bw', '-n', '4'], "perf: -n: Iteration num should be between 5 and 100000000 (got '4')"],
     [['write_bw', '-n', 'many'], "perf: -n: Iteration num should be between 5 and 100000000 (got 'many')"],
     [['write_bw', '-s', '0'], "perf: -s: Message size should be between 1 and 1073741824 (got '0')"],
@@ -134,7 +145,24 @@ describe('perf arguments', () => {
     [['write_bw', '--loopback', 'host'], 'perf: --loopback runs both sides here: give no server name'],
     [['write_bw', '--peer-ib-dev', 'x'], 'perf: --peer-ib-dev is for --loopback'],
     [['write_bw', 'a', 'b'], 'perf: one server name at most (got a b)'],
-    [['write_bw', '-D', '5'], "perf: invalid option -- 'D'"],
+    [['write_bw', '-D', '0'], "perf: -D: Duration should be between 1 and 1000000 (got '0')"],
+    [['write_lat', '-b'], 'perf: Bidirectional is only available in BW test'],
+    [['write_bw', '-D', '5', '-a'], "perf: Duration mode currently doesn't support running on all sizes."],
+    [['send_bw', '-D', '5', '-e'], "perf: Duration mode doesn't work with events."],
+    [['read_lat', '--run_infinitely'], 'perf: run_infinitely exists only in BW tests for now.'],
+    [['send_bw', '-b', '--run_infinitely'], 'perf: run_infinitely mode is not supported in SEND Bidirectional BW test'],
+    [['read_bw', '-I', '64'], 'perf: Inline feature not available on READ/Atomic verbs'],
+    [['atomic_bw', '-I', '8'], 'perf: Inline feature not available on READ/Atomic verbs'],
+    [['write_bw', '-o', '4'], 'perf: Setting Outstanding reads only available on READ verb'],
+    [['write_bw', '--use-srq'], 'perf: Using SRQ only avavilible in SEND tests.'],
+    [['send_bw', '--use-srq', '-q', '4', '-r', '2'], 'perf: Using SRQ depth should be greater than number of QPs.'],
+    [['write_lat', '-e'], 'perf: Events feature not available on WRITE verb'],
+    [['send_lat', '-l', '4'], 'perf: Post list is supported in BW tests only'],
+    [['write_bw', '-l', '3', '-n', '100'], 'perf: Number of iterations must be a multiple of post list size'],
+    [['atomic_bw', '-s', '16'], 'perf: Message size cannot be changed for Atomic tests'],
+    [['atomic_lat', '-A', 'ADD'], "perf: -A: Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD} (got 'ADD')"],
+    [['atomic_bw', '-c', 'UC'], 'perf: atomic operations run on RC only (not UC)'],
+    [['write_bw', '-z'], 'perf: -z: the RDMA CM is not available with the model\'s devices (no rdma_cm); the exchange runs over TCP ("Data ex. method : Ethernet")'],
     [['write_bw', '--report-gbits'], "perf: unrecognized option '--report-gbits'"],
   ])('%j → exit 2: %s', async (argv, first) => {
     expect(await usageError(argv)).toBe(first);
@@ -273,8 +301,8 @@ describe('perf text (perftest formats)', () => {
         ' Dual-port       : OFF\t\tDevice         : mlx5_0\n' +
         ' Number of qps   : 1\t\tTransport type : IB\n' +
         ' Connection type : RC\t\tUsing SRQ      : OFF\n' +
-        ' PCIe relax order: Unsupported\t\tLock-free\t: Unsupported\n' +
-        ' ibv_wr* API     : OFF\t\tUsing DDP      : OFF\n' +
+        ' PCIe relax order: ON\n' +
+        ' ibv_wr* API     : OFF\n' +
         ' TX depth        : 128\n' +
         ' CQ Moderation   : 100\n' +
         ' Mtu             : 1024[B]\n' +

@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import { BufferIo } from '../../examples/common/io.js';
 import { main as devinfoMain } from '../../examples/devinfo.js';
 import { RESULT_LINE, runLoopback, type PerfResults, type PerfTestName } from '../../examples/perf.js';
-import { main as rcMain } from '../../examples/rc_pingpong.js';
+import { pingpongMain, type PingpongKind } from '../../examples/pingpong/core.js';
 import {
   IBV_LINK_LAYER_ETHERNET,
   ibv_close_device,
@@ -48,7 +48,13 @@ export function gidArgs(devName: string): string[] {
 }
 
 /** rc_pingpong server and client in this process, over TCP on 127.0.0.1 (the server on an ephemeral port). */
-export async function rcPingpongPair(extra: string[]): Promise<{ server: ProgramRun; client: ProgramRun }> {
+export function rcPingpongPair(extra: string[]): Promise<{ server: ProgramRun; client: ProgramRun }> {
+  return pingpongPair('RC', extra);
+}
+
+/** rc_, uc_ or ud_pingpong server and client in this process, over TCP on 127.0.0.1. */
+export async function pingpongPair(kind: PingpongKind, extra: string[]): Promise<{ server: ProgramRun; client: ProgramRun }> {
+  const rcMain = (argv: string[], mo: Parameters<typeof pingpongMain>[2]): Promise<number> => pingpongMain(kind, argv, mo);
   const [sdev, cdev] = twoEnds();
   const sio = new BufferIo();
   const cio = new BufferIo();
@@ -66,7 +72,8 @@ export async function rcPingpongPair(extra: string[]): Promise<{ server: Program
   };
 }
 
-const ADDRESS = /^ {2}(local address: |remote address:) LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID [0-9a-f:.]+$/;
+/** ud_pingpong prints its own address with "PSN ...: GID", the others with a comma. */
+const ADDRESS = /^ {2}(local address: |remote address:) LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}[,:] GID [0-9a-f:.]+$/;
 
 /** What a good rc_pingpong run prints, and what it must not. */
 export function expectPingpong(r: ProgramRun, size: number, iters: number): void {
@@ -85,7 +92,7 @@ export function expectPingpong(r: ProgramRun, size: number, iters: number): void
 
 /** The QPN the other side printed as its own is the one this side printed as remote. */
 export function expectAddressesCrossed(server: ProgramRun, client: ProgramRun): void {
-  const local = (out: string): string => (out.split('\n')[0] as string).replace('local address: ', '');
+  const local = (out: string): string => (out.split('\n')[0] as string).replace('local address: ', '').replace(': GID', ', GID');
   const remote = (out: string): string => (out.split('\n')[1] as string).replace('remote address:', '');
   expect(remote(client.out)).toBe(local(server.out));
   expect(remote(server.out)).toBe(local(client.out));

@@ -1,11 +1,13 @@
 /**
  * Faults on a cable, for the realtime runtime, where frames go straight
  * into a `CableEnd` with no link model to host a fault hook. A
- * `FaultyCableEnd` wraps the sending end and asks the injector about every
- * frame it sends: drop, corrupt, duplicate and reorder act at once; a delay
- * waits on a timer the runtime hands in (`setTimeout`, or a fake in tests).
- * Frames coming the other way pass untouched: to fault both directions,
- * wrap both ends with one injector.
+ * `FaultyCableEnd` wraps an end and asks the injector about every frame it
+ * sends (the rules with `on: tx`, in this end's direction) and every frame
+ * it receives (the rules with `on: rx`, in the other direction): drop,
+ * corrupt, duplicate and reorder act at once; a delay waits on a timer the
+ * runtime hands in (`setTimeout`, or a fake in tests). To fault both
+ * directions of a wire, wrap both ends with one injector; on a UDP cable to
+ * a peer the model does not run, `on: rx` rules fault what the peer sends.
  *
  * Timing here is the machine's: the clock is wall time, a delay is as
  * precise as the timer (Node's setTimeout rounds to whole milliseconds, at
@@ -14,7 +16,8 @@
  */
 import type { CableEnd, CableStats, FrameHandler } from '../cable.js';
 import type { FaultDirection } from './rules.js';
-import type { FaultInjector, FaultVerdict } from './injector.js';
+import type { FaultInjector } from './injector.js';
+import { carryOut } from './carry-out.js';
 
 export interface FaultyCableEndOptions {
   /** The direction frames sent on this end travel ('a->b' when wrapping end a). */
@@ -36,6 +39,8 @@ export class FaultyCableEnd implements CableEnd {
   readonly inner: CableEnd;
   readonly injector: FaultInjector;
   readonly #dir: FaultDirection;
+  /** The direction of the frames this end receives. */
+  readonly #rxDir: FaultDirection;
   readonly #now: () => number;
   readonly #setTimer: (ms: number, fn: () => void) => unknown;
   #closed = false;
@@ -46,6 +51,7 @@ export class FaultyCableEnd implements CableEnd {
     this.inner = inner;
     this.injector = injector;
     this.#dir = opts.direction;
+    this.#rxDir = opts.direction === 'a->b' ? 'b->a' : 'a->b';
     this.#now = opts.nowNs;
     this.#setTimer = opts.setTimer;
   }
@@ -55,50 +61,47 @@ export class FaultyCableEnd implements CableEnd {
       this.inner.send(frame); // the inner end counts it as dropped
       return;
     }
-    const v: FaultVerdict = this.injector.apply(frame, this.#now(), this.#dir);
-    switch (v.kind) {
-      case 'pass':
-        this.inner.send(frame);
-        break;
-      case 'replace':
-        this.inner.send(v.frame);
-        break;
-      case 'duplicate':
-        for (let i = 0; i <= v.count; i++) this.inner.send(frame);
-        break;
-      case 'delay': {
-        // The sender may reuse its buffer when send returns.
-        const copy = frame.slice();
-        this.#delayPending++;
-        this.#setTimer(v.ns / 1e6, () => {
-          this.#delayPending--;
-          if (this.#closed) this.#delayedAfterClose++;
-          else this.inner.send(copy);
-        });
-        break;
-      }
-      case 'drop':
-      case 'hold':
-        break;
-    }
-    if (v.release) for (const f of v.release) this.inner.send(f);
+    carryOut(this.injector.apply(frame, this.#now(), this.#dir, 'tx'), frame, (f) => this.inner.send(f), (ns, f) => this.#later(ns, () => this.inner.send(f)));
   }
 
-  /** Sends, now, the frames the injector still holds for reorder in this direction. */
-  flush(): number {
-    const frames = this.injector.flush(this.#dir);
-    for (const f of frames) this.inner.send(f);
-    return frames.length;
+  /** Runs `fn` after `ns`, unless the end has closed by then. */
+  #later(ns: number, fn: () => void): void {
+    this.#delayPending++;
+    this.#setTimer(ns / 1e6, () => {
+      this.#delayPending--;
+      if (this.#closed) this.#delayedAfterClose++;
+      else fn();
+    });
   }
+
+  /** Sends (and delivers), now, the frames the injector still holds for reorder at this end. */
+  flush(): number {
+    const frames = this.injector.flush(this.#dir, 'tx');
+    for (const f of frames) this.inner.send(f);
+    const received = this.injector.flush(this.#rxDir, 'rx');
+    for (const f of received) this.#handler?.(f);
+    return frames.length + received.length;
+  }
+
+  #handler: FrameHandler | null = null;
 
   onReceive(handler: FrameHandler | null): void {
-    this.inner.onReceive(handler);
+    this.#handler = handler;
+    if (!handler || !this.injector.rules.some((r) => r.on === 'rx')) {
+      this.inner.onReceive(handler); // no receive-side rules: frames go straight to the handler
+      return;
+    }
+    this.inner.onReceive((frame) => {
+      const deliver = (f: Uint8Array): void => this.#handler?.(f);
+      carryOut(this.injector.apply(frame, this.#now(), this.#rxDir, 'rx'), frame, deliver, (ns, f) => this.#later(ns, () => deliver(f)));
+    });
   }
 
   /** Closes the inner end; frames still held or waiting on a delay are not sent. */
   close(): void {
     this.#closed = true;
-    this.injector.flush(this.#dir);
+    this.injector.flush(this.#dir, 'tx');
+    this.injector.flush(this.#rxDir, 'rx');
     this.inner.close();
   }
 

@@ -18,7 +18,7 @@ import { type FrameClass, classifyFrame, corruptClassified, newFrameClass } from
 import { markCe } from './ecn.js';
 import { type RandomSource, mulberry32, streamSeed } from './random.js';
 import {
-  type FaultAction, type FaultDirection, FaultError, type FaultRule, type ResolvedFaultRule,
+  type FaultAction, type FaultDirection, FaultError, type FaultRule, type FaultStage, type ResolvedFaultRule,
   opcodeSelection, resolveFaultRule,
 } from './rules.js';
 import { formatFaultRule } from './spec.js';
@@ -171,6 +171,8 @@ interface Compiled {
   readonly p: number;
   /** A link-down at a fixed time: not evaluated per frame. */
   readonly timed: boolean;
+  /** 0: the rule acts as frames are sent (tx); 1: as they are received (rx). */
+  readonly stage: 0 | 1;
   /** Per direction (index 0: a->b). */
   readonly rnd: readonly [RandomSource, RandomSource];
   matched: number;
@@ -192,7 +194,8 @@ export class FaultInjector {
   /** Per direction: the link is down until this time (frame-triggered link-down), and which rule. */
   readonly #downUntil = [-1, -1];
   readonly #downRule = [-1, -1];
-  readonly #held: [Held[], Held[]] = [[], []];
+  /** Held for reorder, per stage and direction: index direction + 2 × stage (tx 0, rx 1). */
+  readonly #held: [Held[], Held[], Held[], Held[]] = [[], [], [], []];
   readonly #onLinkDown: ((ev: LinkDownEvent) => void) | null;
   readonly #onFired: ((ev: FaultFiredEvent) => void) | null;
   #frames = 0;
@@ -245,6 +248,7 @@ export class FaultInjector {
         count: m.count ?? Infinity,
         p: rule.probability ?? 1,
         timed: rule.action === 'link-down' && rule.atNs !== undefined,
+        stage: rule.on === 'rx' ? 1 : 0,
         rnd,
         matched: 0,
         fired: 0,
@@ -257,16 +261,19 @@ export class FaultInjector {
   }
 
   /** A hook for one direction of a link: `link.setFaultHook('a->b', injector.hook('a->b'))`. */
-  hook(direction: FaultDirection): (frame: Uint8Array, nowNs: number) => FaultVerdict {
-    return (frame, nowNs) => this.apply(frame, nowNs, direction);
+  hook(direction: FaultDirection, stage: FaultStage = 'tx'): (frame: Uint8Array, nowNs: number) => FaultVerdict {
+    return (frame, nowNs) => this.apply(frame, nowNs, direction, stage);
   }
 
   /**
-   * The fate of `frame`, leaving at `nowNs` in `direction`. `frame` is not
-   * modified and not kept (a held frame is copied).
+   * The fate of `frame`, leaving (stage 'tx') or arriving (stage 'rx') at
+   * `nowNs` in `direction`. Only the rules of that stage are tried; a link
+   * that is down drops at either. `frame` is not modified and not kept (a
+   * held frame is copied).
    */
-  apply(frame: Uint8Array, nowNs: number, direction: FaultDirection): FaultVerdict {
+  apply(frame: Uint8Array, nowNs: number, direction: FaultDirection, stage: FaultStage = 'tx'): FaultVerdict {
     const d = direction === 'a->b' ? 0 : 1;
+    const st = stage === 'rx' ? 1 : 0;
     const bit = d + 1;
     this.#frames++;
     this.#classified = false;
@@ -281,7 +288,7 @@ export class FaultInjector {
 
     let verdict: FaultVerdict = PASS;
     for (const r of this.#c) {
-      if ((r.dirMask & bit) === 0 || r.timed) continue;
+      if ((r.dirMask & bit) === 0 || r.timed || r.stage !== st) continue;
       if (nowNs < r.winFrom || nowNs >= r.winTo) continue;
       if (r.needsDecode) {
         const c = this.#classify(frame);
@@ -306,7 +313,7 @@ export class FaultInjector {
       break;
     }
     if (verdict === PASS) this.#passed++;
-    return this.#releaseDue(d, verdict, frame);
+    return this.#releaseDue(d + 2 * st, verdict, frame);
   }
 
   /** Whether the link is up in `direction` at `nowNs`, by the link-down rules seen so far. */
@@ -329,18 +336,24 @@ export class FaultInjector {
 
   /** Frames held for reorder in `direction` (or both), not yet released. */
   heldFrames(direction?: FaultDirection): number {
-    return direction === undefined ? this.#held[0].length + this.#held[1].length : this.#held[direction === 'a->b' ? 0 : 1].length;
+    const qs = direction === undefined ? [0, 1, 2, 3] : direction === 'a->b' ? [0, 2] : [1, 3];
+    return qs.reduce((n, q) => n + this.#held[q]!.length, 0);
   }
 
   /**
    * Hands back every held frame of `direction` (or both, a->b first), in
    * hold order, and forgets them: for the end of a run, or a cable closing.
    */
-  flush(direction?: FaultDirection): Uint8Array[] {
+  flush(direction?: FaultDirection, stage?: FaultStage): Uint8Array[] {
     const out: Uint8Array[] = [];
-    for (const d of direction === undefined ? [0, 1] : [direction === 'a->b' ? 0 : 1]) {
-      for (const h of this.#held[d]!) out.push(h.frame);
-      this.#held[d] = [];
+    const ds = direction === undefined ? [0, 1] : [direction === 'a->b' ? 0 : 1];
+    const ss = stage === undefined ? [0, 1] : [stage === 'rx' ? 1 : 0];
+    for (const s of ss) {
+      for (const d of ds) {
+        const q = d + 2 * s;
+        for (const h of this.#held[q]!) out.push(h.frame);
+        this.#held[q] = [];
+      }
     }
     this.#released += out.length;
     return out;
@@ -440,7 +453,7 @@ export class FaultInjector {
   }
 
   /**
-   * Frames held in direction `d` count down for each later frame that goes
+   * Frames held in queue `d` (direction + 2 × stage) count down for each later frame that goes
    * out (pass, replace, duplicate, delay); frames dropped or held do not
    * count. Those at zero ride on this verdict's `release`.
    */

@@ -69,10 +69,21 @@ export interface FaultMatch {
   window?: readonly [Duration, Duration | null];
 }
 
+/**
+ * Where a rule acts: 'tx', on frames as their port sends them (the
+ * default), or 'rx', on frames as their port receives them (from a peer the
+ * model does not run, such as a VM or a real NIC at the far end of a UDP
+ * cable).
+ */
+export type FaultStage = 'tx' | 'rx';
+export const FAULT_STAGES: readonly FaultStage[] = ['tx', 'rx'];
+
 export interface FaultRule {
   action: FaultAction;
   /** Default 'both'. */
   direction?: FaultDirectionSpec;
+  /** Default 'tx'. */
+  on?: FaultStage;
   match?: FaultMatch;
   /** Chance, 0..1, that a packet which passes the match fires the rule (default 1). */
   probability?: number;
@@ -106,6 +117,8 @@ export interface ResolvedFaultMatch {
 export interface ResolvedFaultRule {
   readonly action: FaultAction;
   readonly direction: FaultDirectionSpec;
+  /** Present only for 'rx' ('tx' is the default). */
+  readonly on?: FaultStage;
   readonly match: ResolvedFaultMatch;
   readonly probability?: number;
   readonly delayNs?: number;
@@ -122,7 +135,7 @@ export const MAX_REORDER_DEPTH = 4096;
 /** One hour: longer delays or outages are almost surely a unit slip. */
 export const MAX_FAULT_DURATION_NS = 3_600_000_000_000;
 
-const RULE_KEYS: readonly string[] = ['action', 'direction', 'match', 'probability', 'delayNs', 'copies', 'reorderDepth', 'downForNs', 'atNs', 'target', 'name'];
+const RULE_KEYS: readonly string[] = ['action', 'direction', 'on', 'match', 'probability', 'delayNs', 'copies', 'reorderDepth', 'downForNs', 'atNs', 'target', 'name'];
 const MATCH_KEYS: readonly string[] = ['opcode', 'qpn', 'psn', 'every', 'count', 'after', 'window'];
 
 /** The parameters each action takes; any other action's parameter is an error. */
@@ -305,11 +318,15 @@ export function resolveFaultRule(raw: unknown, index = -1): ResolvedFaultRule {
   if (typeof direction !== 'string' || !(FAULT_DIRECTIONS as readonly string[]).includes(direction)) {
     badRule(index, 'direction', `expected 'a->b', 'b->a' or 'both', got ${show(raw.direction)}`);
   }
+  const on = raw.on ?? 'tx';
+  if (typeof on !== 'string' || !(FAULT_STAGES as readonly string[]).includes(on)) {
+    badRule(index, 'on', `expected 'tx' (as the port sends) or 'rx' (as the port receives), got ${show(raw.on)}`);
+  }
   const r: {
-    action: FaultAction; direction: FaultDirectionSpec; match: ResolvedFaultMatch; probability?: number;
+    action: FaultAction; direction: FaultDirectionSpec; on?: FaultStage; match: ResolvedFaultMatch; probability?: number;
     delayNs?: number; copies?: number; reorderDepth?: number; downForNs?: number; atNs?: number;
     target?: CorruptTarget; name?: string;
-  } = { action: act, direction: direction as FaultDirectionSpec, match: resolveMatch(raw.match, index) };
+  } = { action: act, direction: direction as FaultDirectionSpec, ...(on === 'rx' ? { on: 'rx' as const } : {}), match: resolveMatch(raw.match, index) };
   if (raw.probability !== undefined) {
     const p = raw.probability;
     if (typeof p !== 'number' || !Number.isFinite(p) || p < 0 || p > 1) badRule(index, 'probability', `expected a number in [0, 1], got ${show(p)}`);

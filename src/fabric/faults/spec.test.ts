@@ -72,7 +72,7 @@ describe('parseFaultSpec: the --fault form', () => {
       ['', '', /empty fault/],
       ['explode', 'action', /unknown action "explode"; expected one of drop, corrupt/],
       ['drop:psn', '', /expected key=value, got "psn"/],
-      ['drop:colour=red', 'colour', /unknown key; expected one of dir, direction, opcode/],
+      ['drop:colour=red', 'colour', /unknown key; expected one of dir, direction, on, opcode/],
       ['drop:psn=1,psn=2', 'psn', /given twice/],
       ['drop:qpn=', 'qpn', /has no value/],
       ['drop:psn=a-b', 'psn', /expected an integer, got "a"/],
@@ -117,7 +117,7 @@ describe('resolveFaultRule: the object form', () => {
   it('typed errors naming the rule index and field', () => {
     const cases: [unknown, string, RegExp][] = [
       [null, '', /expected a rule object, got null/],
-      [{ action: 'drop', colour: 1 }, 'colour', /unknown field; expected one of action, direction, match/],
+      [{ action: 'drop', colour: 1 }, 'colour', /unknown field; expected one of action, direction, on, match/],
       [{ action: 'drop', match: { psm: 1 } }, 'match.psm', /unknown field; expected one of opcode, qpn, psn/],
       [{ action: 'drop', match: 3 }, 'match', /expected an object/],
       [{ action: 'drop', match: { psn: 5 } }, 'match.psn', /expected \[from, to\]/],

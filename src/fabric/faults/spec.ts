@@ -53,6 +53,7 @@ function probability(value: string, ctx: Ctx): number {
 
 const KEYS: readonly KeyDef[] = [
   { keys: ['dir', 'direction'], field: 'direction', set: (r, _m, v) => { r.direction = v as FaultRule['direction']; } },
+  { keys: ['on'], field: 'on', set: (r, _m, v) => { r.on = v as FaultRule['on']; } },
   { keys: ['opcode', 'op'], field: 'match.opcode', set: (_r, m, v) => { m.opcode = v; } },
   { keys: ['qpn', 'qp'], field: 'match.qpn', set: (_r, m, v) => { m.qpn = v; } },
   { keys: ['psn'], field: 'match.psn', set: (_r, m, v, c) => { m.psn = range(v, c, false); } },
@@ -137,6 +138,7 @@ export function formatFaultRule(raw: FaultRule | ResolvedFaultRule): string {
   const m = r.match;
   const parts: string[] = [];
   if (r.direction !== 'both') parts.push(`dir=${r.direction}`);
+  if (r.on === 'rx') parts.push('on=rx');
   if (m.opcode !== undefined) parts.push(`opcode=${fmtOpcode(m.opcode)}`);
   if (m.qpn !== undefined) parts.push(`qpn=${m.qpn}`);
   if (m.psn !== undefined) parts.push(m.psn[0] === m.psn[1] ? `psn=${m.psn[0]}` : `psn=${m.psn[0]}-${m.psn[1]}`);

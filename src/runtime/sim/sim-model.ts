@@ -28,8 +28,9 @@
 import type { HostMemory } from '../../device/host-memory.js';
 import type { HwCounters } from '../../device/counters.js';
 import { irqCount, type Bar } from '../../device/registers.js';
-import { FaultInjector, type FaultRule, type FaultStats, PASS, type ResolvedFaultRule } from '../../fabric/faults.js';
-import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats } from '../../fabric/link.js';
+import { carryOut, FaultInjector, type FaultRule, type FaultStats, PASS, type ResolvedFaultRule } from '../../fabric/faults.js';
+
+import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats, WIRE_PRIORITY } from '../../fabric/link.js';
 import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
 import { DEFAULT_SWITCH_CONFIG, type SwitchConfig } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
@@ -319,7 +320,18 @@ export class SimModel implements RunningModel {
     // A PAUSE quantum is 512 bit times at this link's rate.
     p.eth.pause.setLinkRate(link.params.linkRate);
     p.end = end;
-    end.onReceive((f) => p.onReceive(f));
+    const rxDir = fdir === 'a->b' ? 'b->a' : 'a->b';
+    if (faults?.rules.some((r) => r.on === 'rx')) {
+      // `on: rx` rules: the frame has crossed the link; its fate is decided as this port takes it
+      end.onReceive((f) => {
+        const deliver = (g: Uint8Array): void => p.onReceive(g);
+        carryOut(faults.apply(f, this.scheduler.now(), rxDir, 'rx'), f, deliver, (ns, g) => {
+          this.scheduler.schedule(this.scheduler.event(`${link.name}.rx-delay`, WIRE_PRIORITY, () => deliver(g)), this.scheduler.now() + ns);
+        });
+      });
+    } else {
+      end.onReceive((f) => p.onReceive(f));
+    }
     // The hook sees each frame as it starts serialization: the port's transmit tap, then the faults.
     const hook: FaultHook = faults
       ? (f, ns) => {

@@ -1,0 +1,283 @@
+/**
+ * perftest's ib_* programs in the guest (on rxe1, cabled to the model's
+ * rnic0 over QEMU's UDP socket netdev) against `rnic perf` on this host, in
+ * both roles:
+ *   A. `rnic perf <test>` serves here; `ib_<test> ... 10.0.2.2` in the guest
+ *      connects (QEMU user networking reaches this host's loopback as 10.0.2.2);
+ *   B. `ib_<test>` serves in the guest on a host-forwarded port; `rnic perf
+ *      <test> ... 127.0.0.1` connects to it from here.
+ * One model process holds the cable at a time, so the cases run one after
+ * the other on both sides; a side that starts early retries its connection.
+ *
+ *   node dist/hw-tests/perftest-cable.js [case name, or prefix*, ...]
+ *
+ * Prints one `HWTEST {json}` line per case and role (as run-cases.ts does);
+ * exit 0 all passed, 1 some failed, 3 the guest cannot run here.
+ */
+import { spawn } from 'node:child_process';
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { boot, CACHE, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
+import type { CaseResult } from './run-cases.js';
+
+export interface PerftestCase {
+  name: string;
+  /** write_bw, ..., atomic_lat: `ib_<test>` in the guest, `rnic perf <test>` here; uc_pingpong, ud_pingpong: `ibv_<test>` there, `rnic <test>` here. */
+  test: string;
+  /** The flags both ends get (perftest wants them alike on both sides). */
+  args: string[];
+  /** Flags for one end only (the GID index of each device, for the pingpongs). */
+  guestArgs?: string[];
+  modelArgs?: string[];
+}
+
+const isPingpong = (c: PerftestCase): boolean => c.test.endsWith('_pingpong');
+/** The guest's program and the model's command line for a case. */
+const guestProgram = (c: PerftestCase): string => (isPingpong(c) ? `ibv_${c.test}` : `ib_${c.test}`);
+const modelCommand = (c: PerftestCase): string[] => (isPingpong(c) ? [c.test] : ['perf', c.test]);
+/** rxe1's RoCE v2 IPv4 GID is index 1; rnic0's is 3 (docs/configuration.md). */
+const PINGPONG_GUEST = ['-g', '1'];
+const PINGPONG_MODEL = ['-g', '3'];
+
+const QUICK_BW = ['-n', '200', '-s', '4096'];
+const QUICK_LAT = ['-n', '200'];
+
+/** Each program once with near-default flags, then the flags the issue lists. */
+export const PERFTEST_CASES: PerftestCase[] = [
+  { name: 'write_bw', test: 'write_bw', args: QUICK_BW },
+  { name: 'read_bw', test: 'read_bw', args: QUICK_BW },
+  { name: 'send_bw', test: 'send_bw', args: QUICK_BW },
+  { name: 'atomic_bw', test: 'atomic_bw', args: ['-n', '200'] },
+  { name: 'write_lat', test: 'write_lat', args: QUICK_LAT },
+  { name: 'read_lat', test: 'read_lat', args: QUICK_LAT },
+  { name: 'send_lat', test: 'send_lat', args: QUICK_LAT },
+  { name: 'atomic_lat', test: 'atomic_lat', args: QUICK_LAT },
+  // -t 8 -u 20: up to 8 MiB messages; a TCG guest's rxe drops under 128 of them in flight within perftest's 67 ms timeout
+  { name: 'write_bw-a', test: 'write_bw', args: ['-a', '-n', '20', '-t', '8', '-u', '20'] },
+  { name: 'write_bw-b-a', test: 'write_bw', args: ['-b', '-a', '-n', '10', '-t', '8', '-u', '20'] },
+  // -u 18 (~1 s): a TCG guest's rxe answers 2 QPs × 2 directions slower than perftest's 67 ms ACK timeout
+  { name: 'write_bw-b-q2', test: 'write_bw', args: ['-b', '-q', '2', '-t', '32', '-u', '18', ...QUICK_BW] },
+  { name: 'send_bw-b', test: 'send_bw', args: ['-b', '-u', '18', ...QUICK_BW] },
+  { name: 'read_bw-o-Q', test: 'read_bw', args: ['-o', '4', '-Q', '10', ...QUICK_BW] },
+  { name: 'atomic_lat-CAS', test: 'atomic_lat', args: ['-A', 'CMP_AND_SWAP', ...QUICK_LAT] },
+  // -a on UD stops at the MTU: every size in reach of a TCG guest
+  { name: 'send_lat-UD-a', test: 'send_lat', args: ['-c', 'UD', '-a', '-n', '20'] },
+  { name: 'send_bw-i-r', test: 'send_bw', args: ['-i', '1', '-r', '64', ...QUICK_BW] },
+  // -t 8: UC does not resend; a TCG guest's rxe drops what comes faster than it can take
+  { name: 'send_bw-UC-gbits', test: 'send_bw', args: ['-c', 'UC', '--report_gbits', '-t', '8', ...QUICK_BW] },
+  { name: 'send_bw-UD-srq', test: 'send_bw', args: ['-c', 'UD', '--use-srq', '-t', '8', '-n', '200', '-s', '1024'] },
+  { name: 'send_lat-I-e', test: 'send_lat', args: ['-I', '64', '-e', ...QUICK_LAT] },
+  { name: 'write_bw-l-Q-t', test: 'write_bw', args: ['-l', '4', '-t', '64', '-Q', '4', '-n', '200', '-s', '1024'] },
+  { name: 'read_bw-m-u-F', test: 'read_bw', args: ['-m', '1024', '-u', '16', '-F', ...QUICK_BW] },
+  { name: 'write_bw-D', test: 'write_bw', args: ['-D', '4', '-s', '4096'] },
+  // rdma-core's examples: the ports of this project against the C programs
+  { name: 'uc_pingpong', test: 'uc_pingpong', args: ['-n', '50', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'uc_pingpong-e-c', test: 'uc_pingpong', args: ['-n', '50', '-s', '4096', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'ud_pingpong', test: 'ud_pingpong', args: ['-n', '50', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'srq_pingpong', test: 'srq_pingpong', args: ['-q', '4', '-n', '100', '-s', '1024'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+  { name: 'ud_pingpong-e-c', test: 'ud_pingpong', args: ['-n', '50', '-s', '512', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
+];
+
+function shQuote(a: string): string {
+  return /^[\w./=:,-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The guest's half: clients of part A, then servers of part B, each output line tagged with the case. */
+export function guestScript(cases: PerftestCase[], portA: (i: number) => number, portB: (i: number) => number): string {
+  const lines = [
+    'ip link set eth0 up; ip addr add 192.0.2.2/24 dev eth0; ip link set eth1 up; ip addr add 10.0.2.15/24 dev eth1',
+    'rdma link add rxe1 type rxe netdev eth0 || echo "rdma link add rxe1 failed" >&2',
+  ];
+  cases.forEach((c, i) => {
+    const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portA(i)), '10.0.2.2'].map(shQuote).join(' ');
+    // The model's server may not listen yet: retry while the program says it could not connect.
+    lines.push(
+      `for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2>&1; rc=$?; grep -q "Couldn't connect\\|Couldn't read/write remote address" /tmp/o || break; sleep 1; done`,
+    );
+    lines.push(`sed 's/^/PERFA|${c.name}| /' /tmp/o; echo "PERFA-END|${c.name}|$rc"`);
+  });
+  cases.forEach((c, i) => {
+    const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portB(i))].map(shQuote).join(' ');
+    lines.push(`timeout 200 ${cmd} > /tmp/o 2>&1; rc=$?`);
+    lines.push(`sed 's/^/PERFB|${c.name}| /' /tmp/o; echo "PERFB-END|${c.name}|$rc"`);
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+interface Run {
+  code: number | null;
+  out: string;
+}
+
+function runModel(args: string[], cfg: string, killAfterMs: number): Promise<Run> {
+  return new Promise((res) => {
+    const c = spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), ...args], {
+      env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const log = process.env['RNIC_HW_LOG'];
+    const add = (d: Buffer): void => {
+      out += d.toString();
+      if (log) appendFileSync(log, d);
+    };
+    c.stdout.on('data', add);
+    c.stderr.on('data', add);
+    const killer = setTimeout(() => c.kill('SIGKILL'), killAfterMs);
+    c.on('close', (code) => {
+      clearTimeout(killer);
+      res({ code, out });
+    });
+  });
+}
+
+/** What a finished run must show: a results table with a row (a BW or a latency row), or the pingpong's two lines. */
+function hasResults(out: string, test: string): boolean {
+  if (test.endsWith('_pingpong')) return /bytes in [\d.]+ seconds/.test(out) && /iters in [\d.]+ seconds/.test(out) && !/invalid data/.test(out);
+  const row = test.endsWith('_bw') ? /^ \d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$/m : /^ \d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+/m;
+  return row.test(out);
+}
+
+/** The server of read_lat / atomic_lat prints no table (perftest's passive side). */
+function passiveServer(test: string): boolean {
+  return test === 'read_lat' || test === 'atomic_lat';
+}
+
+export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results: CaseResult[]; note: string } | { cannot: string }> {
+  const q = qemuUsable();
+  if (q) return { cannot: q };
+  const k = ensureKernel();
+  const initrd = ensureInitramfs(k);
+  const accel = await pickAccel(k.vmlinuz, initrd);
+  const base = 30000 + (process.pid % 3000) * 4;
+  const [udpModel, udpQemu] = [base, base + 1];
+  const portA = (i: number): number => 40000 + (process.pid % 500) * 40 + i;
+  const portB = (i: number): number => 60000 + (process.pid % 100) * 40 + i;
+  const cfg = join(CACHE, `perftest-cable-${process.pid}.json`);
+  writeFileSync(
+    cfg,
+    JSON.stringify({
+      devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
+      cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` }],
+    }),
+  );
+  const fwd = cases.map((_, i) => `,hostfwd=tcp:127.0.0.1:${portB(i)}-:${portB(i)}`).join('');
+  const netArgs = [
+    '-netdev',
+    `socket,id=n0,udp=127.0.0.1:${udpModel},localaddr=127.0.0.1:${udpQemu}`,
+    '-device',
+    'virtio-net-pci,netdev=n0,mac=52:54:00:00:00:02',
+    '-netdev',
+    `user,id=u0${fwd}`,
+    '-device',
+    'virtio-net-pci,netdev=u0',
+  ];
+  let guestDone = false;
+  const host: { a: Run[]; b: Run[] } = { a: [], b: [] };
+  const driver = (async () => {
+    for (let i = 0; i < cases.length; i++) {
+      const c = cases[i] as PerftestCase;
+      host.a.push(await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portA(i))], cfg, 240_000));
+    }
+    for (let i = 0; i < cases.length; i++) {
+      const c = cases[i] as PerftestCase;
+      let r: Run = { code: null, out: 'not run' };
+      // Until the guest's server listens, QEMU accepts and drops: the version exchange then reads 0 bytes.
+      for (let t = 0; t < 120 && !guestDone; t++) {
+        r = await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portB(i)), '127.0.0.1'], cfg, 240_000);
+        if (
+          r.code === 0 ||
+          !/version: the other side closed the connection after 0 of|ECONNREFUSED|ECONNRESET|Couldn't read\/write remote address|read 0 of 52/.test(r.out)
+        )
+          break;
+        await new Promise((res) => setTimeout(res, 1000));
+      }
+      host.b.push(r);
+    }
+  })();
+  const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 1500) * 1000;
+  const t1 = Date.now();
+  const g = await boot(accel, k.vmlinuz, initrd, guestScript(cases, portA, portB), timeout, netArgs);
+  guestDone = true;
+  await driver;
+  rmSync(cfg, { force: true });
+  const results: CaseResult[] = [];
+  const guestPart = (tag: 'PERFA' | 'PERFB', name: string): { code: number | null; out: string } => {
+    const out = g.stdout
+      .split('\n')
+      .filter((l) => l.startsWith(`${tag}|${name}| `))
+      .map((l) => l.slice(`${tag}|${name}| `.length))
+      .join('\n');
+    const m = g.stdout.match(new RegExp(`^${tag}-END\\|${name.replace(/[-]/g, '\\-')}\\|(\\d+)$`, 'm'));
+    return { code: m ? Number(m[1]) : null, out };
+  };
+  const verdict = (r: { code: number | null; out: string }, test: string, isServer: boolean): boolean =>
+    r.code === 0 && (isServer && passiveServer(test) ? true : hasResults(r.out, test));
+  const tail = (s: string): string => s.trim().split('\n').slice(-6).join(' | ').slice(-600);
+  cases.forEach((c, i) => {
+    const ma = host.a[i] ?? { code: null, out: 'not run' };
+    const ga = guestPart('PERFA', c.name);
+    const mb = host.b[i] ?? { code: null, out: 'not run' };
+    const gb = guestPart('PERFB', c.name);
+    const tag = isPingpong(c) ? c.name : `perftest-${c.name}`;
+    const a = `${tag}-model-server-vs-${guestProgram(c)}-client-udp-cable`;
+    const b = `${tag}-${guestProgram(c)}-server-vs-model-client-udp-cable`;
+    const okMa = verdict(ma, c.test, true);
+    const okGa = verdict(ga, c.test, false);
+    const okMb = verdict(mb, c.test, false);
+    const okGb = verdict(gb, c.test, true);
+    results.push({
+      test: a,
+      provider: 'model',
+      device: 'rnic0',
+      result: okMa ? 'passed' : 'failed',
+      detail: okMa ? tail(ma.out).slice(-200) : `exit ${ma.code}: ${tail(ma.out)}`,
+      ms: 0,
+    });
+    results.push({
+      test: a,
+      provider: 'rdma-core',
+      device: 'rxe1',
+      result: okGa ? 'passed' : 'failed',
+      detail: ga.code === null ? 'no result from the guest' : `exit ${ga.code}: ${tail(ga.out)}`,
+      ms: 0,
+    });
+    results.push({
+      test: b,
+      provider: 'model',
+      device: 'rnic0',
+      result: okMb ? 'passed' : 'failed',
+      detail: okMb ? tail(mb.out).slice(-200) : `exit ${mb.code}: ${tail(mb.out)}`,
+      ms: 0,
+    });
+    results.push({
+      test: b,
+      provider: 'rdma-core',
+      device: 'rxe1',
+      result: okGb ? 'passed' : 'failed',
+      detail: gb.code === null ? 'no result from the guest' : `exit ${gb.code}: ${tail(gb.out)}`,
+      ms: 0,
+    });
+  });
+  const note = `guest: ${accel.toUpperCase()}, ready in ${g.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s${g.timedOut ? `, killed after ${timeout / 1000} s` : ''}`;
+  if (process.env['RNIC_HW_DUMP'])
+    writeFileSync(
+      process.env['RNIC_HW_DUMP'],
+      `${g.stdout}\n==== host A\n${host.a.map((r) => r.out).join('\n----\n')}\n==== host B\n${host.b.map((r) => r.out).join('\n----\n')}\n==== console\n${g.console.slice(-3000)}`,
+    );
+  return { results, note };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const filter = process.argv.slice(2);
+  // A name selects that case; a name ending in * every case it begins.
+  const cases = PERFTEST_CASES.filter((c) => filter.length === 0 || filter.some((f) => (f.endsWith('*') ? c.name.startsWith(f.slice(0, -1)) : c.name === f)));
+  const r = await runPerftestCable(cases);
+  if ('cannot' in r) {
+    process.stderr.write(`perftest-cable: cannot run here: ${r.cannot}\n`);
+    process.exit(3);
+  }
+  for (const x of r.results) process.stdout.write(`HWTEST ${JSON.stringify(x)}\n`);
+  process.stderr.write(`${r.note}\n`);
+  process.exit(r.results.every((x) => x.result === 'passed') ? 0 : 1);
+}
