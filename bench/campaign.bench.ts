@@ -36,6 +36,8 @@ export async function benchCampaign(seeds = 100, repeats = 5): Promise<CampaignB
 
 export function printCampaign(b: CampaignBench): void {
   console.log(`\ncampaign (default campaign, seeds 0..${b.seeds - 1}, inline on one core, ${b.repeats.length} repeats)`);
-  console.log(`  seeds/s per core: min ${b.min.toFixed(1)}, median ${b.median.toFixed(1)}, max ${b.max.toFixed(1)}  (repeats: ${b.repeats.map((x) => x.toFixed(1)).join(', ')})`);
+  console.log(
+    `  seeds/s per core: min ${b.min.toFixed(1)}, median ${b.median.toFixed(1)}, max ${b.max.toFixed(1)}  (repeats: ${b.repeats.map((x) => x.toFixed(1)).join(', ')})`,
+  );
   console.log(`  ${b.failed} of ${b.seeds} seeds failed their checks`);
 }

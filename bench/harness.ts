@@ -36,5 +36,5 @@ export function fmtRate(r: Rate): string {
 }
 
 export function ratio(r: Rate, base: Rate): string {
-  return `${((r.opsPerSec * r.bytesPerOp) / (base.opsPerSec * base.bytesPerOp) * 100).toFixed(1)}%`;
+  return `${(((r.opsPerSec * r.bytesPerOp) / (base.opsPerSec * base.bytesPerOp)) * 100).toFixed(1)}%`;
 }

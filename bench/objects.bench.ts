@@ -16,13 +16,58 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import {
-  DEFAULT_CONFIG, IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE, IBV_QP_ACCESS_FLAGS, IBV_QP_AV,
-  IBV_QP_DEST_QPN, IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MIN_RNR_TIMER, IBV_QP_PATH_MTU, IBV_QP_PKEY_INDEX,
-  IBV_QP_PORT, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY, IBV_QP_RQ_PSN, IBV_QP_SQ_PSN, IBV_QP_STATE, IBV_QP_TIMEOUT, IBV_QPS_INIT,
-  IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RC, IBV_MTU_1024, ibv_alloc_pd, ibv_close_device, ibv_create_cq, ibv_create_qp, ibv_dealloc_pd,
-  ibv_dereg_mr, ibv_destroy_cq, ibv_destroy_qp, ibv_get_device_list, ibv_modify_qp, ibv_open_device, ibv_post_recv, ibv_query_gid,
-  ibv_query_pkey, ibv_reg_mr, newAhAttr, newGid, newQpAttr, newQpCap, restartModel, rnic_alloc_buf, startSimModel, stopModel,
-  type ibv_context, type ibv_cq, type ibv_pd, type ibv_qp, type ModelConfig,
+  DEFAULT_CONFIG,
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_REMOTE_READ,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_QP_ACCESS_FLAGS,
+  IBV_QP_AV,
+  IBV_QP_DEST_QPN,
+  IBV_QP_MAX_DEST_RD_ATOMIC,
+  IBV_QP_MAX_QP_RD_ATOMIC,
+  IBV_QP_MIN_RNR_TIMER,
+  IBV_QP_PATH_MTU,
+  IBV_QP_PKEY_INDEX,
+  IBV_QP_PORT,
+  IBV_QP_RETRY_CNT,
+  IBV_QP_RNR_RETRY,
+  IBV_QP_RQ_PSN,
+  IBV_QP_SQ_PSN,
+  IBV_QP_STATE,
+  IBV_QP_TIMEOUT,
+  IBV_QPS_INIT,
+  IBV_QPS_RTR,
+  IBV_QPS_RTS,
+  IBV_QPT_RC,
+  IBV_MTU_1024,
+  ibv_alloc_pd,
+  ibv_close_device,
+  ibv_create_cq,
+  ibv_create_qp,
+  ibv_dealloc_pd,
+  ibv_dereg_mr,
+  ibv_destroy_cq,
+  ibv_destroy_qp,
+  ibv_get_device_list,
+  ibv_modify_qp,
+  ibv_open_device,
+  ibv_post_recv,
+  ibv_query_gid,
+  ibv_query_pkey,
+  ibv_reg_mr,
+  newAhAttr,
+  newGid,
+  newQpAttr,
+  newQpCap,
+  restartModel,
+  rnic_alloc_buf,
+  startSimModel,
+  stopModel,
+  type ibv_context,
+  type ibv_cq,
+  type ibv_pd,
+  type ibv_qp,
+  type ModelConfig,
 } from '../src/index.js';
 
 export interface Spread {
@@ -97,24 +142,49 @@ function verbRows(ctx: ibv_context, n: number, rounds: number): ObjectsRow[] {
   const pd = ibv_alloc_pd(ctx);
   const rows: ObjectsRow[] = [];
   const pkeyOut = { pkey: 0 };
-  const base = perCall(n, rounds, () => void ibv_query_pkey(ctx, 1, 0, pkeyOut), () => {});
+  const base = perCall(
+    n,
+    rounds,
+    () => void ibv_query_pkey(ctx, 1, 0, pkeyOut),
+    () => {},
+  );
   rows.push({ name: 'empty mailbox round trip (ibv_query_pkey)', unit: 'µs', value: base, note: 'baseline' });
   const cqs: ibv_cq[] = [];
-  const cqRow = perCall(n, rounds, () => void cqs.push(ibv_create_cq(ctx, 16, null, null, 0)), () => {
-    for (const c of cqs.splice(0)) ibv_destroy_cq(c);
-  });
+  const cqRow = perCall(
+    n,
+    rounds,
+    () => void cqs.push(ibv_create_cq(ctx, 16, null, null, 0)),
+    () => {
+      for (const c of cqs.splice(0)) ibv_destroy_cq(c);
+    },
+  );
   rows.push({ name: 'ibv_create_cq (16 CQEs)', unit: 'µs', value: cqRow, note: `${(cqRow.median / base.median).toFixed(1)}× baseline; target ≤ 20 µs` });
   const cq = ibv_create_cq(ctx, 64, null, null, 0);
   const qps: ibv_qp[] = [];
-  const qpRow = perCall(n, rounds, () => void qps.push(createQp(pd, cq)), () => {
-    for (const q of qps.splice(0)) ibv_destroy_qp(q);
+  const qpRow = perCall(
+    n,
+    rounds,
+    () => void qps.push(createQp(pd, cq)),
+    () => {
+      for (const q of qps.splice(0)) ibv_destroy_qp(q);
+    },
+  );
+  rows.push({
+    name: 'ibv_create_qp (RC, 16 + 16 WRs)',
+    unit: 'µs',
+    value: qpRow,
+    note: `${(qpRow.median / base.median).toFixed(1)}× baseline; target ≤ 20 µs`,
   });
-  rows.push({ name: 'ibv_create_qp (RC, 16 + 16 WRs)', unit: 'µs', value: qpRow, note: `${(qpRow.median / base.median).toFixed(1)}× baseline; target ≤ 20 µs` });
   const buf = rnic_alloc_buf(ctx, 1 << 16, 4096);
   const mrs: ReturnType<typeof ibv_reg_mr>[] = [];
-  const mrRow = perCall(n, rounds, () => void mrs.push(ibv_reg_mr(pd, buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)), () => {
-    for (const m of mrs.splice(0)) ibv_dereg_mr(m);
-  });
+  const mrRow = perCall(
+    n,
+    rounds,
+    () => void mrs.push(ibv_reg_mr(pd, buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)),
+    () => {
+      for (const m of mrs.splice(0)) ibv_dereg_mr(m);
+    },
+  );
   rows.push({ name: 'ibv_reg_mr (64 KiB)', unit: 'µs', value: mrRow, note: `${(mrRow.median / base.median).toFixed(1)}× baseline` });
   ibv_destroy_cq(cq);
   ibv_dealloc_pd(pd);
@@ -136,7 +206,7 @@ function manyQps(ctx: ibv_context, count: number, rounds: number, measureActive 
   const recvMr = ibv_reg_mr(pd, rnic_alloc_buf(ctx, 4096, 4096), IBV_ACCESS_LOCAL_WRITE);
   // 16 send WQEs of 64 B and 16 receive WQEs of 32 B (1 SGE): the ring bytes.
   const probe = createQp(pd, cq);
-  const ringBytes = (probe as unknown as { sqSize: number; sqLogStride: number; rqSize: number; rqLogStride: number });
+  const ringBytes = probe as unknown as { sqSize: number; sqLogStride: number; rqSize: number; rqLogStride: number };
   const rings = (ringBytes.sqSize << ringBytes.sqLogStride) + (ringBytes.rqSize << ringBytes.rqLogStride);
   ibv_destroy_qp(probe);
   for (let r = 0; r < rounds; r++) {
@@ -172,12 +242,24 @@ function manyQps(ctx: ibv_context, count: number, rounds: number, measureActive 
   ibv_dealloc_pd(pd);
   const k = `${count / 1000} K`;
   const extra: ObjectsRow[] = active.length
-    ? [{ name: `${k} QPs to INIT, a receive posted: more JS heap per QP`, unit: 'B', value: spread(active), note: 'the pipeline\'s per-QP state, made on first use' }]
+    ? [
+        {
+          name: `${k} QPs to INIT, a receive posted: more JS heap per QP`,
+          unit: 'B',
+          value: spread(active),
+          note: "the pipeline's per-QP state, made on first use",
+        },
+      ]
     : [];
   return [
     { name: `${k} ibv_create_qp`, unit: 's', value: spread(secs), note: count >= 100_000 ? 'target ≤ 5 s' : '' },
     { name: `${k} QPs: JS heap per QP`, unit: 'B', value: spread(heap), note: 'driver + firmware + pipeline objects' },
-    { name: `${k} QPs: host memory per QP beyond its ${rings} ring bytes`, unit: 'B', value: spread(host), note: 'record + alignment; target heap + this ≤ 2 KiB' },
+    {
+      name: `${k} QPs: host memory per QP beyond its ${rings} ring bytes`,
+      unit: 'B',
+      value: spread(host),
+      note: 'record + alignment; target heap + this ≤ 2 KiB',
+    },
     ...extra,
   ];
 }
@@ -185,7 +267,12 @@ function manyQps(ctx: ibv_context, count: number, rounds: number, measureActive 
 function twoHostConfig(extraCaps: Record<string, unknown> = {}, memoryBytes?: number): ModelConfig {
   return {
     ...DEFAULT_CONFIG,
-    devices: DEFAULT_CONFIG.devices.map((d) => ({ ...d, memoryBytes: memoryBytes ?? d.memoryBytes, caps: { ...d.caps, ...extraCaps }, ports: d.ports.map((p) => ({ ...p })) })),
+    devices: DEFAULT_CONFIG.devices.map((d) => ({
+      ...d,
+      memoryBytes: memoryBytes ?? d.memoryBytes,
+      caps: { ...d.caps, ...extraCaps },
+      ports: d.ports.map((p) => ({ ...p })),
+    })),
   };
 }
 
@@ -233,7 +320,13 @@ export async function seedSetup(): Promise<void> {
       ah.grh.sgid_index = 1;
       ah.grh.hop_limit = 64;
       r.ah_attr = ah;
-      ok(ibv_modify_qp(me.qp, r, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+      ok(
+        ibv_modify_qp(
+          me.qp,
+          r,
+          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+        ),
+      );
       const s = newQpAttr();
       s.qp_state = IBV_QPS_RTS;
       s.sq_psn = 0;
@@ -291,7 +384,12 @@ export async function benchObjects(opts: ObjectsBenchOptions = {}): Promise<Obje
     rows.push(...manyQps(ctx, 10_000, 3));
     if (opts.big !== false) rows.push(...manyQps(ctx, 100_000, 3));
     const s = spread(seeds);
-    rows.push({ name: 'campaign seed setup: start 2 hosts, open, 6 QPs to RTS, CQs, MRs, teardown', unit: 'seeds/s', value: s, note: 'target ≥ 20 seeds/s per core overall' });
+    rows.push({
+      name: 'campaign seed setup: start 2 hosts, open, 6 QPs to RTS, CQs, MRs, teardown',
+      unit: 'seeds/s',
+      value: s,
+      note: 'target ≥ 20 seeds/s per core overall',
+    });
     ibv_close_device(ctx);
     await stopModel();
     out.push({ runtime: 'sim runtime (startSimModel)', rows });

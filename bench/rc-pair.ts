@@ -3,12 +3,44 @@
  * what the verbs benchmarks measure with. Modeled on rc_pingpong's setup.
  */
 import {
-  IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE, IBV_MTU_4096, IBV_QP_ACCESS_FLAGS, IBV_QP_AV,
-  IBV_QP_DEST_QPN, IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MIN_RNR_TIMER, IBV_QP_PATH_MTU, IBV_QP_PKEY_INDEX,
-  IBV_QP_PORT, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY, IBV_QP_RQ_PSN, IBV_QP_SQ_PSN, IBV_QP_STATE, IBV_QP_TIMEOUT, IBV_QPS_INIT,
-  IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RC, ibv_alloc_pd, ibv_create_cq, ibv_create_qp, ibv_get_device_list, ibv_modify_qp,
-  ibv_open_device, ibv_query_gid, ibv_reg_mr, newGid, newQpAttr, rnic_alloc_buf,
-  type ibv_context, type ibv_cq, type ibv_mr, type ibv_qp,
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_REMOTE_READ,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_MTU_4096,
+  IBV_QP_ACCESS_FLAGS,
+  IBV_QP_AV,
+  IBV_QP_DEST_QPN,
+  IBV_QP_MAX_DEST_RD_ATOMIC,
+  IBV_QP_MAX_QP_RD_ATOMIC,
+  IBV_QP_MIN_RNR_TIMER,
+  IBV_QP_PATH_MTU,
+  IBV_QP_PKEY_INDEX,
+  IBV_QP_PORT,
+  IBV_QP_RETRY_CNT,
+  IBV_QP_RNR_RETRY,
+  IBV_QP_RQ_PSN,
+  IBV_QP_SQ_PSN,
+  IBV_QP_STATE,
+  IBV_QP_TIMEOUT,
+  IBV_QPS_INIT,
+  IBV_QPS_RTR,
+  IBV_QPS_RTS,
+  IBV_QPT_RC,
+  ibv_alloc_pd,
+  ibv_create_cq,
+  ibv_create_qp,
+  ibv_get_device_list,
+  ibv_modify_qp,
+  ibv_open_device,
+  ibv_query_gid,
+  ibv_reg_mr,
+  newGid,
+  newQpAttr,
+  rnic_alloc_buf,
+  type ibv_context,
+  type ibv_cq,
+  type ibv_mr,
+  type ibv_qp,
 } from '../src/index.js';
 
 export interface Side {
@@ -34,7 +66,10 @@ export function rcPair(bufBytes: number, depth: number): [Side, Side] {
     const pd = ibv_alloc_pd(ctx);
     const cq = ibv_create_cq(ctx, depth * 2, null, null, 0);
     const qp = ibv_create_qp(pd, {
-      send_cq: cq, recv_cq: cq, qp_type: IBV_QPT_RC, sq_sig_all: 0,
+      send_cq: cq,
+      recv_cq: cq,
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
       cap: { max_send_wr: depth, max_recv_wr: depth, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 64 },
     });
     const buf = rnic_alloc_buf(ctx, bufBytes);
@@ -47,7 +82,10 @@ export function rcPair(bufBytes: number, depth: number): [Side, Side] {
     check(ibv_modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 'INIT');
     return { ctx, cq, qp, buf, mr };
   }) as [Side, Side];
-  for (const [me, peer] of [[sides[0], sides[1]], [sides[1], sides[0]]] as const) {
+  for (const [me, peer] of [
+    [sides[0], sides[1]],
+    [sides[1], sides[0]],
+  ] as const) {
     const gid = newGid();
     check(ibv_query_gid(peer.ctx, 1, GID_INDEX, gid), 'query_gid');
     const a = newQpAttr();
@@ -62,7 +100,10 @@ export function rcPair(bufBytes: number, depth: number): [Side, Side] {
     a.ah_attr.grh.sgid_index = GID_INDEX;
     a.ah_attr.grh.hop_limit = 64;
     a.ah_attr.port_num = 1;
-    check(ibv_modify_qp(me.qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 'RTR');
+    check(
+      ibv_modify_qp(me.qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+      'RTR',
+    );
     a.qp_state = IBV_QPS_RTS;
     a.timeout = 14;
     a.retry_cnt = 7;

@@ -14,8 +14,16 @@
  * - RDMA WRITE 8 B, post + poll to completion: the whole round on the device.
  */
 import {
-  IBV_SEND_SIGNALED, IBV_WR_RDMA_WRITE, ibv_get_device_list, ibv_poll_cq, ibv_post_send, ibv_query_qp, newQpAttr, newWcArray,
-  type ibv_qp_init_attr, type ibv_send_wr,
+  IBV_SEND_SIGNALED,
+  IBV_WR_RDMA_WRITE,
+  ibv_get_device_list,
+  ibv_poll_cq,
+  ibv_post_send,
+  ibv_query_qp,
+  newQpAttr,
+  newWcArray,
+  type ibv_qp_init_attr,
+  type ibv_send_wr,
 } from '../src/index.js';
 import { rdmaCoreAddon } from '../src/driver/rdma-core/addon.js';
 import { RcContext, RcCq, RcDevice, RcPd, RcQp, rdmaCoreProvider } from '../src/driver/rdma-core/provider.js';
@@ -55,14 +63,23 @@ export async function benchRdmaCore(devName?: string): Promise<RdmaCoreBenchResu
     ibv_query_qp(x.qp, qa, 0, init);
     const over = init.cap.max_send_sge + 1;
     const bad: ibv_send_wr = {
-      wr_id: 1n, next: null, opcode: IBV_WR_RDMA_WRITE, send_flags: IBV_SEND_SIGNALED, num_sge: over,
+      wr_id: 1n,
+      next: null,
+      opcode: IBV_WR_RDMA_WRITE,
+      send_flags: IBV_SEND_SIGNALED,
+      num_sge: over,
       sg_list: Array.from({ length: over }, () => ({ addr: src.mr.addr, length: 8, lkey: src.mr.lkey })),
       wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey } },
     };
     out.push({ name: `ibv_post_send refused by the provider lib (${over} SGEs)`, ns: time(100_000, () => ibv_post_send(x.qp, bad)) });
     const wr: ibv_send_wr = {
-      wr_id: 2n, next: null, opcode: IBV_WR_RDMA_WRITE, send_flags: IBV_SEND_SIGNALED, num_sge: 1,
-      sg_list: [{ addr: src.mr.addr, length: 8, lkey: src.mr.lkey }], wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey } },
+      wr_id: 2n,
+      next: null,
+      opcode: IBV_WR_RDMA_WRITE,
+      send_flags: IBV_SEND_SIGNALED,
+      num_sge: 1,
+      sg_list: [{ addr: src.mr.addr, length: 8, lkey: src.mr.lkey }],
+      wr: { rdma: { remote_addr: dst.mr.addr, rkey: dst.mr.rkey } },
     };
     out.push({
       name: 'RDMA WRITE 8 B: post + poll to completion',
@@ -100,8 +117,13 @@ export function benchRdmaCoreJs(): RdmaCoreBenchResult[] | string {
   mutable['pollCq'] = () => 1;
   try {
     const wr: ibv_send_wr = {
-      wr_id: 2n, next: null, opcode: IBV_WR_RDMA_WRITE, send_flags: IBV_SEND_SIGNALED, num_sge: 1,
-      sg_list: [{ addr: 0x10000n, length: 8, lkey: 5 }], wr: { rdma: { remote_addr: 0x20000n, rkey: 6 } },
+      wr_id: 2n,
+      next: null,
+      opcode: IBV_WR_RDMA_WRITE,
+      send_flags: IBV_SEND_SIGNALED,
+      num_sge: 1,
+      sg_list: [{ addr: 0x10000n, length: 8, lkey: 5 }],
+      wr: { rdma: { remote_addr: 0x20000n, rkey: 6 } },
     };
     const wc = newWcArray(1);
     return [

@@ -18,9 +18,7 @@
 import { crc32 } from 'node:zlib';
 import { startSimModel, stopModel } from '../src/boot.js';
 import { DEFAULT_CONFIG } from '../src/runtime/config.js';
-import {
-  IBV_SEND_SIGNALED, IBV_WC_SUCCESS, IBV_WR_RDMA_WRITE, ibv_poll_cq, ibv_post_send, newWcArray, type ibv_send_wr,
-} from '../src/index.js';
+import { IBV_SEND_SIGNALED, IBV_WC_SUCCESS, IBV_WR_RDMA_WRITE, ibv_poll_cq, ibv_post_send, newWcArray, type ibv_send_wr } from '../src/index.js';
 import { rcPair, type Side } from './rc-pair.js';
 import { benchScheduler } from './sim.bench.js';
 
@@ -101,7 +99,11 @@ async function oneRound(size: number, simulatedMs: number): Promise<Round> {
 function writeStream(a: Side, b: Side, size: number, count: number, depth: number, sigEvery: number): void {
   const wc = newWcArray(16);
   const wr: ibv_send_wr = {
-    wr_id: 0n, next: null, num_sge: 1, opcode: IBV_WR_RDMA_WRITE, send_flags: 0,
+    wr_id: 0n,
+    next: null,
+    num_sge: 1,
+    opcode: IBV_WR_RDMA_WRITE,
+    send_flags: 0,
     sg_list: [{ addr: a.mr.addr, length: size, lkey: a.mr.lkey }],
     wr: { rdma: { remote_addr: b.mr.addr, rkey: b.mr.rkey } },
   };
@@ -191,10 +193,14 @@ export function printSimStream(results: readonly SimStreamResult[], vsBaseline: 
     console.log(`  per CPU second      ${fmtSpread(r.hopsPerCpuSec, fmtK).padEnd(30)} ${vsBaseline(`${r.key}-cpu`, r.hopsPerCpuSec.median, r.noQueuePerSec)}`);
     console.log(`  wall ms per sim ms  ${fmtSpread(r.wallMsPerSimMs, (x) => x.toFixed(2))}`);
     console.log(`  events per frame    ${r.eventsPerFrame.toFixed(2)}   (${r.virtualGbps.toFixed(1)} Gb/s virtual)`);
-    console.log(`  same run: byte work alone (2 x crc32 + 2 x copy of the payload) ${fmtK(r.byteFloorPerSec)} frames/s; ` +
-      `the simulator at ${((r.hopsPerCpuSec.median / r.byteFloorPerSec) * 100).toFixed(0)}% of it per CPU second`);
-    console.log(`  same run: scheduler no-queue loop ${(r.noQueuePerSec / 1e6).toFixed(0)} M callbacks/s; ` +
-      `packet-hops at ${((r.hopsPerSec.median / r.noQueuePerSec) * 1e6).toFixed(1)} per M no-queue callbacks`);
+    console.log(
+      `  same run: byte work alone (2 x crc32 + 2 x copy of the payload) ${fmtK(r.byteFloorPerSec)} frames/s; ` +
+        `the simulator at ${((r.hopsPerCpuSec.median / r.byteFloorPerSec) * 100).toFixed(0)}% of it per CPU second`,
+    );
+    console.log(
+      `  same run: scheduler no-queue loop ${(r.noQueuePerSec / 1e6).toFixed(0)} M callbacks/s; ` +
+        `packet-hops at ${((r.hopsPerSec.median / r.noQueuePerSec) * 1e6).toFixed(1)} per M no-queue callbacks`,
+    );
   }
 }
 

@@ -45,11 +45,16 @@ function workload(pending: number): { sched: Scheduler; counter: () => number } 
 
 export function benchScheduler(pending = 1000, budgetMs = 300): SchedulerBenchResult {
   const { sched, counter } = workload(pending);
-  const sim = measure(`scheduler, ${pending} pending events`, 0, (n) => {
-    const before = counter();
-    const ran = sched.runUntilIdle(n);
-    if (ran !== n || counter() - before !== n) throw new Error('scheduler benchmark lost events');
-  }, budgetMs);
+  const sim = measure(
+    `scheduler, ${pending} pending events`,
+    0,
+    (n) => {
+      const before = counter();
+      const ran = sched.runUntilIdle(n);
+      if (ran !== n || counter() - before !== n) throw new Error('scheduler benchmark lost events');
+    },
+    budgetMs,
+  );
 
   const deltas = new Float64Array(4096).fill(3);
   let k = 0;
@@ -62,14 +67,19 @@ export function benchScheduler(pending = 1000, budgetMs = 300): SchedulerBenchRe
       t += deltas[k++ & 4095]!;
     });
   }
-  const base = measure(`baseline: ${pending} callbacks round-robin, no queue`, 0, (n) => {
-    let j = 0;
-    for (let i = 0; i < n; i++) {
-      const cb = cbs[j]!;
-      cb();
-      if (++j === pending) j = 0;
-    }
-  }, budgetMs);
+  const base = measure(
+    `baseline: ${pending} callbacks round-robin, no queue`,
+    0,
+    (n) => {
+      let j = 0;
+      for (let i = 0; i < n; i++) {
+        const cb = cbs[j]!;
+        cb();
+        if (++j === pending) j = 0;
+      }
+    },
+    budgetMs,
+  );
   if (fired === 0.5 || t < 0) console.log(fired, t);
   return { pending, eventsPerSec: sim.opsPerSec, baselinePerSec: base.opsPerSec, rates: [sim, base] };
 }
@@ -111,13 +121,18 @@ export function benchLink(budgetMs = 300): LinkBenchResult {
   }
   let frames = 0;
   let events = 0;
-  const r = measure('SimLink, 1500 B both ways at 94% load', 1500, (n) => {
-    const d0 = delivered;
-    const e0 = sched.eventsRun;
-    sched.runUntilIdle(n);
-    frames = delivered - d0;
-    events = sched.eventsRun - e0;
-  }, budgetMs);
+  const r = measure(
+    'SimLink, 1500 B both ways at 94% load',
+    1500,
+    (n) => {
+      const d0 = delivered;
+      const e0 = sched.eventsRun;
+      sched.runUntilIdle(n);
+      frames = delivered - d0;
+      events = sched.eventsRun - e0;
+    },
+    budgetMs,
+  );
   return { framesPerSec: (r.opsPerSec * frames) / events, eventsPerSec: r.opsPerSec };
 }
 

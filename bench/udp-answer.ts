@@ -26,7 +26,10 @@ async function freeUdpPort(): Promise<number> {
 
 /** An ARP request from 02:00:00:00:00:99 / 192.0.2.99 for 192.0.2.1. */
 function arpRequest(): Buffer {
-  return Buffer.from('ffffffffffff' + '020000000099' + '0806' + '0001' + '0800' + '06' + '04' + '0001' + '020000000099' + 'c0000263' + '000000000000' + 'c0000201', 'hex');
+  return Buffer.from(
+    'ffffffffffff' + '020000000099' + '0806' + '0001' + '0800' + '06' + '04' + '0001' + '020000000099' + 'c0000263' + '000000000000' + 'c0000201',
+    'hex',
+  );
 }
 
 function stats(xs: number[]): string {
@@ -76,7 +79,10 @@ if (process.argv[2] === 'pinger') {
   const cfg = {
     workers,
     devices: [dev(0), dev(1), dev(2)],
-    cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${pm}`, remote: `127.0.0.1:${pp}` }, { kind: 'wire', a: 'rnic1:1', b: 'rnic2:1' }],
+    cables: [
+      { kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${pm}`, remote: `127.0.0.1:${pp}` },
+      { kind: 'wire', a: 'rnic1:1', b: 'rnic2:1' },
+    ],
   };
   writeFileSync(join(dir, 'm.json'), JSON.stringify(cfg));
   process.env.RNIC_CONFIG = join(dir, 'm.json');

@@ -35,7 +35,13 @@ async function side(role: 'ping' | 'echo', iters: number, size: number, send: (m
   const ctx = v.ibv_open_device(dev!);
   const pd = v.ibv_alloc_pd(ctx);
   const cq = v.ibv_create_cq(ctx, 64, null, null, 0);
-  const qp = v.ibv_create_qp(pd, { send_cq: cq, recv_cq: cq, qp_type: v.IBV_QPT_RC, sq_sig_all: 1, cap: { max_send_wr: 4, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 } });
+  const qp = v.ibv_create_qp(pd, {
+    send_cq: cq,
+    recv_cq: cq,
+    qp_type: v.IBV_QPT_RC,
+    sq_sig_all: 1,
+    cap: { max_send_wr: 4, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+  });
   const buf = v.rnic_alloc_buf(ctx, 2 * size + 64);
   const mr = v.ibv_reg_mr(pd, buf, v.IBV_ACCESS_LOCAL_WRITE);
   const a = v.newQpAttr();
@@ -61,7 +67,11 @@ async function side(role: 'ping' | 'echo', iters: number, size: number, send: (m
   a.ah_attr.grh.sgid_index = 3;
   a.ah_attr.grh.hop_limit = 64;
   a.ah_attr.port_num = 1;
-  v.ibv_modify_qp(qp, a, v.IBV_QP_STATE | v.IBV_QP_AV | v.IBV_QP_PATH_MTU | v.IBV_QP_DEST_QPN | v.IBV_QP_RQ_PSN | v.IBV_QP_MAX_DEST_RD_ATOMIC | v.IBV_QP_MIN_RNR_TIMER);
+  v.ibv_modify_qp(
+    qp,
+    a,
+    v.IBV_QP_STATE | v.IBV_QP_AV | v.IBV_QP_PATH_MTU | v.IBV_QP_DEST_QPN | v.IBV_QP_RQ_PSN | v.IBV_QP_MAX_DEST_RD_ATOMIC | v.IBV_QP_MIN_RNR_TIMER,
+  );
   // rc_pingpong's transport attributes: timeout 14 (67 ms), 7 retries.
   a.qp_state = v.IBV_QPS_RTS;
   a.timeout = 14;
@@ -73,7 +83,12 @@ async function side(role: 'ping' | 'echo', iters: number, size: number, send: (m
   send({ type: 'rts' });
   await next();
   const wc = v.newWcArray(4);
-  const postSend = () => v.ibv_post_send(qp, { wr_id: 2n, next: null, sg_list: [{ addr: mr.addr, length: size, lkey: mr.lkey }], num_sge: 1, opcode: v.IBV_WR_SEND, send_flags: v.IBV_SEND_SIGNALED }, {});
+  const postSend = () =>
+    v.ibv_post_send(
+      qp,
+      { wr_id: 2n, next: null, sg_list: [{ addr: mr.addr, length: size, lkey: mr.lkey }], num_sge: 1, opcode: v.IBV_WR_SEND, send_flags: v.IBV_SEND_SIGNALED },
+      {},
+    );
   /** Waits for a completion of `wrId`; others are counted. */
   let sends = 0;
   const waitFor = async (wrId: bigint) => {
@@ -171,7 +186,9 @@ if (role === 'echo') {
   console.log(`  echoer: ${JSON.stringify(theirs['counters'])}`);
   const c = [mine['counters'], theirs['counters']] as Record<string, number>[];
   const extra = c.map((x) => x['sent_pkts']! - 2 * iters);
-  console.log(`  packets sent beyond one SEND + one ACK per message: pinger ${extra[0]}, echoer ${extra[1]}; local ACK timeouts ${c[0]!['local_ack_timeout_err']! + c[1]!['local_ack_timeout_err']!}`);
+  console.log(
+    `  packets sent beyond one SEND + one ACK per message: pinger ${extra[0]}, echoer ${extra[1]}; local ACK timeouts ${c[0]!['local_ack_timeout_err']! + c[1]!['local_ack_timeout_err']!}`,
+  );
   if (mine['udp']) console.log(`  pinger's UDP cable: ${JSON.stringify(mine['udp'])}`);
   process.exit(0);
 }

@@ -6,8 +6,18 @@
  */
 import { crc32 } from 'node:zlib';
 import {
-  IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_SUCCESS, IBV_WR_RDMA_WRITE, IBV_WR_SEND, ibv_poll_cq, ibv_post_recv, ibv_post_send,
-  newWcArray, type ibv_recv_wr, type ibv_send_wr, type ibv_wc,
+  IBV_SEND_INLINE,
+  IBV_SEND_SIGNALED,
+  IBV_WC_SUCCESS,
+  IBV_WR_RDMA_WRITE,
+  IBV_WR_SEND,
+  ibv_poll_cq,
+  ibv_post_recv,
+  ibv_post_send,
+  newWcArray,
+  type ibv_recv_wr,
+  type ibv_send_wr,
+  type ibv_wc,
 } from '../src/index.js';
 import { rcPair, type Side } from './rc-pair.js';
 
@@ -34,7 +44,11 @@ function pollOne(s: Side, wc: ibv_wc[], deadline: number): number {
 function writeStream(a: Side, b: Side, size: number, count: number, depth: number, sigEvery: number): number {
   const wc = newWcArray(16);
   const wr: ibv_send_wr = {
-    wr_id: 0n, next: null, num_sge: 1, opcode: IBV_WR_RDMA_WRITE, send_flags: 0,
+    wr_id: 0n,
+    next: null,
+    num_sge: 1,
+    opcode: IBV_WR_RDMA_WRITE,
+    send_flags: 0,
     sg_list: [{ addr: a.mr.addr, length: size, lkey: a.mr.lkey }],
     wr: { rdma: { remote_addr: b.mr.addr, rkey: b.mr.rkey } },
   };
@@ -58,7 +72,11 @@ function writeStream(a: Side, b: Side, size: number, count: number, depth: numbe
 function pingPong(a: Side, b: Side, iters: number): number {
   const wc = newWcArray(4);
   const send = (s: Side): ibv_send_wr => ({
-    wr_id: 1n, next: null, num_sge: 1, opcode: IBV_WR_SEND, send_flags: IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+    wr_id: 1n,
+    next: null,
+    num_sge: 1,
+    opcode: IBV_WR_SEND,
+    send_flags: IBV_SEND_SIGNALED | IBV_SEND_INLINE,
     sg_list: [{ addr: s.mr.addr, length: 8, lkey: s.mr.lkey }],
   });
   const recv = (s: Side): ibv_recv_wr => ({ wr_id: 2n, next: null, num_sge: 1, sg_list: [{ addr: s.mr.addr + 4096n, length: 64, lkey: s.mr.lkey }] });
@@ -118,7 +136,12 @@ export function benchVerbs(): VerbsBenchResult[] {
   const nBig = 3000;
   const size = 65536;
   const tBig = writeStream(a, b, size, nBig, 32, 8);
-  out.push({ name: 'RDMA WRITE 64 KiB bandwidth', value: (nBig * size) / tBig / 1e9, unit: 'GB/s', limit: `memcpy ${gbs(memcpyRate(size))}, crc32 ${gbs(crcRate(size))}; target 2 GB/s` });
+  out.push({
+    name: 'RDMA WRITE 64 KiB bandwidth',
+    value: (nBig * size) / tBig / 1e9,
+    unit: 'GB/s',
+    limit: `memcpy ${gbs(memcpyRate(size))}, crc32 ${gbs(crcRate(size))}; target 2 GB/s`,
+  });
   pingPong(a, b, 200);
   out.push({ name: 'SEND/RECV ping-pong half round trip', value: pingPong(a, b, 5000), unit: 'µs', limit: 'target ≤ 5 µs' });
   return out;

@@ -337,7 +337,14 @@ const hex64 = (v: bigint) => BigInt.asUintN(64, v).toString(16);
 
 function odp_trans_caps(trans: number): string {
   if (!trans) return '\t\t\t\t\tNO SUPPORT\n';
-  const names: [number, string][] = [[1, 'SUPPORT_SEND'], [2, 'SUPPORT_RECV'], [4, 'SUPPORT_WRITE'], [8, 'SUPPORT_READ'], [16, 'SUPPORT_ATOMIC'], [32, 'SUPPORT_SRQ']];
+  const names: [number, string][] = [
+    [1, 'SUPPORT_SEND'],
+    [2, 'SUPPORT_RECV'],
+    [4, 'SUPPORT_WRITE'],
+    [8, 'SUPPORT_READ'],
+    [16, 'SUPPORT_ATOMIC'],
+    [32, 'SUPPORT_SRQ'],
+  ];
   let s = '';
   for (const [bit, name] of names) if (trans & bit) s += `\t\t\t\t\t${name}\n`;
   const unknown = (trans & ~63) >>> 0;
@@ -364,11 +371,18 @@ export function attr_ex_text(x: ibv_device_attr_ex): string {
   s += '\tuc_odp_caps:\n' + odp_trans_caps(x.odp_caps.per_transport_caps.uc_odp_caps);
   s += '\tud_odp_caps:\n' + odp_trans_caps(x.odp_caps.per_transport_caps.ud_odp_caps);
   s += '\txrc_odp_caps:\n' + odp_trans_caps(x.xrc_odp_caps);
-  s += x.completion_timestamp_mask ? `\tcompletion timestamp_mask:\t\t\t0x${hex64(x.completion_timestamp_mask).padStart(16, '0')}\n` : '\tcompletion_timestamp_mask not supported\n';
+  s += x.completion_timestamp_mask
+    ? `\tcompletion timestamp_mask:\t\t\t0x${hex64(x.completion_timestamp_mask).padStart(16, '0')}\n`
+    : '\tcompletion_timestamp_mask not supported\n';
   s += x.hca_core_clock ? `\thca_core_clock:\t\t\t${x.hca_core_clock}kHZ\n` : '\tcore clock not supported\n';
   if (x.raw_packet_caps) {
     s += '\traw packet caps:\n';
-    const caps: [number, string][] = [[1, 'C-VLAN stripping offload'], [2, 'Scatter FCS offload'], [4, 'IP csum offload'], [8, 'Delay drop']];
+    const caps: [number, string][] = [
+      [1, 'C-VLAN stripping offload'],
+      [2, 'Scatter FCS offload'],
+      [4, 'IP csum offload'],
+      [8, 'Delay drop'],
+    ];
     for (const [bit, name] of caps) if (x.raw_packet_caps & bit) s += `\t\t\t\t\t${name}\n`;
   }
   s += `\tdevice_cap_flags_ex:\t\t0x${hex64(x.device_cap_flags_ex).toUpperCase()}\n`;
@@ -387,7 +401,10 @@ export function attr_ex_text(x: ibv_device_attr_ex): string {
   if (r.supported_qpts) s += qpt_lines(r.supported_qpts, '\t\t');
   s += sprintf('\tmax_wq_type_rq:\t\t\t%u\n', x.max_wq_type_rq);
   const pp = x.packet_pacing_caps;
-  s += '\tpacket_pacing_caps:\n' + sprintf('\t\tqp_rate_limit_min:\t%ukbps\n', pp.qp_rate_limit_min) + sprintf('\t\tqp_rate_limit_max:\t%ukbps\n', pp.qp_rate_limit_max);
+  s +=
+    '\tpacket_pacing_caps:\n' +
+    sprintf('\t\tqp_rate_limit_min:\t%ukbps\n', pp.qp_rate_limit_min) +
+    sprintf('\t\tqp_rate_limit_max:\t%ukbps\n', pp.qp_rate_limit_max);
   if (pp.qp_rate_limit_max) s += qpt_lines(pp.supported_qpts, '\t\t');
   const tm = x.tm_caps;
   if (tm.max_num_tags) {
@@ -396,7 +413,8 @@ export function attr_ex_text(x: ibv_device_attr_ex): string {
     if (tm.flags & 1) s += '\t\t\t\t\tIBV_TM_CAP_RC\n';
   } else s += '\ttag matching not supported\n';
   const cm = x.cq_mod_caps;
-  if (cm.max_cq_count && cm.max_cq_period) s += `\n\tcq moderation caps:\n\t\tmax_cq_count:\t${cm.max_cq_count}\n\t\tmax_cq_period:\t${cm.max_cq_period} us\n\n`;
+  if (cm.max_cq_count && cm.max_cq_period)
+    s += `\n\tcq moderation caps:\n\t\tmax_cq_count:\t${cm.max_cq_count}\n\t\tmax_cq_period:\t${cm.max_cq_period} us\n\n`;
   if (x.max_dm_size) s += `\tmaximum available device memory:\t${x.max_dm_size}Bytes\n\n`;
   return s;
 }

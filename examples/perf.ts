@@ -419,7 +419,8 @@ export function parsePerfArgs(argv: readonly string[]): PerfParams {
         break;
       case 'atomic_type': {
         const v = o.value ?? '';
-        if (v !== 'CMP_AND_SWAP' && v !== 'FETCH_AND_ADD') throw new GetoptError(`${o.as}: Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD} (got '${v}')`);
+        if (v !== 'CMP_AND_SWAP' && v !== 'FETCH_AND_ADD')
+          throw new GetoptError(`${o.as}: Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD} (got '${v}')`);
         p.atomicType = v;
         break;
       }
@@ -431,7 +432,9 @@ export function parsePerfArgs(argv: readonly string[]): PerfParams {
         break;
       case 'comm_rdma_cm':
       case 'rdma_cm':
-        throw new GetoptError(`${o.as}: the RDMA CM is not available with the model's devices (no rdma_cm); the exchange runs over TCP ("Data ex. method : Ethernet")`);
+        throw new GetoptError(
+          `${o.as}: the RDMA CM is not available with the model's devices (no rdma_cm); the exchange runs over TCP ("Data ex. method : Ethernet")`,
+        );
       case 'loopback':
         p.loopback = true;
         break;
@@ -464,7 +467,8 @@ function combinationError(p: PerfParams): string | null {
     range(p.gid_index, -1, 64, 'GID index') ??
     range(p.ib_port, 1, 255, 'IB port');
   if (bad) return bad;
-  if (p.connection_type !== 'RC' && p.connection_type !== 'UC' && p.connection_type !== 'UD') return `invalid connection type '${String(p.connection_type)}' (RC, UC or UD)`;
+  if (p.connection_type !== 'RC' && p.connection_type !== 'UC' && p.connection_type !== 'UD')
+    return `invalid connection type '${String(p.connection_type)}' (RC, UC or UD)`;
   if (p.mtu !== 0 && pp_mtu_to_enum(p.mtu) < 0) return `${p.mtu} is not an MTU (256, 512, 1024, 2048 or 4096)`;
   if (p.loopback && p.servername) return '--loopback runs both sides here: give no server name';
   if (p.peer_devname && !p.loopback) return '--peer-ib-dev is for --loopback';
@@ -519,7 +523,7 @@ export function usage(argv0: string): string {
     '  -d, --ib-dev=<dev>        RDMA device (default: the first one found)',
     '  -F, --CPU-freq            accepted for compatibility; no effect',
     '  -i, --ib-port=<port>      port of the device (default 1)',
-    '  -m, --mtu=<mtu>           path MTU 256..4096 (default: the port\'s active MTU)',
+    "  -m, --mtu=<mtu>           path MTU 256..4096 (default: the port's active MTU)",
     `  -n, --iters=<iters>       iterations, at least 5 (default ${DEF_ITERS}; write_bw ${DEF_ITERS_WB})`,
     '  -N, --noPeak              no peak bandwidth (always so above 20000 iterations)',
     `  -p, --port=<port>         TCP port of the exchange (default ${DEF_PORT})`,
@@ -542,7 +546,7 @@ export function usage(argv0: string): string {
     '  -z, -R                    rdma_cm: refused (the model has no RDMA CM)',
     '      --report_gbits        bandwidth in Gb/sec instead of MB/sec',
     '      --loopback            client and server in this process (two devices, or one device twice)',
-    '      --peer-ib-dev=<dev>   with --loopback: the server side\'s device',
+    "      --peer-ib-dev=<dev>   with --loopback: the server side's device",
     '',
   ].join('\n');
 }
@@ -998,7 +1002,14 @@ function initResources(side: Side, p: PerfParams, maxSize: number): void {
         send_cq: side.send_cq,
         recv_cq: side.recv_cq,
         srq: side.srq,
-        cap: { ...newQpCap(), max_send_wr: p.tx_depth, max_recv_wr: receives ? p.rx_depth : 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: p.inline_size },
+        cap: {
+          ...newQpCap(),
+          max_send_wr: p.tx_depth,
+          max_recv_wr: receives ? p.rx_depth : 1,
+          max_send_sge: 1,
+          max_recv_sge: 1,
+          max_inline_data: p.inline_size,
+        },
         qp_type: qpType(p.connection_type),
         sq_sig_all: 0,
       });
@@ -1177,7 +1188,10 @@ function sendWr(side: Side, p: PerfParams, i: number, size: number): ibv_send_wr
 
 function checkWc(run: Run, wc: ibv_wc, where: string): void {
   if (wc.status !== IBV_WC_SUCCESS) {
-    fail(run, ` Completion with error at ${where}:\n Failed status ${wc.status} (${ibv_wc_status_str(wc.status)}): wr_id 0x${wc.wr_id.toString(16)} syndrom 0x${wc.vendor_err.toString(16)}`);
+    fail(
+      run,
+      ` Completion with error at ${where}:\n Failed status ${wc.status} (${ibv_wc_status_str(wc.status)}): wr_id 0x${wc.wr_id.toString(16)} syndrom 0x${wc.vendor_err.toString(16)}`,
+    );
   }
 }
 
@@ -1296,7 +1310,13 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
     }
     if (p.run_infinitely && t - rowStart >= p.duration * sec) {
       const secs = (t - rowStart) / sec;
-      const report: BwReport = { size, iters: rowCount, bw_peak: 0, bw_avg: (size * rowCount) / secs / (p.report_gbits ? 125000000 : 0x100000), msgRate_avg: rowCount / secs / 1e6 };
+      const report: BwReport = {
+        size,
+        iters: rowCount,
+        bw_peak: 0,
+        bw_avg: (size * rowCount) / secs / (p.report_gbits ? 125000000 : 0x100000),
+        msgRate_avg: rowCount / secs / 1e6,
+      };
       io?.out(bwRow(report, p.report_gbits));
       rows++;
       rowStart = t;

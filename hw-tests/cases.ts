@@ -7,20 +7,96 @@
  * DEVICE_DIFFERENCES (the report prints it as "difference").
  */
 import {
-  IBV_EVENT_SRQ_LIMIT_REACHED, IBV_LINK_LAYER_ETHERNET, IBV_PORT_ACTIVE, IBV_QP_STATE, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RESET,
-  IBV_QPS_RTR, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD, IBV_WC_LOC_LEN_ERR,
-  IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR, IBV_WC_LOC_QP_OP_ERR,
-  IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND, IBV_WC_WITH_IMM, IBV_WC_GRH, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_WR_FLUSH_ERR, IBV_WR_ATOMIC_CMP_AND_SWP,
-  IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
-  ibv_ack_async_event, ibv_ack_cq_events, ibv_close_device, ibv_destroy_qp, ibv_destroy_srq, ibv_create_ah, ibv_create_comp_channel, ibv_create_srq, ibv_get_async_event,
-  ibv_get_cq_event, ibv_get_device_guid, ibv_get_device_list, ibv_modify_qp, ibv_modify_srq, ibv_post_send, ibv_post_srq_recv,
-  ibv_poll_cq, ibv_query_device, ibv_query_pkey, ibv_query_port, ibv_query_qp, ibv_req_notify_cq, ibv_wc_status_str, newDeviceAttr,
-  newPortAttr, newQpAttr, newWcArray, ibv_dereg_mr, ibv_reg_mr, rnic_alloc_buf, rnic_free_buf,
+  IBV_EVENT_SRQ_LIMIT_REACHED,
+  IBV_LINK_LAYER_ETHERNET,
+  IBV_PORT_ACTIVE,
+  IBV_QP_STATE,
+  IBV_QPS_ERR,
+  IBV_QPS_INIT,
+  IBV_QPS_RESET,
+  IBV_QPS_RTR,
+  IBV_QPT_RC,
+  IBV_QPT_UC,
+  IBV_QPT_UD,
+  IBV_SRQ_LIMIT,
+  IBV_WC_COMP_SWAP,
+  IBV_WC_FETCH_ADD,
+  IBV_WC_LOC_LEN_ERR,
+  IBV_WC_RDMA_READ,
+  IBV_WC_RDMA_WRITE,
+  IBV_WC_RECV,
+  IBV_WC_RECV_RDMA_WITH_IMM,
+  IBV_WC_REM_ACCESS_ERR,
+  IBV_WC_REM_INV_REQ_ERR,
+  IBV_WC_REM_OP_ERR,
+  IBV_WC_LOC_QP_OP_ERR,
+  IBV_WC_RNR_RETRY_EXC_ERR,
+  IBV_WC_SEND,
+  IBV_WC_WITH_IMM,
+  IBV_WC_GRH,
+  IBV_SEND_INLINE,
+  IBV_SEND_SIGNALED,
+  IBV_WC_WR_FLUSH_ERR,
+  IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_RDMA_READ,
+  IBV_WR_RDMA_WRITE,
+  IBV_WR_RDMA_WRITE_WITH_IMM,
+  IBV_WR_SEND,
+  IBV_WR_SEND_WITH_IMM,
+  ibv_ack_async_event,
+  ibv_ack_cq_events,
+  ibv_close_device,
+  ibv_destroy_qp,
+  ibv_destroy_srq,
+  ibv_create_ah,
+  ibv_create_comp_channel,
+  ibv_create_srq,
+  ibv_get_async_event,
+  ibv_get_cq_event,
+  ibv_get_device_guid,
+  ibv_get_device_list,
+  ibv_modify_qp,
+  ibv_modify_srq,
+  ibv_post_send,
+  ibv_post_srq_recv,
+  ibv_poll_cq,
+  ibv_query_device,
+  ibv_query_pkey,
+  ibv_query_port,
+  ibv_query_qp,
+  ibv_req_notify_cq,
+  ibv_wc_status_str,
+  newDeviceAttr,
+  newPortAttr,
+  newQpAttr,
+  newWcArray,
+  ibv_dereg_mr,
+  ibv_reg_mr,
+  rnic_alloc_buf,
+  rnic_free_buf,
 } from '../src/driver/verbs/index.js';
 import { errno } from '../src/device/abi/constants.js';
 import type { BadWr, ibv_mr, ibv_qp_init_attr, ibv_send_wr } from '../src/driver/verbs/index.js';
 import {
-  ALL_ACCESS, check, connectedPair, end, eq, Fail, fill, mem, PORT, pollN, post, postRecv, QKEY, sameBytes, sendWr, toInit, toRts, wcOk,
+  ALL_ACCESS,
+  check,
+  connectedPair,
+  end,
+  eq,
+  Fail,
+  fill,
+  mem,
+  PORT,
+  pollN,
+  post,
+  postRecv,
+  QKEY,
+  sameBytes,
+  sendWr,
+  toInit,
+  toRts,
+  wcOk,
   type Dev,
 } from './pair.js';
 
@@ -173,13 +249,23 @@ export const CASES: Case[] = [
       const rv = new DataView(remote.buf.buffer, remote.buf.byteOffset);
       const lv = new DataView(local.buf.buffer, local.buf.byteOffset);
       rv.setBigUint64(8, 1000n, true);
-      post(x, sendWr(IBV_WR_ATOMIC_FETCH_AND_ADD, local, 0, 8, 1n, { wr: { atomic: { remote_addr: remote.mr.addr + 8n, rkey: remote.mr.rkey, compare_add: 5n, swap: 0n } } }));
+      post(
+        x,
+        sendWr(IBV_WR_ATOMIC_FETCH_AND_ADD, local, 0, 8, 1n, {
+          wr: { atomic: { remote_addr: remote.mr.addr + 8n, rkey: remote.mr.rkey, compare_add: 5n, swap: 0n } },
+        }),
+      );
       const [f] = await pollN(x.cq, 1, 'fetch-add');
       wcOk(f!, 'fetch-add');
       eq(f!.opcode, IBV_WC_FETCH_ADD, 'opcode');
       eq(lv.getBigUint64(0, true), 1000n, 'fetched value');
       eq(rv.getBigUint64(8, true), 1005n, 'added value');
-      post(x, sendWr(IBV_WR_ATOMIC_CMP_AND_SWP, local, 16, 8, 2n, { wr: { atomic: { remote_addr: remote.mr.addr + 8n, rkey: remote.mr.rkey, compare_add: 1005n, swap: 0xdeadbeefcafen } } }));
+      post(
+        x,
+        sendWr(IBV_WR_ATOMIC_CMP_AND_SWP, local, 16, 8, 2n, {
+          wr: { atomic: { remote_addr: remote.mr.addr + 8n, rkey: remote.mr.rkey, compare_add: 1005n, swap: 0xdeadbeefcafen } },
+        }),
+      );
       const [c] = await pollN(x.cq, 1, 'cmp-swap');
       wcOk(c!, 'cmp-swap');
       eq(c!.opcode, IBV_WC_COMP_SWAP, 'opcode');
@@ -211,7 +297,13 @@ export const CASES: Case[] = [
       postRecv(y, dst, 0, 4096, 31n);
       postRecv(y, dst, 4096, 0, 32n);
       post(x, sendWr(IBV_WR_SEND, src, 0, 2500, 1n));
-      post(x, sendWr(IBV_WR_RDMA_WRITE_WITH_IMM, src, 3000, 1000, 2n, { imm_data: 0x0badf00d, wr: { rdma: { remote_addr: dst.mr.addr + 5000n, rkey: dst.mr.rkey } } }));
+      post(
+        x,
+        sendWr(IBV_WR_RDMA_WRITE_WITH_IMM, src, 3000, 1000, 2n, {
+          imm_data: 0x0badf00d,
+          wr: { rdma: { remote_addr: dst.mr.addr + 5000n, rkey: dst.mr.rkey } },
+        }),
+      );
       (await pollN(x.cq, 2, 'UC sends')).forEach((w) => wcOk(w, 'UC send'));
       const [r1, r2] = await pollN(y.cq, 2, 'UC receives');
       wcOk(r1!, 'UC recv');
@@ -261,7 +353,15 @@ export const CASES: Case[] = [
       const dst = mem(b, 4096);
       fill(src.buf, 7);
       postRecv(y, dst, 0, 40 + 1024, 21n);
-      const ah = ibv_create_ah(a.pd, { is_global: 1, port_num: PORT, dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, grh: { dgid: b.gid, sgid_index: a.gidIndex, hop_limit: 64, flow_label: 0, traffic_class: 0 } });
+      const ah = ibv_create_ah(a.pd, {
+        is_global: 1,
+        port_num: PORT,
+        dlid: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        grh: { dgid: b.gid, sgid_index: a.gidIndex, hop_limit: 64, flow_label: 0, traffic_class: 0 },
+      });
       postRecv(y, dst, 2048, 40 + 1024, 23n);
       post(x, sendWr(IBV_WR_SEND, src, 0, 1000, 22n, { wr: { ud: { ah, remote_qpn: y.qp.qp_num, remote_qkey: QKEY } } }));
       post(x, sendWr(IBV_WR_SEND_WITH_IMM, src, 0, 10, 24n, { imm_data: 0x01020304, wr: { ud: { ah, remote_qpn: y.qp.qp_num, remote_qkey: QKEY } } }));
@@ -292,7 +392,16 @@ export const CASES: Case[] = [
       const dst = mem(b, 4096);
       fill(src.buf, 8);
       for (let i = 0; i < 4; i++) {
-        eq(ibv_post_srq_recv(srq, { wr_id: BigInt(100 + i), next: null, num_sge: 1, sg_list: [{ addr: dst.mr.addr + BigInt(i * 1024), length: 1024, lkey: dst.mr.lkey }] }), 0, 'ibv_post_srq_recv');
+        eq(
+          ibv_post_srq_recv(srq, {
+            wr_id: BigInt(100 + i),
+            next: null,
+            num_sge: 1,
+            sg_list: [{ addr: dst.mr.addr + BigInt(i * 1024), length: 1024, lkey: dst.mr.lkey }],
+          }),
+          0,
+          'ibv_post_srq_recv',
+        );
       }
       eq(ibv_modify_srq(srq, { max_wr: 0, max_sge: 0, srq_limit: 3 }, IBV_SRQ_LIMIT), 0, 'arm srq_limit 3');
       const ev = ibv_get_async_event(b.ctx);
@@ -306,7 +415,7 @@ export const CASES: Case[] = [
       const e = await withTimeout(ev, 10_000, 'IBV_EVENT_SRQ_LIMIT_REACHED');
       eq(e.event_type, IBV_EVENT_SRQ_LIMIT_REACHED, 'async event type');
       eq(e.element.srq, srq, 'event element');
-      eq(ibv_destroy_qp(y.qp), 0, 'destroy the SRQ\'s QP');
+      eq(ibv_destroy_qp(y.qp), 0, "destroy the SRQ's QP");
       eq(ibv_destroy_srq(srq), errno.EBUSY, 'destroy the SRQ before its event is acknowledged: EBUSY (libibverbs would block)');
       ibv_ack_async_event(e);
       eq(ibv_destroy_srq(srq), 0, 'destroy the SRQ after the acknowledgement');
@@ -384,7 +493,10 @@ export const CASES: Case[] = [
       eq(ibv_req_notify_cq(y.cq, 0), 0, 'ibv_req_notify_cq');
       const ev = ibv_get_cq_event(ch);
       let settled = false;
-      void ev.then(() => (settled = true), () => (settled = true));
+      void ev.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
       await new Promise((r) => setTimeout(r, 20));
       check(!settled, 'no event before anything completes');
       post(x, sendWr(IBV_WR_SEND, src, 0, 64, 2n));
@@ -409,7 +521,16 @@ export const CASES: Case[] = [
       const src = mem(a, 4096);
       const dst = mem(b, 4096);
       for (let i = 0; i < 3; i++) {
-        eq(ibv_post_srq_recv(srq, { wr_id: BigInt(i), next: null, num_sge: 1, sg_list: [{ addr: dst.mr.addr + BigInt(i * 64), length: 64, lkey: dst.mr.lkey }] }), 0, 'ibv_post_srq_recv');
+        eq(
+          ibv_post_srq_recv(srq, {
+            wr_id: BigInt(i),
+            next: null,
+            num_sge: 1,
+            sg_list: [{ addr: dst.mr.addr + BigInt(i * 64), length: 64, lkey: dst.mr.lkey }],
+          }),
+          0,
+          'ibv_post_srq_recv',
+        );
       }
       eq(ibv_modify_srq(srq, { max_wr: 0, max_sge: 0, srq_limit: 3 }, IBV_SRQ_LIMIT), 0, 'arm srq_limit');
       eq(ibv_req_notify_cq(y.cq, 0), 0, 'ibv_req_notify_cq');
@@ -430,7 +551,11 @@ export const CASES: Case[] = [
       const ch = ibv_create_comp_channel(a.ctx);
       const cqEv = ibv_get_cq_event(ch);
       const asyncEv = ibv_get_async_event(a.ctx);
-      const outcome = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code?: string }) => e.code ?? String(e));
+      const outcome = (p: Promise<unknown>) =>
+        p.then(
+          () => 'resolved',
+          (e: { code?: string }) => e.code ?? String(e),
+        );
       const both = Promise.all([outcome(cqEv), outcome(asyncEv)]);
       await new Promise((r) => setTimeout(r, 20));
       eq(ibv_close_device(a.ctx), 0, 'ibv_close_device with waits pending');

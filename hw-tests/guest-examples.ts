@@ -27,7 +27,8 @@ const gid = process.argv[3] ?? '1';
  * as 16 hex bytes without the GID type (no GID-type query). A GID line
  * counts as this difference only when both name the same 16 bytes.
  */
-const EXT_SECTION = /^(general_odp_caps:|rc_odp_caps:|uc_odp_caps:|ud_odp_caps:|xrc_odp_caps:|NO SUPPORT|SUPPORT_\w+|completion_timestamp_mask|core clock|hca_core_clock|device_cap_flags_ex:|tso_caps:|max_tso:|supported_qp:|rss_caps:|max_rwq_indirection_table|rx_hash_|max_wq_type_rq:|packet_pacing_caps:|qp_rate_limit_|tag matching|num_comp_vectors:|cq moderation|max_cq_count|max_cq_period|maximum available device memory)/;
+const EXT_SECTION =
+  /^(general_odp_caps:|rc_odp_caps:|uc_odp_caps:|ud_odp_caps:|xrc_odp_caps:|NO SUPPORT|SUPPORT_\w+|completion_timestamp_mask|core clock|hca_core_clock|device_cap_flags_ex:|tso_caps:|max_tso:|supported_qp:|rss_caps:|max_rwq_indirection_table|rx_hash_|max_wq_type_rq:|packet_pacing_caps:|qp_rate_limit_|tag matching|num_comp_vectors:|cq moderation|max_cq_count|max_cq_period|maximum available device memory)/;
 
 function gidBytes(line: string): string | null {
   const m = line.match(/^GID\[\s*(\d+)\]: ([0-9a-f:.]+)/i);
@@ -51,14 +52,17 @@ function gidBytes(line: string): string | null {
 /** The lines only `a` has and the lines only `b` has (an LCS diff). */
 function diffLines(a: string[], b: string[]): { onlyA: string[]; onlyB: string[] } {
   const L = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
-  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) L[i]![j] = a[i] === b[j] ? L[i + 1]![j + 1]! + 1 : Math.max(L[i + 1]![j]!, L[i]![j + 1]!);
+  for (let i = a.length - 1; i >= 0; i--)
+    for (let j = b.length - 1; j >= 0; j--) L[i]![j] = a[i] === b[j] ? L[i + 1]![j + 1]! + 1 : Math.max(L[i + 1]![j]!, L[i]![j + 1]!);
   const onlyA: string[] = [];
   const onlyB: string[] = [];
   let i = 0;
   let j = 0;
   while (i < a.length || j < b.length) {
-    if (i < a.length && j < b.length && a[i] === b[j]) { i++; j++; }
-    else if (j >= b.length || (i < a.length && L[i + 1]![j]! >= L[i]![j + 1]!)) onlyA.push(a[i++]!);
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      i++;
+      j++;
+    } else if (j >= b.length || (i < a.length && L[i + 1]![j]! >= L[i]![j + 1]!)) onlyA.push(a[i++]!);
     else onlyB.push(b[j++]!);
   }
   return { onlyA, onlyB };
@@ -70,7 +74,11 @@ function report(r: Omit<CaseResult, 'provider' | 'device'>): CaseResult {
   return full;
 }
 
-const norm = (s: string) => s.split('\n').map((l) => l.trim().replace(/\s+/g, ' ')).filter(Boolean);
+const norm = (s: string) =>
+  s
+    .split('\n')
+    .map((l) => l.trim().replace(/\s+/g, ' '))
+    .filter(Boolean);
 
 function devinfo(verbose: boolean): CaseResult {
   const t0 = Date.now();
@@ -79,7 +87,12 @@ function devinfo(verbose: boolean): CaseResult {
   const ours = spawnSync(process.execPath, [RNIC, 'devinfo', ...args], { encoding: 'utf8', env: { ...process.env, RNIC_NO_MODEL: '1' } });
   const name = verbose ? 'devinfo-v-vs-ibv_devinfo' : 'devinfo-vs-ibv_devinfo';
   if (theirs.status !== 0 || ours.status !== 0) {
-    return report({ test: name, result: 'failed', detail: `exit ibv_devinfo ${theirs.status}, rnic devinfo ${ours.status}: ${ours.stderr.slice(0, 300)}`, ms: Date.now() - t0 });
+    return report({
+      test: name,
+      result: 'failed',
+      detail: `exit ibv_devinfo ${theirs.status}, rnic devinfo ${ours.status}: ${ours.stderr.slice(0, 300)}`,
+      ms: Date.now() - t0,
+    });
   }
   const { onlyA, onlyB } = diffLines(norm(theirs.stdout), norm(ours.stdout));
   const known = new Set<string>();
@@ -136,8 +149,10 @@ async function pingpong(name: string, server: 'ours' | 'theirs', client: 'ours' 
   const ok = sv.status === 0 && c.status === 0 && /iters in/.test(c.out) && /iters in/.test(sv.out);
   const tail = (p: Proc) => p.out.trim().split('\n').slice(-2).join(' | ');
   return report({
-    test: name, result: ok ? 'passed' : 'failed',
-    detail: ok ? tail(c) : `server exit ${sv.status}: ${tail(sv)}; client exit ${c.status}: ${tail(c)}`, ms: Date.now() - t0,
+    test: name,
+    result: ok ? 'passed' : 'failed',
+    detail: ok ? tail(c) : `server exit ${sv.status}: ${tail(sv)}; client exit ${c.status}: ${tail(c)}`,
+    ms: Date.now() - t0,
   });
 }
 
@@ -166,7 +181,12 @@ async function perf(name: string, args: string[], twoProcesses: boolean, port: n
   // perftest's result table: a row of numbers under the #bytes header.
   const row = out.split('\n').find((l) => /^\s*\d+\s+\d+\s+[\d.]+/.test(l));
   ok &&= row !== undefined;
-  return report({ test: name, result: ok ? 'passed' : 'failed', detail: ok ? row!.trim().replace(/\s+/g, ' ') : out.trim().split('\n').slice(-4).join(' | '), ms: Date.now() - t0 });
+  return report({
+    test: name,
+    result: ok ? 'passed' : 'failed',
+    detail: ok ? row!.trim().replace(/\s+/g, ' ') : out.trim().split('\n').slice(-4).join(' | '),
+    ms: Date.now() - t0,
+  });
 }
 
 /** With the model allowed to start: ibv_get_device_list has both providers' devices. */

@@ -30,10 +30,22 @@ export const HOST_PACKAGES = ['qemu-system-x86', 'rdma-core', 'ibverbs-utils', '
 
 const GUEST_MODULES = ['crc32_generic', 'virtio_pci', 'virtio_net', '9pnet_virtio', '9p', 'dummy', 'rdma_rxe', 'ib_uverbs'];
 const GUEST_BINARIES = [
-  process.execPath, '/usr/bin/ibv_devinfo', '/usr/bin/ibv_devices', '/usr/bin/ibv_rc_pingpong', '/usr/bin/ibv_ud_pingpong',
-  '/usr/bin/ibv_uc_pingpong', '/usr/bin/ibv_srq_pingpong', '/usr/bin/rdma',
-  '/usr/bin/ib_write_bw', '/usr/bin/ib_send_bw', '/usr/bin/ib_read_bw', '/usr/bin/ib_atomic_bw',
-  '/usr/bin/ib_write_lat', '/usr/bin/ib_send_lat', '/usr/bin/ib_read_lat', '/usr/bin/ib_atomic_lat',
+  process.execPath,
+  '/usr/bin/ibv_devinfo',
+  '/usr/bin/ibv_devices',
+  '/usr/bin/ibv_rc_pingpong',
+  '/usr/bin/ibv_ud_pingpong',
+  '/usr/bin/ibv_uc_pingpong',
+  '/usr/bin/ibv_srq_pingpong',
+  '/usr/bin/rdma',
+  '/usr/bin/ib_write_bw',
+  '/usr/bin/ib_send_bw',
+  '/usr/bin/ib_read_bw',
+  '/usr/bin/ib_atomic_bw',
+  '/usr/bin/ib_write_lat',
+  '/usr/bin/ib_send_lat',
+  '/usr/bin/ib_read_lat',
+  '/usr/bin/ib_atomic_lat',
 ];
 
 function log(msg: string): void {
@@ -159,7 +171,11 @@ export function ensureInitramfs(kernel: { version: string; root: string }): stri
   const modules = moduleOrder(modRoot);
   const bins = GUEST_BINARIES.filter((b) => existsSync(b));
   const providerDir = '/usr/lib/x86_64-linux-gnu/libibverbs';
-  const providers = existsSync(providerDir) ? readdirSync(providerDir).filter((f) => f.startsWith('librxe')).map((f) => join(providerDir, f)) : [];
+  const providers = existsSync(providerDir)
+    ? readdirSync(providerDir)
+        .filter((f) => f.startsWith('librxe'))
+        .map((f) => join(providerDir, f))
+    : [];
   const files = new Set<string>(['/bin/busybox']);
   const addon = join(PROJECT, 'src/driver/rdma-core/native/build/Release/rnic_rdma_core.node');
   for (const b of [...bins, ...providers, ...(existsSync(addon) ? [addon] : [])]) {
@@ -170,7 +186,12 @@ export function ensureInitramfs(kernel: { version: string; root: string }): stri
   const key = createHash('sha256')
     .update(INIT)
     .update(kernel.version)
-    .update([...files].sort().map((f) => `${f}:${statSync(f).size}:${statSync(f).mtimeMs}`).join('\n'))
+    .update(
+      [...files]
+        .sort()
+        .map((f) => `${f}:${statSync(f).size}:${statSync(f).mtimeMs}`)
+        .join('\n'),
+    )
     .update(modules.join('\n'))
     .digest('hex')
     .slice(0, 16);
@@ -218,19 +239,40 @@ export interface BootResult {
 
 function qemuArgs(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, job: string, extra: string[]): string[] {
   return [
-    '-machine', accel === 'kvm' ? 'q35,accel=kvm' : 'q35,accel=tcg',
-    '-cpu', accel === 'kvm' ? 'host' : 'max',
-    '-m', '1536', '-smp', '1', '-nographic', '-no-reboot', ...(extra.some((a) => a.startsWith('-netdev') || a === '-nic') ? [] : ['-nic', 'none']),
-    '-kernel', vmlinuz, '-initrd', initrd,
-    '-append', 'console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init',
-    '-virtfs', `local,path=${PROJECT},mount_tag=project,security_model=none,readonly=on`,
-    '-virtfs', `local,path=${job},mount_tag=job,security_model=none`,
+    '-machine',
+    accel === 'kvm' ? 'q35,accel=kvm' : 'q35,accel=tcg',
+    '-cpu',
+    accel === 'kvm' ? 'host' : 'max',
+    '-m',
+    '1536',
+    '-smp',
+    '1',
+    '-nographic',
+    '-no-reboot',
+    ...(extra.some((a) => a.startsWith('-netdev') || a === '-nic') ? [] : ['-nic', 'none']),
+    '-kernel',
+    vmlinuz,
+    '-initrd',
+    initrd,
+    '-append',
+    'console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init',
+    '-virtfs',
+    `local,path=${PROJECT},mount_tag=project,security_model=none,readonly=on`,
+    '-virtfs',
+    `local,path=${job},mount_tag=job,security_model=none`,
     ...extra,
   ];
 }
 
 /** Boots the guest, runs `script` (sh, cwd = the project) in it, and powers it off. */
-export function boot(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, script: string, timeoutMs: number, extraQemuArgs: string[] = []): Promise<BootResult> {
+export function boot(
+  accel: 'kvm' | 'tcg',
+  vmlinuz: string,
+  initrd: string,
+  script: string,
+  timeoutMs: number,
+  extraQemuArgs: string[] = [],
+): Promise<BootResult> {
   const job = join(CACHE, `job-${process.pid}-${Date.now()}`);
   mkdirSync(job, { recursive: true });
   writeFileSync(join(job, 'job.sh'), script);
@@ -255,7 +297,13 @@ export function boot(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, scri
       const m = out.match(/HWGUEST-EXIT (\d+)/);
       const read = (f: string): string => (existsSync(join(job, f)) ? readFileSync(join(job, f), 'utf8') : '');
       const res: BootResult = {
-        accel, bootSeconds, status: m ? Number(m[1]) : null, stdout: read('stdout'), stderr: read('stderr'), console: out, timedOut,
+        accel,
+        bootSeconds,
+        status: m ? Number(m[1]) : null,
+        stdout: read('stdout'),
+        stderr: read('stderr'),
+        console: out,
+        timedOut,
       };
       rmSync(job, { recursive: true, force: true });
       resolveBoot(res);

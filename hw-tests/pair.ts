@@ -5,15 +5,65 @@
  * calls, so the same code runs on the model and on rxe0 through rdma-core.
  */
 import {
-  IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE, IBV_MTU_1024, IBV_QP_ACCESS_FLAGS,
-  IBV_QP_AV, IBV_QP_DEST_QPN, IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MIN_RNR_TIMER, IBV_QP_PATH_MTU,
-  IBV_QP_PKEY_INDEX, IBV_QP_PORT, IBV_QP_QKEY, IBV_QP_RETRY_CNT, IBV_QP_RNR_RETRY, IBV_QP_RQ_PSN, IBV_QP_SQ_PSN, IBV_QP_STATE,
-  IBV_QP_TIMEOUT, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RC, IBV_QPT_UD, IBV_SEND_SIGNALED, ibv_alloc_pd, ibv_close_device,
-  ibv_create_cq, ibv_create_qp, ibv_get_device_list, ibv_modify_qp, ibv_open_device, ibv_poll_cq, ibv_post_recv, ibv_post_send,
-  ibv_query_gid, ibv_query_port, ibv_reg_mr, ibv_wc_status_str, newGid, newPortAttr, newQpAttr, newWcArray, rnic_alloc_buf,
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_REMOTE_ATOMIC,
+  IBV_ACCESS_REMOTE_READ,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_MTU_1024,
+  IBV_QP_ACCESS_FLAGS,
+  IBV_QP_AV,
+  IBV_QP_DEST_QPN,
+  IBV_QP_MAX_DEST_RD_ATOMIC,
+  IBV_QP_MAX_QP_RD_ATOMIC,
+  IBV_QP_MIN_RNR_TIMER,
+  IBV_QP_PATH_MTU,
+  IBV_QP_PKEY_INDEX,
+  IBV_QP_PORT,
+  IBV_QP_QKEY,
+  IBV_QP_RETRY_CNT,
+  IBV_QP_RNR_RETRY,
+  IBV_QP_RQ_PSN,
+  IBV_QP_SQ_PSN,
+  IBV_QP_STATE,
+  IBV_QP_TIMEOUT,
+  IBV_QPS_INIT,
+  IBV_QPS_RTR,
+  IBV_QPS_RTS,
+  IBV_QPT_RC,
+  IBV_QPT_UD,
+  IBV_SEND_SIGNALED,
+  ibv_alloc_pd,
+  ibv_close_device,
+  ibv_create_cq,
+  ibv_create_qp,
+  ibv_get_device_list,
+  ibv_modify_qp,
+  ibv_open_device,
+  ibv_poll_cq,
+  ibv_post_recv,
+  ibv_post_send,
+  ibv_query_gid,
+  ibv_query_port,
+  ibv_reg_mr,
+  ibv_wc_status_str,
+  newGid,
+  newPortAttr,
+  newQpAttr,
+  newWcArray,
+  rnic_alloc_buf,
 } from '../src/driver/verbs/index.js';
 import type {
-  ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_send_wr, ibv_srq, ibv_wc,
+  ibv_comp_channel,
+  ibv_context,
+  ibv_cq,
+  ibv_gid,
+  ibv_mr,
+  ibv_pd,
+  ibv_qp,
+  ibv_qp_attr,
+  ibv_send_wr,
+  ibv_srq,
+  ibv_wc,
 } from '../src/driver/verbs/index.js';
 import type { ProviderDevice } from '../src/driver/verbs/ops.js';
 
@@ -59,7 +109,12 @@ export function roceV2Ipv4Gid(ctx: ibv_context): { gid: ibv_gid; index: number }
 
 export function openDev(name: string): Dev {
   const d = ibv_get_device_list().find((x) => x.name === name) as ProviderDevice | undefined;
-  if (!d) throw new Fail(`no device ${name} (have: ${ibv_get_device_list().map((x) => x.name).join(', ')})`);
+  if (!d)
+    throw new Fail(
+      `no device ${name} (have: ${ibv_get_device_list()
+        .map((x) => x.name)
+        .join(', ')})`,
+    );
   const ctx = ibv_open_device(d);
   const { gid, index } = roceV2Ipv4Gid(ctx);
   return { name, provider: d.provider.name, ctx, pd: ibv_alloc_pd(ctx), gid, gidIndex: index };
@@ -89,7 +144,11 @@ export function end(dev: Dev, type = IBV_QPT_RC, opts: { srq?: ibv_srq; channel?
   const depth = opts.depth ?? 16;
   const cq = ibv_create_cq(dev.ctx, depth * 2, null, opts.channel ?? null, 0);
   const qp = ibv_create_qp(dev.pd, {
-    send_cq: cq, recv_cq: cq, srq: opts.srq ?? null, qp_type: type, sq_sig_all: 0,
+    send_cq: cq,
+    recv_cq: cq,
+    srq: opts.srq ?? null,
+    qp_type: type,
+    sq_sig_all: 0,
     cap: { max_send_wr: depth, max_recv_wr: depth, max_send_sge: 2, max_recv_sge: 2, max_inline_data: opts.inline ?? 0 },
   });
   return { dev, cq, qp };
@@ -192,8 +251,13 @@ export function postRecv(e: End, m: Mem, off: number, len: number, wr_id: bigint
 
 export function sendWr(opcode: number, m: Mem, off: number, len: number, wr_id: bigint, extra: Partial<ibv_send_wr> = {}): ibv_send_wr {
   return {
-    wr_id, next: null, opcode, send_flags: IBV_SEND_SIGNALED, num_sge: len > 0 ? 1 : 0,
-    sg_list: len > 0 ? [{ addr: m.mr.addr + BigInt(off), length: len, lkey: m.mr.lkey }] : [], ...extra,
+    wr_id,
+    next: null,
+    opcode,
+    send_flags: IBV_SEND_SIGNALED,
+    num_sge: len > 0 ? 1 : 0,
+    sg_list: len > 0 ? [{ addr: m.mr.addr + BigInt(off), length: len, lkey: m.mr.lkey }] : [],
+    ...extra,
   };
 }
 

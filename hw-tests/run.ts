@@ -22,7 +22,10 @@ const filter = process.argv.slice(2);
 const ENV_SKIP = 3;
 
 function parse(out: string): CaseResult[] {
-  return out.split('\n').filter((l) => l.startsWith('HWTEST ')).map((l) => JSON.parse(l.slice(7)) as CaseResult);
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('HWTEST '))
+    .map((l) => JSON.parse(l.slice(7)) as CaseResult);
 }
 
 function say(s: string): void {
@@ -32,7 +35,9 @@ function say(s: string): void {
 // 1. The model, on this host (a child process: the model's threads end with it).
 const t0 = Date.now();
 const m = spawnSync(process.execPath, ['--expose-gc', join(PROJECT, 'dist/hw-tests/run-cases.js'), 'rnic0', 'rnic1', ...filter], {
-  encoding: 'utf8', env: { ...process.env, RNIC_NO_RDMA_CORE: '1' }, timeout: 300_000,
+  encoding: 'utf8',
+  env: { ...process.env, RNIC_NO_RDMA_CORE: '1' },
+  timeout: 300_000,
 });
 const model = parse(m.stdout);
 if (model.length === 0 && filter.length === 0) say(`hw-test: the model run printed no results (exit ${m.status}):\n${m.stderr.slice(-2000)}`);
@@ -49,7 +54,8 @@ if (!envProblem && process.getuid?.() === 0) {
 if (!envProblem) envProblem = qemuUsable();
 if (!envProblem) {
   const b = spawnSync(process.execPath, [join(PROJECT, 'src/driver/rdma-core/native/build.mjs')], {
-    encoding: 'utf8', env: { ...process.env, RNIC_RDMA_CORE_BUILD: 'require' },
+    encoding: 'utf8',
+    env: { ...process.env, RNIC_RDMA_CORE_BUILD: 'require' },
   });
   if (b.status !== 0) {
     say(`hw-test: the rdma-core addon does not build:\n${b.stdout}${b.stderr.slice(-3000)}`);
@@ -70,14 +76,18 @@ if (!envProblem && real.length === 0) {
     const base = 20000 + (process.pid % 5000) * 4;
     const [udpModel, udpQemu, tcp, tcp2] = [base, base + 1, base + 2, base + 3];
     const cfg = join(CACHE, `cross-${process.pid}.json`);
-    writeFileSync(cfg, JSON.stringify({
-      devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
-      cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` }],
-    }));
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
+        cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` }],
+      }),
+    );
     let serverOut = '';
     const server = cross
       ? spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), 'rc_pingpong', '-d', 'rnic0', '-g', '3', '-n', '50', '-s', '1024', '-p', String(tcp)], {
-          env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
         })
       : null;
     const serverDone = server
@@ -98,27 +108,34 @@ if (!envProblem && real.length === 0) {
           // connects through a host-forwarded port (it retries until this listens).
           `ibv_rc_pingpong -d rxe1 -g 1 -n 50 -s 1024 -p ${tcp2} > /tmp/srv2 2>&1 & pid=$!`,
           '(sleep 90; kill $pid 2>/dev/null) & wait $pid; rc=$?',
-          'last=$(tail -n 1 /tmp/srv2 | tr -d \'"\\\\\')',
+          "last=$(tail -n 1 /tmp/srv2 | tr -d '\"\\\\')",
           'echo "CROSS2 rc=$rc $last"',
         ]
       : [];
-    const job = [
-      ...crossJob,
-      'export RNIC_NO_MODEL=1',
-      'rdma link add rxe0 type rxe netdev dummy0 || echo "rdma link add failed" >&2',
-      `node --expose-gc dist/hw-tests/run-cases.js rxe0 rxe0 ${f}`,
-      'node src/driver/rdma-core/native/build.mjs > /tmp/b1 2>&1; s1=$?; RNIC_RDMA_CORE_BUILD=require node src/driver/rdma-core/native/build.mjs > /tmp/b2 2>&1; s2=$?',
-      'if [ $s1 = 0 ] && [ $s2 = 1 ] && grep -q "no <infiniband/verbs.h>" /tmp/b1; then r=passed; else r=failed; fi',
-      'echo "HWTEST {\\"test\\":\\"addon-build-skips-without-libibverbs-dev\\",\\"provider\\":\\"rdma-core\\",\\"device\\":\\"-\\",\\"result\\":\\"$r\\",\\"detail\\":\\"exit $s1 / require: $s2\\",\\"ms\\":0}"',
-      filter.length === 0 || filter.some((x) => /devinfo|pingpong/.test(x)) ? 'node dist/hw-tests/guest-examples.js rxe0 1' : '',
-      filter.length === 0 || filter.includes('bench') ? 'node dist/bench/rdma-core.bench.js rxe0' : '',
-      'exit 0',
-    ].join('\n') + '\n';
+    const job =
+      [
+        ...crossJob,
+        'export RNIC_NO_MODEL=1',
+        'rdma link add rxe0 type rxe netdev dummy0 || echo "rdma link add failed" >&2',
+        `node --expose-gc dist/hw-tests/run-cases.js rxe0 rxe0 ${f}`,
+        'node src/driver/rdma-core/native/build.mjs > /tmp/b1 2>&1; s1=$?; RNIC_RDMA_CORE_BUILD=require node src/driver/rdma-core/native/build.mjs > /tmp/b2 2>&1; s2=$?',
+        'if [ $s1 = 0 ] && [ $s2 = 1 ] && grep -q "no <infiniband/verbs.h>" /tmp/b1; then r=passed; else r=failed; fi',
+        'echo "HWTEST {\\"test\\":\\"addon-build-skips-without-libibverbs-dev\\",\\"provider\\":\\"rdma-core\\",\\"device\\":\\"-\\",\\"result\\":\\"$r\\",\\"detail\\":\\"exit $s1 / require: $s2\\",\\"ms\\":0}"',
+        filter.length === 0 || filter.some((x) => /devinfo|pingpong/.test(x)) ? 'node dist/hw-tests/guest-examples.js rxe0 1' : '',
+        filter.length === 0 || filter.includes('bench') ? 'node dist/bench/rdma-core.bench.js rxe0' : '',
+        'exit 0',
+      ].join('\n') + '\n';
     const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 600) * 1000;
     const t1 = Date.now();
     const netArgs = [
-      '-netdev', `socket,id=n0,udp=127.0.0.1:${udpModel},localaddr=127.0.0.1:${udpQemu}`, '-device', 'virtio-net-pci,netdev=n0,mac=52:54:00:00:00:02',
-      '-netdev', `user,id=u0,hostfwd=tcp:127.0.0.1:${tcp2}-:${tcp2}`, '-device', 'virtio-net-pci,netdev=u0',
+      '-netdev',
+      `socket,id=n0,udp=127.0.0.1:${udpModel},localaddr=127.0.0.1:${udpQemu}`,
+      '-device',
+      'virtio-net-pci,netdev=n0,mac=52:54:00:00:00:02',
+      '-netdev',
+      `user,id=u0,hostfwd=tcp:127.0.0.1:${tcp2}-:${tcp2}`,
+      '-device',
+      'virtio-net-pci,netdev=u0',
     ];
     // The model's client of the reverse test: once the model server is done
     // (the cable's UDP port is free), connect until the guest's server answers.
@@ -129,9 +146,14 @@ if (!envProblem && real.length === 0) {
       if (!server) return;
       await serverDone;
       for (let k = 0; k < 60 && !guestDone; k++) {
-        const c = spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), 'rc_pingpong', '-d', 'rnic0', '-g', '3', '-n', '50', '-s', '1024', '-p', String(tcp2), '127.0.0.1'], {
-          env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
-        });
+        const c = spawn(
+          process.execPath,
+          [join(PROJECT, 'bin/rnic.js'), 'rc_pingpong', '-d', 'rnic0', '-g', '3', '-n', '50', '-s', '1024', '-p', String(tcp2), '127.0.0.1'],
+          {
+            env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
         let out = '';
         c.stdout.on('data', (d: Buffer) => (out += d.toString()));
         c.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -157,15 +179,43 @@ if (!envProblem && real.length === 0) {
       const g2 = m2 !== null && m2[1] === '0' && /iters in/.test(m2[2]!);
       const h2 = clientCode === 0 && /iters in/.test(clientOut);
       const last2 = clientOut.trim().split('\n').slice(-1)[0] ?? '';
-      model.push({ test: name2, provider: 'model', device: 'rnic0', result: h2 ? 'passed' : 'failed', detail: h2 ? `client: ${last2}` : `client exit ${clientCode}: ${clientOut.slice(-300)}`, ms: 0 });
-      real.unshift({ test: name2, provider: 'rdma-core', device: 'rxe1', result: g2 ? 'passed' : 'failed', detail: m2 ? `ibv_rc_pingpong server: ${m2[2]}` : 'no result from the guest', ms: 0 });
+      model.push({
+        test: name2,
+        provider: 'model',
+        device: 'rnic0',
+        result: h2 ? 'passed' : 'failed',
+        detail: h2 ? `client: ${last2}` : `client exit ${clientCode}: ${clientOut.slice(-300)}`,
+        ms: 0,
+      });
+      real.unshift({
+        test: name2,
+        provider: 'rdma-core',
+        device: 'rxe1',
+        result: g2 ? 'passed' : 'failed',
+        detail: m2 ? `ibv_rc_pingpong server: ${m2[2]}` : 'no result from the guest',
+        ms: 0,
+      });
       const m = r.stdout.match(/^CROSS rc=(\d+) (.*)$/m);
       const guestOk = m !== null && m[1] === '0' && /iters in/.test(m[2]!);
       const hostOk = code === 0 && /iters in/.test(serverOut);
       const name = 'rc_pingpong-model-rnic0-vs-ibv-rxe1-udp-cable';
       const last = serverOut.trim().split('\n').slice(-1)[0] ?? '';
-      model.push({ test: name, provider: 'model', device: 'rnic0', result: hostOk ? 'passed' : 'failed', detail: hostOk ? `server: ${last}` : `server exit ${code}: ${serverOut.slice(-300)}`, ms: 0 });
-      real.unshift({ test: name, provider: 'rdma-core', device: 'rxe1', result: guestOk ? 'passed' : 'failed', detail: m ? `ibv_rc_pingpong client: ${m[2]}` : 'no result from the guest', ms: 0 });
+      model.push({
+        test: name,
+        provider: 'model',
+        device: 'rnic0',
+        result: hostOk ? 'passed' : 'failed',
+        detail: hostOk ? `server: ${last}` : `server exit ${code}: ${serverOut.slice(-300)}`,
+        ms: 0,
+      });
+      real.unshift({
+        test: name,
+        provider: 'rdma-core',
+        device: 'rxe1',
+        result: guestOk ? 'passed' : 'failed',
+        detail: m ? `ibv_rc_pingpong client: ${m[2]}` : 'no result from the guest',
+        ms: 0,
+      });
     }
     const bench = r.stdout.split('\n').filter((l) => / ns\/op$/.test(l));
     if (bench.length) guestNote += `rdma-core binding on rxe0 (${accel.toUpperCase()} guest: inflated several times over hardware):\n  ${bench.join('\n  ')}\n`;
@@ -187,7 +237,9 @@ if (!envProblem && real.length === 0) {
 }
 
 // 2b. perftest's ib_* and rdma-core's uc/ud pingpong in a second guest, against the model's CLI over the cable, both roles.
-const peerCases = PERFTEST_CASES.filter((c) => filter.length === 0 || filter.some((f) => f === 'peers' || c.name.includes(f) || (f === 'perftest' && !c.test.endsWith('_pingpong'))));
+const peerCases = PERFTEST_CASES.filter(
+  (c) => filter.length === 0 || filter.some((f) => f === 'peers' || c.name.includes(f) || (f === 'perftest' && !c.test.endsWith('_pingpong'))),
+);
 if (!envProblem && peerCases.length > 0) {
   const t2 = Date.now();
   const pr = await runPerftestCable(peerCases);
@@ -211,7 +263,8 @@ for (const n of names) {
   say(`${n.padEnd(w)}  ${cell(a).padEnd(10)}  ${cell(b)}`);
 }
 const all = [...model, ...real];
-for (const r of all.filter((x) => (x.result !== 'passed' || /^(perf\b|device-list)|^rc_pingpong.*udp-cable/.test(x.test)) && x.detail)) say(`  ${r.result}: ${r.test} on ${r.provider}: ${r.detail}`);
+for (const r of all.filter((x) => (x.result !== 'passed' || /^(perf\b|device-list)|^rc_pingpong.*udp-cable/.test(x.test)) && x.detail))
+  say(`  ${r.result}: ${r.test} on ${r.provider}: ${r.detail}`);
 const count = (k: CaseResult['result']) => all.filter((r) => r.result === k).length;
 if (guestNote) say(guestNote);
 if (envProblem) say(`hw-test: the real-device half did not run: ${envProblem}`);

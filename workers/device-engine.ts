@@ -45,11 +45,15 @@ const fail = (e: unknown) => parentPort!.postMessage({ type: 'error', message: `
 try {
   // The devices answer their driver at once; UDP cables come up when their
   // I/O thread has bound (DeviceHost.cable), without holding the loop.
-  const cabled = host.cable(data.cables, data.rings, data.seed, new Map(data.udp)).then(
-    () => parentPort!.postMessage({ type: 'ready', udpLocal: host.udpLocal }),
-    fail,
+  const cabled = host
+    .cable(data.cables, data.rings, data.seed, new Map(data.udp))
+    .then(() => parentPort!.postMessage({ type: 'ready', udpLocal: host.udpLocal }), fail);
+  await runDeviceLoop(
+    host,
+    host.devices.map((d) => Bar.attach(d.bar.sab)),
+    stop,
+    { ...DEFAULT_TUNING, ...data.tuning },
   );
-  await runDeviceLoop(host, host.devices.map((d) => Bar.attach(d.bar.sab)), stop, { ...DEFAULT_TUNING, ...data.tuning });
   await cabled;
 } catch (e) {
   fail(e);

@@ -31,7 +31,10 @@ class Pump {
   waitingForSpace = false;
   closing = false;
 
-  constructor(readonly cable: UdpCable, c: UdpIoCable) {
+  constructor(
+    readonly cable: UdpCable,
+    c: UdpIoCable,
+  ) {
     this.rx = FrameRing.attach(c.rx);
     this.tx = FrameRing.attach(c.tx);
     this.stats = new Float64Array(c.stats);
@@ -103,7 +106,10 @@ try {
   const opened = await Promise.all(cables.map((c) => UdpCable.open(c.options)));
   pumps = opened.map((u, i) => new Pump(u, cables[i]!));
   for (const p of pumps) p.publish();
-  post({ type: 'bound', local: opened.map((u) => `${u.localEndpoint.family === 6 ? `[${u.localEndpoint.address}]` : u.localEndpoint.address}:${u.localEndpoint.port}`) });
+  post({
+    type: 'bound',
+    local: opened.map((u) => `${u.localEndpoint.family === 6 ? `[${u.localEndpoint.address}]` : u.localEndpoint.address}:${u.localEndpoint.port}`),
+  });
   for (const p of pumps) void p.txLoop();
 } catch (e) {
   post({ type: 'error', code: (e as { code?: string }).code ?? 'ERROR', message: (e as Error).message });

@@ -69,7 +69,15 @@ export async function runCampaign(o: CampaignRunOptions): Promise<CampaignSummar
   const onFailure = async (r: SeedResult): Promise<void> => {
     if (!r.scenario) {
       // The seed never ran (its worker failed): nothing to save.
-      failures.push({ seed: r.seed, primary: r.primary ?? 'crash', classes: r.classes, failures: r.failures, file: null, original: null, size: { before: { qps: 0, wrs: 0, faults: 0, bytes: 0 }, after: null } });
+      failures.push({
+        seed: r.seed,
+        primary: r.primary ?? 'crash',
+        classes: r.classes,
+        failures: r.failures,
+        file: null,
+        original: null,
+        size: { before: { qps: 0, wrs: 0, faults: 0, bytes: 0 }, after: null },
+      });
       o.progress.note(`seed ${r.seed} failed: ${r.failures[0] ?? r.primary}`);
       return;
     }
@@ -92,7 +100,15 @@ export async function runCampaign(o: CampaignRunOptions): Promise<CampaignSummar
       }
     }
     if (!file) file = original;
-    failures.push({ seed: r.seed, primary: r.primary ?? 'unknown', classes: r.classes, failures: r.failures, file, original, size: { before: shapeOf(json as never), after } });
+    failures.push({
+      seed: r.seed,
+      primary: r.primary ?? 'unknown',
+      classes: r.classes,
+      failures: r.failures,
+      file,
+      original,
+      size: { before: shapeOf(json as never), after },
+    });
     o.progress.note(`seed ${r.seed} failed: ${r.primary}${file ? ` (${file})` : ''}`);
   };
 
@@ -121,5 +137,15 @@ export async function runCampaign(o: CampaignRunOptions): Promise<CampaignSummar
   await Promise.all(saves);
   o.progress.end();
   results.sort((a, b) => a.seed - b.seed);
-  return summarizeCampaign({ campaign: o.campaign.name, firstSeed: o.firstSeed, seedsRequested: o.seeds, results, failures, jobs: o.executor.jobs, wallMs: seedWallMs, totalWallMs: elapsed(), stoppedBy });
+  return summarizeCampaign({
+    campaign: o.campaign.name,
+    firstSeed: o.firstSeed,
+    seedsRequested: o.seeds,
+    results,
+    failures,
+    jobs: o.executor.jobs,
+    wallMs: seedWallMs,
+    totalWallMs: elapsed(),
+    stoppedBy,
+  });
 }

@@ -129,7 +129,8 @@ function onlyKeys(o: Record<string, unknown>, keys: readonly string[], path: str
 
 function num(v: unknown, path: string, def: number, min: number, max: number, integer = false): number {
   if (v === undefined) return def;
-  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isSafeInteger(v))) fail(path, `expected ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isSafeInteger(v)))
+    fail(path, `expected ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(v)}`);
   if (v < min || v > max) fail(path, `${v} is outside [${min}, ${max}]`);
   return v;
 }
@@ -165,10 +166,41 @@ function prob(v: unknown, path: string, def: number): number {
   return num(v, path, def, 0, 1);
 }
 
-const TOP = ['name', 'description', 'qps', 'reverse', 'wrs', 'ops', 'sizes', 'maxInline', 'inline', 'signaled', 'psn', 'mtus', 'depth', 'recvDepth', 'timeout', 'retryCnt', 'rnrRetry', 'minRnrTimer', 'rdAtomic', 'lateRecv', 'startSpreadNs', 'faults', 'duration', 'quirks'] as const;
+const TOP = [
+  'name',
+  'description',
+  'qps',
+  'reverse',
+  'wrs',
+  'ops',
+  'sizes',
+  'maxInline',
+  'inline',
+  'signaled',
+  'psn',
+  'mtus',
+  'depth',
+  'recvDepth',
+  'timeout',
+  'retryCnt',
+  'rnrRetry',
+  'minRnrTimer',
+  'rdAtomic',
+  'lateRecv',
+  'startSpreadNs',
+  'faults',
+  'duration',
+  'quirks',
+] as const;
 const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'duplicateCopies'] as const;
 /** Every key of a campaign file, by where (docs/faults.md documents each; a test checks). */
-export const CAMPAIGN_KEYS = Object.freeze({ top: TOP, qps: ['RC', 'UC', 'UD'], sizes: ['max', 'zero'], lateRecv: ['probability', 'delayNs'], faults: FAULT_KEYS });
+export const CAMPAIGN_KEYS = Object.freeze({
+  top: TOP,
+  qps: ['RC', 'UC', 'UD'],
+  sizes: ['max', 'zero'],
+  lateRecv: ['probability', 'delayNs'],
+  faults: FAULT_KEYS,
+});
 
 /** Checks a campaign (parsed JSON) over the defaults. */
 export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
@@ -178,7 +210,8 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
   const p = (k: string) => `${source}.${k}`;
   let name = d.name;
   if (o.name !== undefined) {
-    if (typeof o.name !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(o.name)) fail(p('name'), `expected a name of letters, digits, '_', '.', '-', got ${JSON.stringify(o.name)}`);
+    if (typeof o.name !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(o.name))
+      fail(p('name'), `expected a name of letters, digits, '_', '.', '-', got ${JSON.stringify(o.name)}`);
     name = o.name;
   }
   if (o.description !== undefined && typeof o.description !== 'string') fail(p('description'), 'expected text');
@@ -265,7 +298,10 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
     rnrRetry: range(o.rnrRetry, p('rnrRetry'), d.rnrRetry, 0, 7),
     minRnrTimer: range(o.minRnrTimer, p('minRnrTimer'), d.minRnrTimer, 0, 31),
     rdAtomic: range(o.rdAtomic, p('rdAtomic'), d.rdAtomic, 1, 16),
-    lateRecv: { probability: prob(lo.probability, p('lateRecv.probability'), d.lateRecv.probability), delayNs: range(lo.delayNs, p('lateRecv.delayNs'), d.lateRecv.delayNs, 0, 1e12, true) },
+    lateRecv: {
+      probability: prob(lo.probability, p('lateRecv.probability'), d.lateRecv.probability),
+      delayNs: range(lo.delayNs, p('lateRecv.delayNs'), d.lateRecv.delayNs, 0, 1e12, true),
+    },
     startSpreadNs: range(o.startSpreadNs, p('startSpreadNs'), [d.startSpreadNs, d.startSpreadNs], 0, 1e12, true)[1],
     faults: {
       kinds,

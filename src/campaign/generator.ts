@@ -53,7 +53,11 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   const rf = root.fork('faults');
   const qps: Record<string, unknown>[] = [];
   const traffic: Record<string, unknown>[] = [];
-  const types: ['RC' | 'UC' | 'UD', number][] = [['RC', pick(rq, c.qps.RC)], ['UC', pick(rq, c.qps.UC)], ['UD', pick(rq, c.qps.UD)]];
+  const types: ['RC' | 'UC' | 'UD', number][] = [
+    ['RC', pick(rq, c.qps.RC)],
+    ['UC', pick(rq, c.qps.UC)],
+    ['UD', pick(rq, c.qps.UD)],
+  ];
   for (const [type, n] of types) {
     for (let k = 0; k < n; k++) {
       const name = `${type.toLowerCase()}${k}`;
@@ -62,7 +66,14 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
       const rd = pick(rq, c.rdAtomic);
       const q: Record<string, unknown> = { name, type, mtu, psn_a: pick(rq, c.psn), psn_b: pick(rq, c.psn), max_inline_data: maxInline };
       if (type === 'RC') {
-        Object.assign(q, { timeout: pick(rq, c.timeout), retry_cnt: pick(rq, c.retryCnt), rnr_retry: pick(rq, c.rnrRetry), min_rnr_timer: pick(rq, c.minRnrTimer), max_rd_atomic: rd, max_dest_rd_atomic: rd });
+        Object.assign(q, {
+          timeout: pick(rq, c.timeout),
+          retry_cnt: pick(rq, c.retryCnt),
+          rnr_retry: pick(rq, c.rnrRetry),
+          min_rnr_timer: pick(rq, c.minRnrTimer),
+          max_rd_atomic: rd,
+          max_dest_rd_atomic: rd,
+        });
       }
       const ops = type === 'RC' ? RC_OPS : type === 'UC' ? UC_OPS : UD_OPS;
       const froms: ('a' | 'b')[] = type === 'RC' && rq.bernoulli(c.reverse) ? ['a', 'b'] : ['a'];

@@ -27,7 +27,9 @@ export function classOf(f: Finding): string {
 
 /** Findings that follow from another failure rather than being one of their own. */
 function consequence(f: Finding): boolean {
-  return (f.kind === 'error-completion' && f.status === 'IBV_WC_WR_FLUSH_ERR') || f.kind === 'outstanding' || f.kind === 'unposted' || f.kind === 'recv-missing';
+  return (
+    (f.kind === 'error-completion' && f.status === 'IBV_WC_WR_FLUSH_ERR') || f.kind === 'outstanding' || f.kind === 'unposted' || f.kind === 'recv-missing'
+  );
 }
 
 /** Timeline cross-checks: findings the runner's own bookkeeping could have missed. */
@@ -40,10 +42,12 @@ export function timelineFindings(r: ScenarioResult): Finding[] {
     for (const w of q.wrs) {
       const base = { qp: q.qp, from: q.from, type: '', op: w.op, status: w.status ?? '', ns: w.completedNs ?? r.endNs };
       if (w.completedNs === null) {
-        if (!failed && !stalled.has(`${q.qp}/${q.from}`) && r.endedBy === 'complete') out.push({ ...base, kind: 'timeline', detail: `WR ${w.index} (${w.op}) has no completion in the timeline` });
+        if (!failed && !stalled.has(`${q.qp}/${q.from}`) && r.endedBy === 'complete')
+          out.push({ ...base, kind: 'timeline', detail: `WR ${w.index} (${w.op}) has no completion in the timeline` });
         continue;
       }
-      if (w.completedNs < last) out.push({ ...base, kind: 'timeline', detail: `WR ${w.index} completed at ${w.completedNs} ns, before WR ${w.index - 1} (${last} ns)` });
+      if (w.completedNs < last)
+        out.push({ ...base, kind: 'timeline', detail: `WR ${w.index} completed at ${w.completedNs} ns, before WR ${w.index - 1} (${last} ns)` });
       last = w.completedNs;
       if (w.status !== 'IBV_WC_SUCCESS') failed = true;
     }

@@ -50,7 +50,8 @@ export function poolExecutor(jobs: number): Executor {
     jobs,
     seed: (campaign, seed) => run<SeedResult>({ kind: 'seed', campaign, seed }).catch((e: unknown) => ({ ...crash(e), seed, wallMs: 0, scenario: null })),
     scenario: (json, source) => run<JudgedRun>({ kind: 'scenario', json, source }).catch(crash),
-    record: (json, source) => run<RecordedRun>({ kind: 'record', json, source }).catch(() => ({ ok: false, primary: 'crash', hits: [], truncated: false, onsetNs: 0, qpnBase: null })),
+    record: (json, source) =>
+      run<RecordedRun>({ kind: 'record', json, source }).catch(() => ({ ok: false, primary: 'crash', hits: [], truncated: false, onsetNs: 0, qpnBase: null })),
     close: () => pool.destroy(),
   };
 }

@@ -24,7 +24,14 @@ export class Progress {
     const rate = sec > 0 ? this.done / sec : 0;
     const left = this.#total - this.done;
     const eta = rate > 0 ? left / rate : Infinity;
-    const fmt = (s: number) => (!Number.isFinite(s) ? '?' : s >= 3600 ? `${(s / 3600).toFixed(1)} h` : s >= 60 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.round(s)} s`);
+    const fmt = (s: number) =>
+      !Number.isFinite(s)
+        ? '?'
+        : s >= 3600
+          ? `${(s / 3600).toFixed(1)} h`
+          : s >= 60
+            ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`
+            : `${Math.round(s)} s`;
     return `campaign: ${this.done}/${this.#total} seeds, ${rate.toFixed(1)}/s, ${this.failed} failed, ETA ${fmt(eta)}`;
   }
 

@@ -129,12 +129,15 @@ export function formatReport(s: CampaignSummary): string {
   );
   if (s.failed > 0) {
     lines.push('  failure classes (failed seeds by first failure):');
-    for (const [c, n] of Object.entries(s.failureClasses)) lines.push(`    ${String(n).padStart(5)}  ${c}  (seeds ${(s.primarySeeds[c] ?? []).slice(0, 8).join(', ')}${n > 8 ? ', ...' : ''})`);
+    for (const [c, n] of Object.entries(s.failureClasses))
+      lines.push(`    ${String(n).padStart(5)}  ${c}  (seeds ${(s.primarySeeds[c] ?? []).slice(0, 8).join(', ')}${n > 8 ? ', ...' : ''})`);
     const shown = s.failures.slice(0, 10);
     lines.push(`  failures${s.failures.length > shown.length ? ` (first ${shown.length} of ${s.failures.length})` : ''}:`);
     for (const f of shown) {
       const a = f.size.after;
-      const shrunk = a ? `, shrunk to ${a.qps} QP${a.qps === 1 ? '' : 's'}, ${a.wrs} WR${a.wrs === 1 ? '' : 's'}, ${a.faults} fault${a.faults === 1 ? '' : 's'}` : '';
+      const shrunk = a
+        ? `, shrunk to ${a.qps} QP${a.qps === 1 ? '' : 's'}, ${a.wrs} WR${a.wrs === 1 ? '' : 's'}, ${a.faults} fault${a.faults === 1 ? '' : 's'}`
+        : '';
       lines.push(`    seed ${f.seed}: ${f.primary}${shrunk}${f.file ? `: rnic sim ${f.file}` : ''}`);
       if (f.failures[0]) lines.push(`      ${f.failures[0]}`);
     }

@@ -60,12 +60,15 @@ export async function runRecorded(json: ScenarioJson, source: string): Promise<R
   let truncated = false;
   try {
     const s = parseScenario(json, source);
-    const r = await runScenario({ ...s, capture: [] }, {
-      onFault: (h) => {
-        if (hits.length < MAX_HITS) hits.push(h);
-        else truncated = true;
+    const r = await runScenario(
+      { ...s, capture: [] },
+      {
+        onFault: (h) => {
+          if (hits.length < MAX_HITS) hits.push(h);
+          else truncated = true;
+        },
       },
-    });
+    );
     const v = judge(r, new Map(s.qps.map((q) => [q.name, q.type])));
     const index = new Map(s.qps.map((q, i) => [q.name, i]));
     const t0 = r.timeline.qps[0];

@@ -117,17 +117,21 @@ function chunks(n: number, keepOne: boolean): [number, number][] {
 
 const passes: Pass[] = [
   // Fault rules: all of them, halves, ... single ones.
-  (cur) => chunks(cur.faults.length, false).map(([start, n]) => {
-    const j = clone(cur);
-    j.faults.splice(start, n);
-    return j;
-  }),
+  (cur) =>
+    chunks(cur.faults.length, false).map(([start, n]) => {
+      const j = clone(cur);
+      j.faults.splice(start, n);
+      return j;
+    }),
   // Whole traffic items (then their QPs if unused).
-  (cur, base) => items(cur).length <= 1 ? [] : items(cur).map((_, i) => {
-    const j = clone(cur);
-    j.traffic.splice(i, 1);
-    return fitQueues(dropUnusedQps(j, base));
-  }),
+  (cur, base) =>
+    items(cur).length <= 1
+      ? []
+      : items(cur).map((_, i) => {
+          const j = clone(cur);
+          j.traffic.splice(i, 1);
+          return fitQueues(dropUnusedQps(j, base));
+        }),
   // WRs: halves, quarters, ... single ones, per item.
   (cur, base) => {
     const out: ScenarioJson[] = [];
@@ -138,7 +142,15 @@ const passes: Pass[] = [
         const old = it.wrs.slice();
         it.wrs.splice(start, n);
         tidyItem(it);
-        out.push(renumber(j, ti, old, it.wrs.map((_, k) => (k < start ? k : k + n)), base));
+        out.push(
+          renumber(
+            j,
+            ti,
+            old,
+            it.wrs.map((_, k) => (k < start ? k : k + n)),
+            base,
+          ),
+        );
       }
     });
     return out;
@@ -146,17 +158,27 @@ const passes: Pass[] = [
   // Sizes: 0, then halves.
   (cur, base) => {
     const out: ScenarioJson[] = [];
-    items(cur).forEach((t, ti) => t.wrs.forEach((w, wi) => {
-      const sz = w.size ?? 0;
-      if (sz <= 0 || w.op === 'fetch_add' || w.op === 'cmp_swap') return;
-      for (const smaller of [0, Math.floor(sz / 2)]) {
-        if (smaller >= sz) continue;
-        const j = clone(cur);
-        const old = items(j)[ti]!.wrs.map((x) => ({ ...x }));
-        items(j)[ti]!.wrs[wi]!.size = smaller;
-        out.push(renumber(j, ti, old, old.map((_, k) => k), base));
-      }
-    }));
+    items(cur).forEach((t, ti) =>
+      t.wrs.forEach((w, wi) => {
+        const sz = w.size ?? 0;
+        if (sz <= 0 || w.op === 'fetch_add' || w.op === 'cmp_swap') return;
+        for (const smaller of [0, Math.floor(sz / 2)]) {
+          if (smaller >= sz) continue;
+          const j = clone(cur);
+          const old = items(j)[ti]!.wrs.map((x) => ({ ...x }));
+          items(j)[ti]!.wrs[wi]!.size = smaller;
+          out.push(
+            renumber(
+              j,
+              ti,
+              old,
+              old.map((_, k) => k),
+              base,
+            ),
+          );
+        }
+      }),
+    );
     return out;
   },
   // Options: inline and unsignaled WRs become plain ones; late receives and start times go; depth 1.
@@ -169,7 +191,10 @@ const passes: Pass[] = [
         delete items(j)[ti]![k];
         out.push(j);
       }
-      for (const [k, v] of [['depth', 1], ['recvDepth', 1]] as const) {
+      for (const [k, v] of [
+        ['depth', 1],
+        ['recvDepth', 1],
+      ] as const) {
         if (t[k] === undefined || t[k] === v) continue;
         const j = clone(cur);
         items(j)[ti]![k] = v;

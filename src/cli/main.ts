@@ -55,7 +55,12 @@ async function main(argv: string[]): Promise<number> {
   try {
     return await cmd.run(rest);
   } catch (e) {
-    if (e instanceof CliError || (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+    if (
+      e instanceof CliError ||
+      (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
+      (e as { code?: string }).code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
+      (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
+    ) {
       process.stderr.write(`rnic ${name}: ${(e as Error).message}\n${cmd.usage}\n`);
       return 2;
     }

@@ -62,7 +62,9 @@ export function twoHostConfig(role: 'A' | 'B'): ModelConfig {
   const [mine, theirs] = role === 'A' ? TWO_HOST_PORTS : [TWO_HOST_PORTS[1], TWO_HOST_PORTS[0]];
   return {
     workers: 1,
-    devices: [{ name: 'rnic0', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], ipv6: [`fd00::${n}`], mtu: 4096 }] }],
+    devices: [
+      { name: 'rnic0', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], ipv6: [`fd00::${n}`], mtu: 4096 }] },
+    ],
     cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${mine}`, remote: `127.0.0.1:${theirs}` }],
     quirks: {},
   };
@@ -95,4 +97,5 @@ export function twoHostNote(r: TwoHostRole): string {
   return `rnic: no RNIC_CONFIG: host ${r.role} of two on this machine: rnic0 (${ip}) on a loopback UDP cable 127.0.0.1:${mine} -> ${theirs} (docs/configuration.md)\n`;
 }
 
-export const TWO_HOSTS_TAKEN = 'rnic: no RNIC_CONFIG, and two rnic processes already hold the two loopback host roles; give this one its own RNIC_CONFIG (docs/configuration.md, "Two processes")\n';
+export const TWO_HOSTS_TAKEN =
+  'rnic: no RNIC_CONFIG, and two rnic processes already hold the two loopback host roles; give this one its own RNIC_CONFIG (docs/configuration.md, "Two processes")\n';

@@ -1,10 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  IBV_ACCESS_LOCAL_WRITE,
-  IBV_ACCESS_REMOTE_ATOMIC,
-  IBV_ACCESS_REMOTE_READ,
-  IBV_ACCESS_REMOTE_WRITE,
-} from './abi/constants.js';
+import { IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE } from './abi/constants.js';
 import { Cmd, CmdStatus } from './commands.js';
 import { checkAccess, checkKey, CtxOff, MPT, MrCheck } from './contexts.js';
 import { createTestbed, SMALL_DEVICE, type Testbed } from './testbed.js';
@@ -63,7 +58,7 @@ describe('MR key checks (checkAccess)', () => {
     expect(checkKey(t, key, pd1, IOVA - 1, 8, IBV_ACCESS_REMOTE_WRITE)).toBe(MrCheck.NO_ACCESS);
   });
 
-  it("a deregistered key fails, and so does it after its index is registered again", () => {
+  it('a deregistered key fails, and so does it after its index is registered again', () => {
     const t = tb.fw.tables;
     const base = { pdn: pd1, access: IBV_ACCESS_LOCAL_WRITE, hostAddr: bufAddr, length: 8192, iova: bufAddr };
     const k2 = tb.cmd.exec(Cmd.REG_MR, base).out['lkey'] as number;

@@ -1,20 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  IBV_GID_TYPE_ROCE_V1,
-  IBV_GID_TYPE_ROCE_V2,
-  IBV_LINK_LAYER_ETHERNET,
-  IBV_MTU_1024,
-  IBV_MTU_4096,
-  IBV_PORT_ACTIVE,
-} from './abi/constants.js';
-import {
-  capabilitiesToJSON,
-  DEFAULT_CAPABILITIES,
-  DEVICE_PARAMS,
-  ipv6ToBytes,
-  PORT_PARAMS,
-  resolveCapabilities,
-} from './capabilities.js';
+import { IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2, IBV_LINK_LAYER_ETHERNET, IBV_MTU_1024, IBV_MTU_4096, IBV_PORT_ACTIVE } from './abi/constants.js';
+import { capabilitiesToJSON, DEFAULT_CAPABILITIES, DEVICE_PARAMS, ipv6ToBytes, PORT_PARAMS, resolveCapabilities } from './capabilities.js';
 import { QUERY_DEVICE_OUT } from './commands.js';
 import { describeParams, parseBytes } from '../params/params.js';
 

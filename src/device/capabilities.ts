@@ -39,19 +39,7 @@ import {
   IBV_PORT_IP_BASED_GIDS,
   mtu_bytes_to_enum,
 } from './abi/constants.js';
-import {
-  bad,
-  choice,
-  count,
-  flags,
-  list,
-  mtu,
-  resolveParams,
-  size,
-  text,
-  u64Param,
-  type ParamValues,
-} from '../params/params.js';
+import { bad, choice, count, flags, list, mtu, resolveParams, size, text, u64Param, type ParamValues } from '../params/params.js';
 
 /** `ibv_port_attr.flags`: IBV_QPF_GRH_REQUIRED (verbs.h; not in abi/constants.ts yet). */
 export const IBV_QPF_GRH_REQUIRED = 1;
@@ -65,7 +53,12 @@ export const DEVICE_PARAMS = {
   sysImageGuid: u64Param(0x020000fffe000001n, 'system image GUID', 'guid'),
   maxMrSize: u64Param(0xffffffffffffffffn, 'largest MR, bytes (rxe: -1ull)', 'bytes'),
   pageSizeCap: u64Param(0xfffff000n, 'supported page sizes bitmask (rxe)', 'flags'),
-  vendorId: count(0xffffff, 'IEEE vendor id: 0xFFFFFF, what Linux rxe reports (RXE_VENDOR_ID, rxe_param.h: "IBTA v1.4 A3.3.1 VENDOR INFORMATION"; rxe reported 0 before kernel commit 0184afd15a14)', 0, 0xffffffff),
+  vendorId: count(
+    0xffffff,
+    'IEEE vendor id: 0xFFFFFF, what Linux rxe reports (RXE_VENDOR_ID, rxe_param.h: "IBTA v1.4 A3.3.1 VENDOR INFORMATION"; rxe reported 0 before kernel commit 0184afd15a14)',
+    0,
+    0xffffffff,
+  ),
   vendorPartId: count(0, 'vendor part id', 0, 0xffffffff),
   hwVer: count(0, 'hardware version', 0, 0xffffffff),
   maxQp: count(0x10000, 'QPs (rxe 0x10000); QPNs are 2..maxQp+1', 1, 0xfffffd),

@@ -117,9 +117,23 @@ function mkQp(extra: Record<string, unknown> = {}) {
 }
 
 const AV_OK = { ahIsGlobal: 1, ahSgidIndex: 1, ahPortNum: 1, ahHopLimit: 64, ahDgid: new Uint8Array(16).fill(1), ahDmac: [2, 0, 0, 0, 0, 2] };
-const TO_INIT = { attrMask: IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, qpState: IBV_QPS_INIT, portNum: 1, qpAccessFlags: IBV_ACCESS_REMOTE_WRITE };
+const TO_INIT = {
+  attrMask: IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+  qpState: IBV_QPS_INIT,
+  portNum: 1,
+  qpAccessFlags: IBV_ACCESS_REMOTE_WRITE,
+};
 const RTR_MASK = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-const TO_RTR = { attrMask: RTR_MASK, qpState: IBV_QPS_RTR, pathMtu: IBV_MTU_1024, destQpNum: 0x123, rqPsn: 0xabcdef, maxDestRdAtomic: 16, minRnrTimer: 12, ...AV_OK };
+const TO_RTR = {
+  attrMask: RTR_MASK,
+  qpState: IBV_QPS_RTR,
+  pathMtu: IBV_MTU_1024,
+  destQpNum: 0x123,
+  rqPsn: 0xabcdef,
+  maxDestRdAtomic: 16,
+  minRnrTimer: 12,
+  ...AV_OK,
+};
 const RTS_MASK = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
 const TO_RTS = { attrMask: RTS_MASK, qpState: IBV_QPS_RTS, timeout: 14, retryCnt: 7, rnrRetry: 7, sqPsn: 0x10, maxRdAtomic: 16 };
 
@@ -164,7 +178,11 @@ describe('queries', () => {
     expect(out['maxQpRdAtom']).toBe(128);
     expect(out['maxMrSize']).toBe((1n << 64n) - 1n);
     expect(out['physPortCnt']).toBe(1);
-    expect(Buffer.from(out['fwVer'] as Uint8Array).toString('latin1').replace(/\0+$/, '')).toBe('1.0.0');
+    expect(
+      Buffer.from(out['fwVer'] as Uint8Array)
+        .toString('latin1')
+        .replace(/\0+$/, ''),
+    ).toBe('1.0.0');
   });
 
   it('QUERY_PORT: MTU enums and counters; bad port → BAD_PARAM', () => {
@@ -375,9 +393,7 @@ describe('QPs', () => {
     expect(fails(Cmd.MODIFY_QP, { qpn, ...TO_RTS, rnrRetry: 8 }, CmdStatus.BAD_PARAM)).toBe('rnrRetry');
     expect(fails(Cmd.MODIFY_QP, { qpn, ...TO_RTS, maxRdAtomic: 200 }, CmdStatus.BAD_PARAM)).toBe('maxRdAtomic');
     expect(fails(Cmd.MODIFY_QP, { qpn, ...TO_RTS, attrMask: RTS_MASK | IBV_QP_CAP }, CmdStatus.BAD_PARAM)).toBe('attrMask');
-    expect(
-      fails(Cmd.MODIFY_QP, { qpn, ...TO_RTS, attrMask: RTS_MASK | IBV_QP_CUR_STATE, curQpState: IBV_QPS_INIT }, CmdStatus.BAD_STATE),
-    ).toBe('curQpState');
+    expect(fails(Cmd.MODIFY_QP, { qpn, ...TO_RTS, attrMask: RTS_MASK | IBV_QP_CUR_STATE, curQpState: IBV_QPS_INIT }, CmdStatus.BAD_STATE)).toBe('curQpState');
     ok(Cmd.MODIFY_QP, { qpn, ...TO_RTS, attrMask: RTS_MASK | IBV_QP_CUR_STATE, curQpState: IBV_QPS_RTR });
     expect(fails(Cmd.MODIFY_QP, { qpn, ...TO_INIT }, CmdStatus.BAD_STATE)).toBe('attrMask');
   });

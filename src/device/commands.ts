@@ -333,16 +333,19 @@ export const QUERY_GID_OUT = defineLayout('query-gid-out', 0x18, 'One GID table 
   reserved(0x14, 32),
 ]);
 
-export const QUERY_PKEY_OUT = defineLayout('query-pkey-out', 4, 'One P_Key table entry.', [
-  u('pkey', 0x00, 0, 16, 'P_Key (0 when empty)'),
-  reserved(0x02, 16),
-]);
+export const QUERY_PKEY_OUT = defineLayout('query-pkey-out', 4, 'One P_Key table entry.', [u('pkey', 0x00, 0, 16, 'P_Key (0 when empty)'), reserved(0x02, 16)]);
 
 const PDN_LAYOUT = defineLayout('pdn', 4, 'A protection domain number.', [u('pdn', 0x00, 0, 32, 'protection domain number')]);
 
 export const REG_MR_IN = defineLayout('reg-mr-in', 0x20, 'ibv_reg_mr / ibv_reg_mr_iova.', [
   u('pdn', 0x00, 0, 32, 'protection domain'),
-  u('access', 0x04, 0, 32, 'ibv_access_flags (LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED, FLUSH_GLOBAL, FLUSH_PERSISTENT; optional-range bits ignored)'),
+  u(
+    'access',
+    0x04,
+    0,
+    32,
+    'ibv_access_flags (LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, ZERO_BASED, FLUSH_GLOBAL, FLUSH_PERSISTENT; optional-range bits ignored)',
+  ),
   u64('hostAddr', 0x08, 'host memory address of the buffer'),
   u64('length', 0x10, 'length in bytes (≥ 1, ≤ maxMrSize)'),
   u64('iova', 0x18, 'virtual address of the first byte as keys see it (= hostAddr for ibv_reg_mr)'),
@@ -356,7 +359,7 @@ export const enum ReregFlag {
 }
 
 export const REREG_MR_IN = defineLayout('rereg-mr-in', 0x28, 'ibv_rereg_mr: change an MR in place; its keys stay.', [
-  u('key', 0x00, 0, 32, 'the MR\'s key'),
+  u('key', 0x00, 0, 32, "the MR's key"),
   u('flags', 0x04, 0, 32, 'ReregFlag: TRANSLATION 1 (hostAddr, length, iova), PD 2 (pdn), ACCESS 4 (access); other fields are ignored'),
   u('pdn', 0x08, 0, 32, 'new protection domain (PD)'),
   u('access', 0x0c, 0, 32, 'new ibv_access_flags (ACCESS), checked as REG_MR checks them'),
@@ -471,12 +474,12 @@ export const CREATE_QP_IN = defineLayout('create-qp-in', 0x40, 'ibv_create_qp. A
 
 const QPN_LAYOUT = defineLayout('qpn', 4, 'A QP number.', [u('qpn', 0x00, 0, 24, 'QP number'), reserved(0x03, 8)]);
 
-export const MODIFY_QP_IN = defineLayout('modify-qp-in', 0x98, 'ibv_modify_qp: QP number, attribute mask and every ibv_qp_attr field (only the masked ones are read).', [
-  u('qpn', 0x00, 0, 24, 'QP number'),
-  reserved(0x03, 8),
-  u('attrMask', 0x04, 0, 32, 'ibv_qp_attr_mask'),
-  ...embed('', QP_ATTR, 0x08),
-]);
+export const MODIFY_QP_IN = defineLayout(
+  'modify-qp-in',
+  0x98,
+  'ibv_modify_qp: QP number, attribute mask and every ibv_qp_attr field (only the masked ones are read).',
+  [u('qpn', 0x00, 0, 24, 'QP number'), reserved(0x03, 8), u('attrMask', 0x04, 0, 32, 'ibv_qp_attr_mask'), ...embed('', QP_ATTR, 0x08)],
+);
 
 export const QUERY_QP_OUT = defineLayout('query-qp-out', 0xa0, 'ibv_query_qp: every ibv_qp_attr field, and the creation attributes.', [
   ...embed('', QP_ATTR, 0x00),
@@ -488,8 +491,7 @@ export const QUERY_QP_OUT = defineLayout('query-qp-out', 0xa0, 'ibv_query_qp: ev
   u('srqn', 0x9c, 0, 32, 'SRQ (0: none)'),
 ]);
 
-const NUM_OUT = (name: string, field: string, doc: string) =>
-  defineLayout(name, 4, doc, [u(field, 0x00, 0, 32, doc)]);
+const NUM_OUT = (name: string, field: string, doc: string) => defineLayout(name, 4, doc, [u(field, 0x00, 0, 32, doc)]);
 
 export const ALLOC_PD_OUT = NUM_OUT('alloc-pd-out', 'pdn', 'the new protection domain number');
 export const CREATE_CQ_OUT = NUM_OUT('create-cq-out', 'cqn', 'the new CQ number');
@@ -526,8 +528,13 @@ function command<IF extends readonly FieldDecl[], OF extends readonly FieldDecl[
 
 const SUPPORTED_QP_TYPES = [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD];
 const MR_ACCESS_SUPPORTED =
-  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED
-  | IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT;
+  IBV_ACCESS_LOCAL_WRITE |
+  IBV_ACCESS_REMOTE_WRITE |
+  IBV_ACCESS_REMOTE_READ |
+  IBV_ACCESS_REMOTE_ATOMIC |
+  IBV_ACCESS_ZERO_BASED |
+  IBV_ACCESS_FLUSH_GLOBAL |
+  IBV_ACCESS_FLUSH_PERSISTENT;
 const QP_ACCESS_SUPPORTED = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 function nextPow2(n: number): number {
@@ -640,8 +647,25 @@ function applyAv(fw: Firmware, qp: number, inp: Record<string, unknown>, from: '
 function resetQpAttrs(fw: Firmware, qp: number): void {
   const t = fw.tables;
   const keep = new Set([
-    'state', 'flags', 'modifySeq', 'qpn', 'qpType', 'pdn', 'sendCqn', 'recvCqn', 'srqn', 'sqRingAddr', 'rqRingAddr',
-    'dbrecAddr', 'sqLogSize', 'sqLogStride', 'rqLogSize', 'rqLogStride', 'maxSendSge', 'maxRecvSge', 'maxInlineData',
+    'state',
+    'flags',
+    'modifySeq',
+    'qpn',
+    'qpType',
+    'pdn',
+    'sendCqn',
+    'recvCqn',
+    'srqn',
+    'sqRingAddr',
+    'rqRingAddr',
+    'dbrecAddr',
+    'sqLogSize',
+    'sqLogStride',
+    'rqLogSize',
+    'rqLogStride',
+    'maxSendSge',
+    'maxRecvSge',
+    'maxInlineData',
   ]);
   for (const d of QPC.fields) {
     if (keep.has(d.name)) continue;
@@ -822,18 +846,21 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       const t = fw.tables;
       const off = t.mrByKey(inp.key);
       if (off < 0) fail(CmdStatus.BAD_RESOURCE, 'key', `no MR with key 0x${inp.key.toString(16)}`);
-      if (inp.flags === 0 || inp.flags & ~(ReregFlag.TRANSLATION | ReregFlag.PD | ReregFlag.ACCESS)) fail(CmdStatus.BAD_PARAM, 'flags', `bad flags 0x${inp.flags.toString(16)}`);
+      if (inp.flags === 0 || inp.flags & ~(ReregFlag.TRANSLATION | ReregFlag.PD | ReregFlag.ACCESS))
+        fail(CmdStatus.BAD_PARAM, 'flags', `bad flags 0x${inp.flags.toString(16)}`);
       const cur = decodeStruct(MPT, t.dv, off);
       const pdn = inp.flags & ReregFlag.PD ? inp.pdn : cur.pdn;
       if (inp.flags & ReregFlag.PD) needPd(fw, pdn);
       const access = inp.flags & ReregFlag.ACCESS ? inp.access & ~IBV_ACCESS_OPTIONAL_RANGE : cur.access;
       if (access & ~MR_ACCESS_SUPPORTED) fail(CmdStatus.BAD_PARAM, 'access', `unsupported access flags 0x${(access & ~MR_ACCESS_SUPPORTED).toString(16)}`);
-      if (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) && !(access & IBV_ACCESS_LOCAL_WRITE)) fail(CmdStatus.BAD_PARAM, 'access', 'REMOTE_WRITE / REMOTE_ATOMIC need LOCAL_WRITE');
+      if (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) && !(access & IBV_ACCESS_LOCAL_WRITE))
+        fail(CmdStatus.BAD_PARAM, 'access', 'REMOTE_WRITE / REMOTE_ATOMIC need LOCAL_WRITE');
       let { hostAddr, length, iova } = cur;
       if (inp.flags & ReregFlag.TRANSLATION) {
         ({ hostAddr, length, iova } = inp);
         if (length === 0n || length > fw.caps.device.maxMrSize) fail(CmdStatus.BAD_PARAM, 'length', `bad length ${length}`);
-        if (!fw.hostRangeOk(Number(hostAddr), Number(length), 1) || hostAddr > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'hostAddr', 'buffer is not inside host memory');
+        if (!fw.hostRangeOk(Number(hostAddr), Number(length), 1) || hostAddr > BigInt(Number.MAX_SAFE_INTEGER))
+          fail(CmdStatus.BAD_PARAM, 'hostAddr', 'buffer is not inside host memory');
         if (iova + length > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'iova', 'iova + length must stay below 2^53');
       }
       encodeStruct(MPT, t.dv, off, { pdn, access, hostAddr, length, iova });
@@ -846,7 +873,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
   command({
     opcode: Cmd.DEREG_MR,
     name: 'DEREG_MR',
-    doc: 'Deregister a memory region (ibv_dereg_mr). The key stops working at once; the index\'s next key has a new variant.',
+    doc: "Deregister a memory region (ibv_dereg_mr). The key stops working at once; the index's next key has a new variant.",
     input: KEY_IN,
     output: null,
     errors: ['BAD_RESOURCE: no live MR with exactly this key'],
@@ -908,13 +935,14 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
   command({
     opcode: Cmd.RESIZE_CQ,
     name: 'RESIZE_CQ',
-    doc: 'Move a CQ to a new ring (ibv_resize_cq). The CQEs the driver has not consumed (from its doorbell record up to the producer) are copied to the same counter positions of the new ring, with the new ring\'s phase; the producer counter is kept. The driver frees the old ring after success.',
+    doc: "Move a CQ to a new ring (ibv_resize_cq). The CQEs the driver has not consumed (from its doorbell record up to the producer) are copied to the same counter positions of the new ring, with the new ring's phase; the producer counter is kept. The driver frees the old ring after success.",
     input: RESIZE_CQ_IN,
     output: null,
     errors: ['BAD_RESOURCE: no such CQ', 'BAD_PARAM: size or ring not valid, or fewer entries than unconsumed CQEs', 'BAD_STATE: the CQ overflowed'],
     run: (fw, inp) => {
       const off = needCq(fw, inp.cqn, 'cqn');
-      if (inp.logSize > 24 || 1 << inp.logSize > nextPow2(fw.caps.device.maxCqe + 1)) fail(CmdStatus.BAD_PARAM, 'logSize', `2^${inp.logSize} entries exceed maxCqe`);
+      if (inp.logSize > 24 || 1 << inp.logSize > nextPow2(fw.caps.device.maxCqe + 1))
+        fail(CmdStatus.BAD_PARAM, 'logSize', `2^${inp.logSize} entries exceed maxCqe`);
       needRing(fw, Number(inp.ringAddr), CQE_SIZE << inp.logSize, CQE_SIZE, 'ringAddr');
       const t = fw.tables;
       if (Atomics.load(t.i32, (off + CtxOff.CQ_FLAGS) >> 2) & CqFlag.ERROR) fail(CmdStatus.BAD_STATE, 'cqn', `CQ ${inp.cqn} overflowed`);
@@ -922,7 +950,8 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       const producer = Atomics.load(t.i32, (off + CtxOff.CQ_PRODUCER) >> 2) >>> 0;
       const ci = loadDbrec(mem, CQC.f.dbrecAddr.getNum(t.dv, off));
       const outstanding = (producer - ci) >>> 0;
-      if (outstanding >= 1 << inp.logSize) fail(CmdStatus.BAD_PARAM, 'logSize', `${outstanding} CQEs are not consumed yet; 2^${inp.logSize} - 1 cannot hold them`);
+      if (outstanding >= 1 << inp.logSize)
+        fail(CmdStatus.BAD_PARAM, 'logSize', `${outstanding} CQEs are not consumed yet; 2^${inp.logSize} - 1 cannot hold them`);
       const oldLog = CQC.f.logSize.get(t.dv, off);
       const oldRing = CQC.f.ringAddr.getNum(t.dv, off) - mem.baseNum;
       const newRing = Number(inp.ringAddr) - mem.baseNum;
@@ -1165,7 +1194,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     opcode: Cmd.MODIFY_QP,
     name: 'MODIFY_QP',
     doc:
-      'Modify a QP (ibv_modify_qp). The device enforces the QP state machine (abi/qp-state.ts, the kernel\'s qp_state_table) and the value ranges, then applies every masked attribute at once. ' +
+      "Modify a QP (ibv_modify_qp). The device enforces the QP state machine (abi/qp-state.ts, the kernel's qp_state_table) and the value ranges, then applies every masked attribute at once. " +
       'Entering ERR sets QpFlag.FLUSH_PENDING (the pipeline flushes outstanding WQEs with WR_FLUSH_ERR); entering RESET sets RESET_PENDING, zeroes the consumer counters and restores the create-time attribute defaults. ' +
       'IBV_QP_CUR_STATE, when given, must equal the actual state.',
     input: MODIFY_QP_IN,
@@ -1173,7 +1202,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     errors: [
       'BAD_RESOURCE: no such QP',
       'BAD_STATE: the transition cur → next is not in the table; IBV_QP_CUR_STATE differs from the actual state; the QP changed state concurrently',
-      'BAD_PARAM: unknown mask bit; a required attribute missing or one not allowed for this transition; a value out of range (timeout, min_rnr_timer, alt_timeout > 31; retry_cnt, rnr_retry > 7; path_mtu not 1..5 or above the port\'s active MTU; max_rd_atomic > maxQpInitRdAtom; max_dest_rd_atomic > maxQpRdAtom; bad port, P_Key index, GID index, access flags; no GRH on RoCE)',
+      "BAD_PARAM: unknown mask bit; a required attribute missing or one not allowed for this transition; a value out of range (timeout, min_rnr_timer, alt_timeout > 31; retry_cnt, rnr_retry > 7; path_mtu not 1..5 or above the port's active MTU; max_rd_atomic > maxQpInitRdAtom; max_dest_rd_atomic > maxQpRdAtom; bad port, P_Key index, GID index, access flags; no GRH on RoCE)",
     ],
     run: (fw, inp) => {
       const t = fw.tables;
@@ -1328,10 +1357,14 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
   command({
     opcode: Cmd.ATTACH_MCAST,
     name: 'ATTACH_MCAST',
-    doc: 'Attach a UD QP to a multicast group (ibv_attach_mcast): UD packets to the group\'s GID with destination QPN 0xFFFFFF are delivered to every attached QP on the port that receives them. Attaching twice is a no-op.',
+    doc: "Attach a UD QP to a multicast group (ibv_attach_mcast): UD packets to the group's GID with destination QPN 0xFFFFFF are delivered to every attached QP on the port that receives them. Attaching twice is a no-op.",
     input: MCAST_IN,
     output: null,
-    errors: ['BAD_RESOURCE: no such QP', 'BAD_PARAM: not a UD QP, or not a multicast GID', 'NO_RESOURCES: maxMcastGrp groups, maxMcastQpAttach QPs in the group, or maxTotalMcastQpAttach attachments exist'],
+    errors: [
+      'BAD_RESOURCE: no such QP',
+      'BAD_PARAM: not a UD QP, or not a multicast GID',
+      'NO_RESOURCES: maxMcastGrp groups, maxMcastQpAttach QPs in the group, or maxTotalMcastQpAttach attachments exist',
+    ],
     run: (fw, inp) => {
       const key = mcastKey(fw, inp.qpn, inp.mgid);
       const g = fw.mcast.get(key);
@@ -1356,7 +1389,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     run: (fw, inp) => {
       const key = mcastKey(fw, inp.qpn, inp.mgid);
       const g = fw.mcast.get(key);
-      if (!g || !g.has(inp.qpn)) fail(CmdStatus.BAD_PARAM, 'mgid', `QP ${inp.qpn} is not attached to the group`);
+      if (!g?.has(inp.qpn)) fail(CmdStatus.BAD_PARAM, 'mgid', `QP ${inp.qpn} is not attached to the group`);
       g.delete(inp.qpn);
       if (g.size === 0) fw.mcast.delete(key);
     },

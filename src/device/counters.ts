@@ -74,12 +74,16 @@ export const COUNTERS: readonly CounterDecl[] = Object.freeze([
   c('bad_pkey_cntr', 'port', 'packets dropped for a bad P_Key (ibv_port_attr.bad_pkey_cntr)'),
   c('qkey_viol_cntr', 'port', 'UD packets dropped for a Q_Key mismatch (ibv_port_attr.qkey_viol_cntr)'),
   // IB port counters (IBTA PortCounters; sysfs ports/<n>/counters)
-  c('port_rcv_errors', 'ib_port', 'RDMA frames the receive parser dropped as malformed: bad ICRC, truncated, bad version, length, checksum, reserved opcode (PortRcvErrors)'),
+  c(
+    'port_rcv_errors',
+    'ib_port',
+    'RDMA frames the receive parser dropped as malformed: bad ICRC, truncated, bad version, length, checksum, reserved opcode (PortRcvErrors)',
+  ),
   // drops rxe makes silently (hdr_check, check_type_state); the model counts them
   c('rx_unknown_opcode', 'model', 'frames dropped for a reserved or unsupported BTH opcode (also in port_rcv_errors)'),
   c('rx_unknown_qp', 'model', 'packets dropped: no QP with the destination QPN (never created, destroyed, special or multicast QPN)'),
-  c('rx_qp_type_mismatch', 'model', 'packets dropped: the opcode\'s transport (RC / UC / UD) is not the QP\'s type'),
-  c('rx_qp_state_drop', 'model', 'packets dropped: the QP\'s state does not accept them (requests in RESET / INIT / ERR, responses outside RTS / SQD)'),
+  c('rx_qp_type_mismatch', 'model', "packets dropped: the opcode's transport (RC / UC / UD) is not the QP's type"),
+  c('rx_qp_state_drop', 'model', "packets dropped: the QP's state does not accept them (requests in RESET / INIT / ERR, responses outside RTS / SQD)"),
   // IB port counters (IBTA PortCounters / PortCountersExtended), as Linux shows them for a RoCE port
   c('port_xmit_data', 'ib_port', 'RDMA frames sent: bytes (Ethernet header through ICRC, no FCS) divided by 4, as PortXmitData counts 4-octet words'),
   c('port_rcv_data', 'ib_port', 'RDMA frames received (good or not): bytes divided by 4 (PortRcvData)'),

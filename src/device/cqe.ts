@@ -73,7 +73,13 @@ export const CQE = defineLayout(
   [
     u64('wrId', 0x00, 'wr_id of the completed WQE'),
     u('byteLen', 0x08, 0, 32, 'byte_len: bytes received (receive), or transferred (READ / atomic: 8)'),
-    u('immData', 0x0c, 0, 32, 'imm_data, or invalidated_rkey (they are a union in ibv_wc; wcFlags WITH_IMM / WITH_INV tell which); ImmDt bytes in memory order'),
+    u(
+      'immData',
+      0x0c,
+      0,
+      32,
+      'imm_data, or invalidated_rkey (they are a union in ibv_wc; wcFlags WITH_IMM / WITH_INV tell which); ImmDt bytes in memory order',
+    ),
     u('qpNum', 0x10, 0, 24, 'qp_num: local QP'),
     reserved(0x13, 8),
     u('srcQp', 0x14, 0, 24, 'src_qp: remote QP (UD receives)'),
@@ -94,7 +100,7 @@ export const CQE = defineLayout(
     reserved(0x34, 32),
     reserved(0x38, 32),
     reserved(0x3c, 24),
-    u('owner', 0x3f, 0, 1, 'phase bit: written last; valid when it equals the consumer\'s expected phase'),
+    u('owner', 0x3f, 0, 1, "phase bit: written last; valid when it equals the consumer's expected phase"),
     reserved(0x3f, 7, 1),
   ],
 );

@@ -38,7 +38,9 @@ function statusesTable(): string {
 function commandsSection(): string {
   const index = ['| opcode | command | input | output |', '| --- | --- | --- | --- |'];
   for (const c of COMMANDS) {
-    index.push(`| ${hexOffset(c.opcode)} | [\`${c.name}\`](#${c.name.toLowerCase()}) | \`${c.input.name}\` (${c.input.size} B) | ${c.output ? `\`${c.output.name}\` (${c.output.size} B)` : '—'} |`);
+    index.push(
+      `| ${hexOffset(c.opcode)} | [\`${c.name}\`](#${c.name.toLowerCase()}) | \`${c.input.name}\` (${c.input.size} B) | ${c.output ? `\`${c.output.name}\` (${c.output.size} B)` : '—'} |`,
+    );
   }
   const parts = [index.join('\n')];
   const seen = new Set<string>();

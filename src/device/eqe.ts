@@ -77,7 +77,13 @@ export const EQE = defineLayout('eqe', 32, 'Event queue entry.', [
   u('type', 0x00, 0, 8, 'ibv_event_type (0..19) of an async event, or 0x80 COMPLETION', EVENT_NAMES),
   reserved(0x01, 8),
   reserved(0x02, 16),
-  u('resource', 0x04, 0, 32, 'CQN (COMPLETION, CQ_ERR), QPN (QP_* / COMM_EST / SQ_DRAINED / PATH_MIG* / LAST_WQE_REACHED), SRQN (SRQ_*), port number (PORT_* / LID / PKEY / SM / GID / CLIENT_REREGISTER), 0 (DEVICE_FATAL)'),
+  u(
+    'resource',
+    0x04,
+    0,
+    32,
+    'CQN (COMPLETION, CQ_ERR), QPN (QP_* / COMM_EST / SQ_DRAINED / PATH_MIG* / LAST_WQE_REACHED), SRQN (SRQ_*), port number (PORT_* / LID / PKEY / SM / GID / CLIENT_REREGISTER), 0 (DEVICE_FATAL)',
+  ),
   u('syndrome', 0x08, 0, 32, 'detail: for QP errors the ibv_wc_status that caused it; 0 otherwise'),
   reserved(0x0c, 32),
   u64('timestamp', 0x10, 'event time in device clock ticks'),
@@ -117,16 +123,7 @@ function fireIfArmed(t: ContextTables, bar: Bar, eq: number): boolean {
  * armed. Returns false (and sets EqFlag.OVERFLOW) if the EQ was full or
  * does not exist. Allocates nothing.
  */
-export function eqPush(
-  mem: HostMemory,
-  t: ContextTables,
-  bar: Bar,
-  eqn: number,
-  type: number,
-  resource: number,
-  syndrome = 0,
-  timestamp = 0,
-): boolean {
+export function eqPush(mem: HostMemory, t: ContextTables, bar: Bar, eqn: number, type: number, resource: number, syndrome = 0, timestamp = 0): boolean {
   const eq = t.eqByNumber(eqn);
   if (eq < 0) return false;
   const dv = t.dv;

@@ -22,7 +22,7 @@ class RingPool {
 describe('IndexPool', () => {
   it('hands out indices in the order of a FIFO ring filled with [first, count) (seeded random alloc/free)', () => {
     let x = 12345;
-    const rnd = (n: number) => ((x = (x * 1103515245 + 12345) >>> 0) % n);
+    const rnd = (n: number) => (x = (x * 1103515245 + 12345) >>> 0) % n;
     const pool = new IndexPool(2, 300);
     const ref = new RingPool(2, 300);
     const held: number[] = [];

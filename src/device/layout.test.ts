@@ -51,9 +51,7 @@ describe('layout declarations', () => {
     expect(() => defineLayout('t', 4, '', [u('a', 0, 0, 16, ''), u('b', 1, 0, 24, '')])).toThrowError(/overlap|ascending/);
     expect(() => defineLayout('t', 4, '', [u('a', 0, 0, 16, '')])).toThrowError(/not covered/);
     expect(() => defineLayout('t', 4, '', [u('a', 0, 4, 32, '')])).toThrowError(/32 bits/);
-    expect(() => defineLayout('t', 4, '', [u('a', 0, 0, 16, ''), { ...reserved(2, 16), name: 'reservedAt0x3' }])).toThrowError(
-      /reservedAt0x2/,
-    );
+    expect(() => defineLayout('t', 4, '', [u('a', 0, 0, 16, ''), { ...reserved(2, 16), name: 'reservedAt0x3' }])).toThrowError(/reservedAt0x2/);
     expect(() => defineLayout('t', 4, '', [u('a', 2, 0, 16, ''), reserved(0, 16)])).toThrowError(/ascending/);
     expect(() => defineLayout('t', 4, '', [u('a', 0, 0, 32, ''), u('b', 4, 0, 8, '')])).toThrowError(/past the end/);
   });
@@ -191,4 +189,3 @@ function setField(layout: Layout, name: string, dv: DataView, base: number, v: n
 function getField(layout: Layout, name: string, dv: DataView, base: number): unknown {
   return (layout.f as Record<string, UAccessor | U64Accessor | BytesAccessor>)[name]!.get(dv, base);
 }
-

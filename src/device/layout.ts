@@ -82,22 +82,9 @@ export interface BytesAccessor {
 }
 
 export type AccessorOf<D> =
-  D extends FieldDecl<string, infer K>
-    ? K extends FieldKind.U
-      ? UAccessor
-      : K extends FieldKind.U64
-        ? U64Accessor
-        : BytesAccessor
-    : never;
+  D extends FieldDecl<string, infer K> ? (K extends FieldKind.U ? UAccessor : K extends FieldKind.U64 ? U64Accessor : BytesAccessor) : never;
 
-export type ValueOf<D> =
-  D extends FieldDecl<string, infer K>
-    ? K extends FieldKind.U
-      ? number
-      : K extends FieldKind.U64
-        ? bigint
-        : Uint8Array
-    : never;
+export type ValueOf<D> = D extends FieldDecl<string, infer K> ? (K extends FieldKind.U ? number : K extends FieldKind.U64 ? bigint : Uint8Array) : never;
 
 export type Accessors<F extends readonly FieldDecl[]> = {
   readonly [D in F[number] as D['name']]: AccessorOf<D>;
@@ -110,10 +97,7 @@ export type StructValues<F extends readonly FieldDecl[]> = {
 
 /** Input of encodeStruct: any subset; 64-bit fields also accept numbers. */
 export type StructInput<F extends readonly FieldDecl[]> = {
-  [D in F[number] as D['name'] extends ReservedName ? never : D['name']]?: D extends FieldDecl<
-    string,
-    FieldKind.U64
-  >
+  [D in F[number] as D['name'] extends ReservedName ? never : D['name']]?: D extends FieldDecl<string, FieldKind.U64>
     ? bigint | number
     : D extends FieldDecl<string, FieldKind.BYTES>
       ? ArrayLike<number>
@@ -145,9 +129,7 @@ export function u<N extends string>(
   doc: string,
   names?: Readonly<Record<number, string>>,
 ): FieldDecl<N, FieldKind.U> {
-  return names
-    ? { name, offset, bitOffset, width, kind: FieldKind.U, doc, names }
-    : { name, offset, bitOffset, width, kind: FieldKind.U, doc };
+  return names ? { name, offset, bitOffset, width, kind: FieldKind.U, doc, names } : { name, offset, bitOffset, width, kind: FieldKind.U, doc };
 }
 
 /** A 64-bit field at byte `offset`. */
@@ -156,12 +138,7 @@ export function u64<N extends string>(name: N, offset: number, doc: string): Fie
 }
 
 /** A byte string of `length` bytes at byte `offset`. */
-export function bytes<N extends string>(
-  name: N,
-  offset: number,
-  length: number,
-  doc: string,
-): FieldDecl<N, FieldKind.BYTES> {
+export function bytes<N extends string>(name: N, offset: number, length: number, doc: string): FieldDecl<N, FieldKind.BYTES> {
   return { name, offset, bitOffset: 0, width: length * 8, kind: FieldKind.BYTES, doc };
 }
 
@@ -199,19 +176,11 @@ export type EmbeddedFields<P extends string, F extends readonly FieldDecl[]> = {
  * names prefixed (`embed('av', AV, 8)` turns `dgid` into `avDgid`; an empty
  * prefix keeps the names). Reserved fields are renamed to their new offset.
  */
-export function embed<P extends string, F extends readonly FieldDecl[]>(
-  prefix: P,
-  layout: Layout<F>,
-  at: number,
-): EmbeddedFields<P, F> {
+export function embed<P extends string, F extends readonly FieldDecl[]>(prefix: P, layout: Layout<F>, at: number): EmbeddedFields<P, F> {
   return layout.fields.map((d) => {
     const offset = d.offset + at;
     const isReserved = d.name.startsWith('reservedAt0x');
-    const name = isReserved
-      ? reservedName(offset, d.bitOffset)
-      : prefix === ''
-        ? d.name
-        : prefix + d.name[0]!.toUpperCase() + d.name.slice(1);
+    const name = isReserved ? reservedName(offset, d.bitOffset) : prefix === '' ? d.name : prefix + d.name[0]!.toUpperCase() + d.name.slice(1);
     const doc = isReserved ? d.doc : `${layout.name}.${d.name}: ${d.doc}`;
     return { ...d, name, offset, doc };
   }) as unknown as EmbeddedFields<P, F>;
@@ -335,12 +304,7 @@ const REGISTRY: Layout[] = [];
  * unique, reserved fields named by their offset, and every bit covered
  * exactly once.
  */
-export function defineLayout<const F extends readonly FieldDecl[]>(
-  name: string,
-  size: number,
-  doc: string,
-  fields: F,
-): Layout<F> {
+export function defineLayout<const F extends readonly FieldDecl[]>(name: string, size: number, doc: string, fields: F): Layout<F> {
   if (!Number.isInteger(size) || size <= 0) fail(name, `bad size ${size}`);
   const covered = new Uint8Array(size * 8);
   const seen = new Set<string>();
@@ -412,11 +376,7 @@ function accessorOf(layout: Layout, name: string): UAccessor | U64Accessor | Byt
 }
 
 /** All non-reserved fields of the structure at `base`. */
-export function decodeStruct<F extends readonly FieldDecl[]>(
-  layout: Layout<F>,
-  dv: DataView,
-  base: number,
-): StructValues<F> {
+export function decodeStruct<F extends readonly FieldDecl[]>(layout: Layout<F>, dv: DataView, base: number): StructValues<F> {
   const out: Record<string, number | bigint | Uint8Array> = {};
   for (const d of layout.fields as readonly FieldDecl[]) {
     if (d.name.startsWith('reservedAt0x')) continue;
@@ -430,12 +390,7 @@ export function decodeStruct<F extends readonly FieldDecl[]>(
  * does not fit its field throws DEV_ERR_FIELD_RANGE (the fast accessors
  * mask instead).
  */
-export function encodeStruct<F extends readonly FieldDecl[]>(
-  layout: Layout<F>,
-  dv: DataView,
-  base: number,
-  values: StructInput<F>,
-): void {
+export function encodeStruct<F extends readonly FieldDecl[]>(layout: Layout<F>, dv: DataView, base: number, values: StructInput<F>): void {
   for (const [name, v] of Object.entries(values as Record<string, unknown>)) {
     if (v === undefined) continue;
     const a = accessorOf(layout as Layout, name);
@@ -501,8 +456,7 @@ export function layoutTable(layout: Layout): string {
   const rows = ['| offset | bits | field | description |', '| --- | --- | --- | --- |'];
   for (const d of layout.fields) {
     const hi = d.bitOffset + d.width - 1;
-    const bits =
-      d.kind === FieldKind.BYTES ? `${d.width / 8} bytes` : d.width === 1 ? `${d.bitOffset}` : `${hi}:${d.bitOffset}`;
+    const bits = d.kind === FieldKind.BYTES ? `${d.width / 8} bytes` : d.width === 1 ? `${d.bitOffset}` : `${hi}:${d.bitOffset}`;
     rows.push(`| ${hexOffset(d.offset)} | ${bits} | \`${d.name}\` | ${d.doc.replace(/\|/g, '\\|')} |`);
   }
   return rows.join('\n');

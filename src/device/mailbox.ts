@@ -133,13 +133,7 @@ export function serviceCommandDoorbell(fw: Firmware, bar: Bar): boolean {
  * Fill a mailbox page: header (opcode, token, inputLength = the input
  * structure's size) and the input fields (range-checked; unset fields 0).
  */
-export function writeCommand(
-  mailbox: Uint8Array,
-  opcode: number,
-  token: number,
-  input: Layout,
-  values: Readonly<Record<string, unknown>>,
-): void {
+export function writeCommand(mailbox: Uint8Array, opcode: number, token: number, input: Layout, values: Readonly<Record<string, unknown>>): void {
   const dv = new DataView(mailbox.buffer, mailbox.byteOffset, MAILBOX_SIZE);
   mailbox.fill(0, 0, MAILBOX_OUT_OFFSET);
   encodeStruct(MAILBOX_HDR, dv, 0, { opcode, token, inputLength: input.size });

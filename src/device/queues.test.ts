@@ -22,8 +22,19 @@ describe('work queue consumption', () => {
     const rq = tb.mem.alloc(4 * 64, 64).addrNum;
     const rec = tb.mem.alloc(8, 8).addrNum;
     const qpn = ok(Cmd.CREATE_QP, {
-      qpType: IBV_QPT_RC, pdn, sendCqn: cqn, recvCqn: cqn, sqRingAddr: sq, rqRingAddr: rq, dbrecAddr: rec,
-      sqLogSize: 2, sqLogStride: log2(sqStride), rqLogSize: 2, rqLogStride: log2(recvWqeStride(1)), maxSendSge: 1, maxRecvSge: 1,
+      qpType: IBV_QPT_RC,
+      pdn,
+      sendCqn: cqn,
+      recvCqn: cqn,
+      sqRingAddr: sq,
+      rqRingAddr: rq,
+      dbrecAddr: rec,
+      sqLogSize: 2,
+      sqLogStride: log2(sqStride),
+      rqLogSize: 2,
+      rqLogStride: log2(recvWqeStride(1)),
+      maxSendSge: 1,
+      maxRecvSge: 1,
     })['qpn'] as number;
     const t = tb.fw.tables;
     const qp = t.qpByNumber(qpn);

@@ -115,12 +115,22 @@ export const REGISTERS: readonly { name: string; offset: number; access: 'RO' | 
   { name: 'CMD_DOORBELL', offset: 0x048, access: 'WO', doc: 'write the command token (1..0xffff) to execute the mailbox' },
   { name: 'CMD_STATUS', offset: 0x04c, access: 'RO', doc: '(token << 8) | status of the last completed command' },
   { name: 'DB_SEQ', offset: 0x080, access: 'RW', doc: 'doorbell sequence: the driver adds 1 after every doorbell; the device waits on it' },
-  { name: 'DB_SUMMARY', offset: 0x084, access: 'RW', doc: 'bit k: doorbell kind k has pending bits (0 SQ, 1 RQ, 2 SRQ, 3 CQ, 4 EQ, 5 CMD); driver ORs, device exchanges with 0' },
+  {
+    name: 'DB_SUMMARY',
+    offset: 0x084,
+    access: 'RW',
+    doc: 'bit k: doorbell kind k has pending bits (0 SQ, 1 RQ, 2 SRQ, 3 CQ, 4 EQ, 5 CMD); driver ORs, device exchanges with 0',
+  },
   { name: 'DEVICE_SLEEPING', offset: 0x088, access: 'RO', doc: '1 while the device waits on DB_SEQ: the driver notifies DB_SEQ only then' },
   ...DB_KIND_NAMES.slice(0, DbKind.COUNT_WITH_SLOTS).flatMap((k, i) => [
     { name: `${k}_COUNT`, offset: 0x100 + 16 * i, access: 'RO' as const, doc: `number of ${k} doorbell slots (queue numbers 0..COUNT-1)` },
     { name: `${k}_SLOT_OFFSET`, offset: 0x104 + 16 * i, access: 'RO' as const, doc: `byte offset of the ${k} doorbell slots, one word per queue number` },
-    { name: `${k}_PENDING_OFFSET`, offset: 0x108 + 16 * i, access: 'RO' as const, doc: `byte offset of the ${k} pending bitmap: W = ceil(COUNT/32) words (bit n%32 of word n/32), then ceil(W/32) index words (bit w%32 of index word w/32: pending word w may be non-zero)` },
+    {
+      name: `${k}_PENDING_OFFSET`,
+      offset: 0x108 + 16 * i,
+      access: 'RO' as const,
+      doc: `byte offset of the ${k} pending bitmap: W = ceil(COUNT/32) words (bit n%32 of word n/32), then ceil(W/32) index words (bit w%32 of index word w/32: pending word w may be non-zero)`,
+    },
   ]),
 ]);
 
@@ -291,7 +301,7 @@ export function ringSrqDoorbell(bar: Bar, srqn: number, pi: number): void {
 
 /** Encode a CQ arm request. */
 export function encodeCqArm(ci: number, solicitedOnly: boolean): number {
-  return (DbVal.ARM | (solicitedOnly ? DbVal.CQ_SOLICITED : 0) | (ci & DbVal.CI_MASK)) | 0;
+  return DbVal.ARM | (solicitedOnly ? DbVal.CQ_SOLICITED : 0) | (ci & DbVal.CI_MASK) | 0;
 }
 
 /**
@@ -305,7 +315,7 @@ export function armCq(bar: Bar, cqn: number, ci: number, solicitedOnly: boolean)
 
 /** Encode an EQ doorbell value. */
 export function encodeEqDoorbell(ci: number, arm: boolean): number {
-  return ((arm ? DbVal.ARM : 0) | (ci & DbVal.CI_MASK)) | 0;
+  return (arm ? DbVal.ARM : 0) | (ci & DbVal.CI_MASK) | 0;
 }
 
 /** EQ doorbell: report the consumer counter and (optionally) re-arm the EQ's interrupt. */

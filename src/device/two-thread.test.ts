@@ -34,7 +34,11 @@ import {
   IBV_QPS_RTR,
   IBV_MTU_1024,
   IBV_QP_STATE,
-  IBV_QPS_RTS, IBV_QPT_RC, IBV_WC_RDMA_WRITE, IBV_WR_RDMA_WRITE } from './abi/constants.js';
+  IBV_QPS_RTS,
+  IBV_QPT_RC,
+  IBV_WC_RDMA_WRITE,
+  IBV_WR_RDMA_WRITE,
+} from './abi/constants.js';
 import { resolveCapabilities } from './capabilities.js';
 import { Cmd, CmdStatus } from './commands.js';
 import { ContextTables } from './contexts.js';
@@ -197,22 +201,39 @@ describe('driver and device on two threads', () => {
       const sq = mem.alloc(16 * stride, 64).addrNum;
       const qpRec = mem.alloc(8, 8).addrNum;
       const qpn = ok(Cmd.CREATE_QP, {
-        qpType: IBV_QPT_RC, pdn, sendCqn: cqn, recvCqn: cqn, sqRingAddr: sq, rqRingAddr: mem.alloc(16 * 64, 64).addrNum,
-        dbrecAddr: qpRec, sqLogSize: 4, sqLogStride: log2(stride), rqLogSize: 4, rqLogStride: log2(recvWqeStride(1)),
-        maxSendSge: 1, maxRecvSge: 1,
+        qpType: IBV_QPT_RC,
+        pdn,
+        sendCqn: cqn,
+        recvCqn: cqn,
+        sqRingAddr: sq,
+        rqRingAddr: mem.alloc(16 * 64, 64).addrNum,
+        dbrecAddr: qpRec,
+        sqLogSize: 4,
+        sqLogStride: log2(stride),
+        rqLogSize: 4,
+        rqLogStride: log2(recvWqeStride(1)),
+        maxSendSge: 1,
+        maxRecvSge: 1,
       })['qpn'] as number;
       // Drive the QP to RTS (RESET→INIT→RTR→RTS) with the usual attributes.
       ok(Cmd.MODIFY_QP, { qpn, attrMask: IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT, qpState: IBV_QPS_INIT, portNum: 1 });
       ok(Cmd.MODIFY_QP, {
         qpn,
         attrMask: IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-        qpState: IBV_QPS_RTR, pathMtu: IBV_MTU_1024, destQpNum: 9,
-        ahIsGlobal: 1, ahSgidIndex: 1, ahPortNum: 1,
+        qpState: IBV_QPS_RTR,
+        pathMtu: IBV_MTU_1024,
+        destQpNum: 9,
+        ahIsGlobal: 1,
+        ahSgidIndex: 1,
+        ahPortNum: 1,
       });
       ok(Cmd.MODIFY_QP, {
         qpn,
         attrMask: IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
-        qpState: IBV_QPS_RTS, timeout: 14, retryCnt: 7, rnrRetry: 7,
+        qpState: IBV_QPS_RTS,
+        timeout: 14,
+        retryCnt: 7,
+        rnrRetry: 7,
       });
       // The driver thread sees the device's context tables through the same SharedArrayBuffer.
       expect(tables.qpState(tables.qpByNumber(qpn))).toBe(IBV_QPS_RTS);

@@ -83,24 +83,19 @@ export const MIN_WQE_STRIDE = 64;
 /** Largest stride CREATE_QP / CREATE_SRQ accept. */
 export const MAX_WQE_STRIDE = 4096;
 
-export const SEND_CTRL = defineLayout(
-  'send-ctrl',
-  32,
-  'Send WQE control segment, at offset 0x00 of every send WQE.',
-  [
-    u64('wrId', 0x00, 'ibv_send_wr.wr_id, returned in the CQE'),
-    u('opcode', 0x08, 0, 8, 'IBV_WR_* opcode', WR_OPCODE_NAMES),
-    u('sendFlags', 0x09, 0, 8, 'IBV_SEND_*: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8 (the inline flag: data is inline), IP_CSUM 16'),
-    u('wqeIndex', 0x0a, 0, 16, 'the producer counter of this WQE mod 2^16 (a sanity tag the device may check)'),
-    u('immData', 0x0c, 0, 32, 'imm_data (*_WITH_IMM) or invalidate_rkey (SEND_WITH_INV, LOCAL_INV); ImmDt on the wire carries these 4 bytes in memory order'),
-    u('numDataSegs', 0x10, 0, 8, 'number of data segments (0 when inline)'),
-    u('flushType', 0x11, 0, 8, 'FLUSH: placement type, the FETH bits 3..0 (IBV_FLUSH_GLOBAL 1, IBV_FLUSH_PERSISTENT 2)'),
-    u('flushLevel', 0x12, 0, 8, 'FLUSH: selectivity level, the FETH bits 5..4 (IBV_FLUSH_RANGE 0, IBV_FLUSH_MR 1)'),
-    reserved(0x13, 8),
-    reserved(0x14, 32),
-    reserved(0x18, 64),
-  ],
-);
+export const SEND_CTRL = defineLayout('send-ctrl', 32, 'Send WQE control segment, at offset 0x00 of every send WQE.', [
+  u64('wrId', 0x00, 'ibv_send_wr.wr_id, returned in the CQE'),
+  u('opcode', 0x08, 0, 8, 'IBV_WR_* opcode', WR_OPCODE_NAMES),
+  u('sendFlags', 0x09, 0, 8, 'IBV_SEND_*: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8 (the inline flag: data is inline), IP_CSUM 16'),
+  u('wqeIndex', 0x0a, 0, 16, 'the producer counter of this WQE mod 2^16 (a sanity tag the device may check)'),
+  u('immData', 0x0c, 0, 32, 'imm_data (*_WITH_IMM) or invalidate_rkey (SEND_WITH_INV, LOCAL_INV); ImmDt on the wire carries these 4 bytes in memory order'),
+  u('numDataSegs', 0x10, 0, 8, 'number of data segments (0 when inline)'),
+  u('flushType', 0x11, 0, 8, 'FLUSH: placement type, the FETH bits 3..0 (IBV_FLUSH_GLOBAL 1, IBV_FLUSH_PERSISTENT 2)'),
+  u('flushLevel', 0x12, 0, 8, 'FLUSH: selectivity level, the FETH bits 5..4 (IBV_FLUSH_RANGE 0, IBV_FLUSH_MR 1)'),
+  reserved(0x13, 8),
+  reserved(0x14, 32),
+  reserved(0x18, 64),
+]);
 
 export const RADDR_SEG = defineLayout(
   'raddr-seg',
@@ -118,7 +113,11 @@ export const ATOMIC_SEG = defineLayout(
   16,
   'Atomic segment at 0x30 of RC send WQEs: used by ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD and ATOMIC_WRITE.',
   [
-    u64('swapAdd', 0x00, 'swap value (CMP_AND_SWP), add value (FETCH_AND_ADD), or the 8 bytes ATOMIC_WRITE writes (in memory order: the little-endian value of those bytes)'),
+    u64(
+      'swapAdd',
+      0x00,
+      'swap value (CMP_AND_SWP), add value (FETCH_AND_ADD), or the 8 bytes ATOMIC_WRITE writes (in memory order: the little-endian value of those bytes)',
+    ),
     u64('compare', 0x08, 'compare value (CMP_AND_SWP)'),
   ],
 );
@@ -141,24 +140,16 @@ export const DATA_SEG = defineLayout('data-seg', 16, 'Data (scatter/gather) segm
   u('lkey', 0x0c, 0, 32, 'local key'),
 ]);
 
-export const INLINE_HDR = defineLayout(
-  'inline-hdr',
-  4,
-  'Inline data header at the data offset of a send WQE with IBV_SEND_INLINE; the bytes follow at +4.',
-  [u('byteCount', 0x00, 0, 32, 'number of inline bytes that follow')],
-);
+export const INLINE_HDR = defineLayout('inline-hdr', 4, 'Inline data header at the data offset of a send WQE with IBV_SEND_INLINE; the bytes follow at +4.', [
+  u('byteCount', 0x00, 0, 32, 'number of inline bytes that follow'),
+]);
 
-export const RECV_WQE_HDR = defineLayout(
-  'recv-wqe-hdr',
-  16,
-  'Receive WQE header at offset 0 of an RQ entry; numDataSegs data segments follow at 0x10.',
-  [
-    u64('wrId', 0x00, 'ibv_recv_wr.wr_id, returned in the CQE'),
-    u('numDataSegs', 0x08, 0, 8, 'number of data segments'),
-    reserved(0x09, 24),
-    reserved(0x0c, 32),
-  ],
-);
+export const RECV_WQE_HDR = defineLayout('recv-wqe-hdr', 16, 'Receive WQE header at offset 0 of an RQ entry; numDataSegs data segments follow at 0x10.', [
+  u64('wrId', 0x00, 'ibv_recv_wr.wr_id, returned in the CQE'),
+  u('numDataSegs', 0x08, 0, 8, 'number of data segments'),
+  reserved(0x09, 24),
+  reserved(0x0c, 32),
+]);
 
 export const SRQ_WQE_HDR = defineLayout(
   'srq-wqe-hdr',

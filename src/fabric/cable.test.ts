@@ -22,8 +22,14 @@ describe('InProcessCable', () => {
     const cable = new InProcessCable();
     const log: string[] = [];
     // A ping-pong that would never end if drain() ran until empty.
-    cable.a.onReceive((f) => { log.push(`a${f[0]}`); cable.a.send(Uint8Array.of(f[0]! + 1)); });
-    cable.b.onReceive((f) => { log.push(`b${f[0]}`); cable.b.send(Uint8Array.of(f[0]! + 1)); });
+    cable.a.onReceive((f) => {
+      log.push(`a${f[0]}`);
+      cable.a.send(Uint8Array.of(f[0]! + 1));
+    });
+    cable.b.onReceive((f) => {
+      log.push(`b${f[0]}`);
+      cable.b.send(Uint8Array.of(f[0]! + 1));
+    });
     cable.a.send(Uint8Array.of(0));
     expect(cable.drain()).toBe(1);
     expect(cable.drain()).toBe(1);
@@ -33,7 +39,11 @@ describe('InProcessCable', () => {
 
   it('tells the runtime when there is something to drain', () => {
     let calls = 0;
-    const cable = new InProcessCable({ onQueued: () => { calls++; } });
+    const cable = new InProcessCable({
+      onQueued: () => {
+        calls++;
+      },
+    });
     cable.a.send(Uint8Array.of(1));
     cable.b.send(Uint8Array.of(2));
     expect(calls).toBe(1);

@@ -13,15 +13,45 @@
  *  - faults/faulty-cable.ts FaultyCableEnd, for the realtime runtime (sends and receives)
  */
 export {
-  type CorruptTarget, CORRUPT_TARGETS, type Duration, FAULT_ACTIONS, FAULT_DIRECTIONS, type FaultAction,
-  type FaultDirection, type FaultDirectionSpec, FaultError, FAULT_STAGES, type FaultStage, type FaultErrorCode, type FaultMatch, type FaultRule,
-  MAX_COPIES, MAX_FAULT_DURATION_NS, MAX_REORDER_DEPTH, OPCODE_KINDS, type ResolvedFaultMatch, type ResolvedFaultRule,
-  canonicalOpcode, formatDurationNs, parseDurationNs, resolveFaultRule, resolveFaultRules,
+  type CorruptTarget,
+  CORRUPT_TARGETS,
+  type Duration,
+  FAULT_ACTIONS,
+  FAULT_DIRECTIONS,
+  type FaultAction,
+  type FaultDirection,
+  type FaultDirectionSpec,
+  FaultError,
+  FAULT_STAGES,
+  type FaultStage,
+  type FaultErrorCode,
+  type FaultMatch,
+  type FaultRule,
+  MAX_COPIES,
+  MAX_FAULT_DURATION_NS,
+  MAX_REORDER_DEPTH,
+  OPCODE_KINDS,
+  type ResolvedFaultMatch,
+  type ResolvedFaultRule,
+  canonicalOpcode,
+  formatDurationNs,
+  parseDurationNs,
+  resolveFaultRule,
+  resolveFaultRules,
 } from './faults/rules.js';
 export { formatFaultRule, parseFaultSpec, parseFaultSpecs } from './faults/spec.js';
 export {
-  FAULT_STATS, type FaultFiredEvent, FaultInjector, type FaultInjectorOptions, type FaultRuleStats, type FaultStatDecl,
-  type FaultStats, type FaultVerdict, type FaultVerdictKind, type LinkDownEvent, PASS,
+  FAULT_STATS,
+  type FaultFiredEvent,
+  FaultInjector,
+  type FaultInjectorOptions,
+  type FaultRuleStats,
+  type FaultStatDecl,
+  type FaultStats,
+  type FaultVerdict,
+  type FaultVerdictKind,
+  type LinkDownEvent,
+  PASS,
 } from './faults/injector.js';
 export { type BitFlip, corruptFrame } from './faults/classify.js';
 export { carryOut } from './faults/carry-out.js';

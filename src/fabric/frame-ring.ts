@@ -72,9 +72,16 @@ export type RingWaitResult = 'ok' | 'not-equal' | 'timed-out';
 const align4 = (n: number) => (n + 3) & ~3;
 
 /** Atomics.waitAsync (Node 16+, ES2024): the project's lib is ES2023. */
-const waitAsync = (Atomics as unknown as {
-  waitAsync(a: Int32Array, i: number, v: number, t?: number): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
-}).waitAsync;
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(
+      a: Int32Array,
+      i: number,
+      v: number,
+      t?: number,
+    ): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
+  }
+).waitAsync;
 
 export class FrameRing {
   /** The shared memory; post it to the other thread and `FrameRing.attach` it there. */
@@ -92,7 +99,10 @@ export class FrameRing {
   /** A new, empty ring with a data area of `capacity` bytes (a power of two, 64 B .. 1 GiB). */
   static create(capacity: number): FrameRing {
     if (!Number.isInteger(capacity) || capacity < FRAME_RING_MIN_CAPACITY || capacity > FRAME_RING_MAX_CAPACITY || (capacity & (capacity - 1)) !== 0) {
-      throw new FabricError('FABRIC_BAD_CONFIG', `frame ring capacity ${capacity} must be a power of two in [${FRAME_RING_MIN_CAPACITY}, ${FRAME_RING_MAX_CAPACITY}]`);
+      throw new FabricError(
+        'FABRIC_BAD_CONFIG',
+        `frame ring capacity ${capacity} must be a power of two in [${FRAME_RING_MIN_CAPACITY}, ${FRAME_RING_MAX_CAPACITY}]`,
+      );
     }
     const sab = new SharedArrayBuffer(HEADER_BYTES + capacity);
     const w = new Int32Array(sab, 0, HEADER_BYTES / 4);

@@ -90,10 +90,21 @@ describe('timing', () => {
     });
     // At 1 ns, before the link's own events (Priority.first < Priority.wire): frame 2
     // is still queued, so frame 3 queues behind it, but it was sent at 1000 ps.
-    sched.schedule(sched.event('late', Priority.first, () => link.a.send(frame(42, 3))), 1);
+    sched.schedule(
+      sched.event('late', Priority.first, () => link.a.send(frame(42, 3))),
+      1,
+    );
     sched.runUntilIdle();
-    expect(atB.map((x) => [x.ns, x.id])).toEqual([[1, 1], [1, 2], [2, 3]]); // 67.2 ps, 134.4 ps, 1067.2 ps
-    expect(seen).toEqual([[1, 0], [2, 1], [3, 1]]);
+    expect(atB.map((x) => [x.ns, x.id])).toEqual([
+      [1, 1],
+      [1, 2],
+      [2, 3],
+    ]); // 67.2 ps, 134.4 ps, 1067.2 ps
+    expect(seen).toEqual([
+      [1, 0],
+      [2, 1],
+      [3, 1],
+    ]);
   });
 
   it('short frames are padded to 60 bytes on the wire: 64-byte slot + 20 = 6.72 ns at 100 Gb/s', () => {
@@ -127,7 +138,10 @@ describe('timing', () => {
     link.b.send(frame(1500, 3));
     sched.runUntilIdle();
     expect(atB.map((x) => [x.ns, x.id])).toEqual([[622, 1]]);
-    expect(atA.map((x) => [x.ns, x.id])).toEqual([[622, 2], [744, 3]]);
+    expect(atA.map((x) => [x.ns, x.id])).toEqual([
+      [622, 2],
+      [744, 3],
+    ]);
   });
 
   it('a receiver that answers at once goes out on the other direction', () => {
@@ -225,7 +239,10 @@ describe('link down and close', () => {
       link.a.send(frame(1500, 10));
     });
     sched.runUntilIdle();
-    expect(atB.map((x) => [x.ns, x.id])).toEqual([[622, 0], [2622, 10]]);
+    expect(atB.map((x) => [x.ns, x.id])).toEqual([
+      [622, 0],
+      [2622, 10],
+    ]);
     expect(atA.map((x) => x.id)).toEqual([100]);
     const st = link.stats('aToB');
     expect(st.droppedLinkDown).toBe(3 + 1); // three in flight/queued, one sent while down
@@ -280,7 +297,10 @@ describe('fault hook', () => {
     const { sched, link, atB } = withHook('aToB', (f) => (idOf(f) === 1 ? Verdict.drop : Verdict.pass));
     for (let i = 0; i < 3; i++) link.a.send(frame(1500, i));
     sched.runUntilIdle();
-    expect(atB.map((x) => [x.ns, x.id])).toEqual([[622, 0], [866, 2]]);
+    expect(atB.map((x) => [x.ns, x.id])).toEqual([
+      [622, 0],
+      [866, 2],
+    ]);
     expect(link.stats('aToB')).toMatchObject({ faultDropped: 1, framesTransmitted: 3, framesDelivered: 2 });
   });
 
@@ -292,7 +312,11 @@ describe('fault hook', () => {
     });
     for (let i = 0; i < 3; i++) link.a.send(frame(1500, i));
     sched.runUntilIdle();
-    expect(seen).toEqual([[0, 0], [1, 122], [2, 244]]);
+    expect(seen).toEqual([
+      [0, 0],
+      [1, 122],
+      [2, 244],
+    ]);
   });
 
   it('replace: the new frame is serialized (its length sets the time) and delivered', () => {
@@ -301,7 +325,10 @@ describe('fault hook', () => {
     link.a.send(frame(1500, 6));
     sched.runUntilIdle();
     // 124 bytes = 9.92 ns each
-    expect(atB).toEqual([{ ns: 510, id: 5, len: 100 }, { ns: 520, id: 6, len: 100 }]);
+    expect(atB).toEqual([
+      { ns: 510, id: 5, len: 100 },
+      { ns: 520, id: 6, len: 100 },
+    ]);
     expect(link.stats('aToB').faultReplaced).toBe(2);
   });
 
@@ -322,7 +349,12 @@ describe('fault hook', () => {
     for (let i = 0; i < 4; i++) link.a.send(frame(1500, i));
     sched.runUntilIdle();
     // 0: 621.92 + 300 = 921.92; 1: 743.84; 2: 865.76; 3: 987.68
-    expect(atB.map((x) => [x.ns, x.id])).toEqual([[744, 1], [866, 2], [922, 0], [988, 3]]);
+    expect(atB.map((x) => [x.ns, x.id])).toEqual([
+      [744, 1],
+      [866, 2],
+      [922, 0],
+      [988, 3],
+    ]);
     expect(link.stats('aToB').faultDelayed).toBe(1);
   });
 
@@ -333,7 +365,10 @@ describe('fault hook', () => {
     link.a.send(frame(1500, 0));
     link.a.send(frame(1500, 1));
     sched.runUntilIdle();
-    expect(atB.map((x) => [x.ns, x.id])).toEqual([[2500, 0], [2500, 1]]);
+    expect(atB.map((x) => [x.ns, x.id])).toEqual([
+      [2500, 0],
+      [2500, 1],
+    ]);
   });
 
   it('duplicate: two copies, back to back, the copy not shown to the hook again', () => {
@@ -351,7 +386,12 @@ describe('fault hook', () => {
     link.a.send(frame(1500, 4));
     sched.runUntilIdle();
     expect(calls).toBe(2);
-    expect(atB.map((x) => [x.ns, x.id])).toEqual([[622, 3], [744, 3], [866, 4], [988, 4]]);
+    expect(atB.map((x) => [x.ns, x.id])).toEqual([
+      [622, 3],
+      [744, 3],
+      [866, 4],
+      [988, 4],
+    ]);
     expect(got[0]).not.toBe(got[1]);
     expect(link.stats('aToB')).toMatchObject({ faultDuplicated: 2, framesTransmitted: 4, framesDelivered: 4 });
   });
@@ -396,7 +436,10 @@ describe('reproducibility', () => {
     };
     link.a.onReceive((f) => fold(f, 'a'));
     link.b.onReceive((f) => fold(f, 'b'));
-    for (const [end, name] of [[link.a, 'hostA'], [link.b, 'hostB']] as const) {
+    for (const [end, name] of [
+      [link.a, 'hostA'],
+      [link.b, 'hostB'],
+    ] as const) {
       const rng = root.fork(name);
       let id = 0;
       const tick = sched.event(`${name}.tx`, Priority.default, () => {

@@ -541,13 +541,15 @@ class Lane {
           this.s.faultReplaced++;
           break;
         case 'delay':
-          if (!Number.isSafeInteger(v.ns) || v.ns < 0) throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a delay verdict needs a non-negative integer ns, got ${v.ns}`);
+          if (!Number.isSafeInteger(v.ns) || v.ns < 0)
+            throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a delay verdict needs a non-negative integer ns, got ${v.ns}`);
           extraPs = v.ns * 1000;
           this.s.faultDelayed++;
           break;
         case 'duplicate': {
           const n = v.count ?? 1;
-          if (!Number.isSafeInteger(n) || n < 1) throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a duplicate verdict needs a count >= 1, got ${n}`);
+          if (!Number.isSafeInteger(n) || n < 1)
+            throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a duplicate verdict needs a count >= 1, got ${n}`);
           copies = 1 + n;
           this.s.faultDuplicated++;
           break;

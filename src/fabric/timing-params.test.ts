@@ -146,8 +146,8 @@ describe('transfer time', () => {
     for (let i = 0; i < 2000; i++) {
       x = (Math.imul(x, 1103515245) + 12345) >>> 0;
       const a = x % 100_000;
-      const b = (x >>> 7) % 1_000_000 + 1;
-      const d = (x >>> 3) % 999 + 1;
+      const b = ((x >>> 7) % 1_000_000) + 1;
+      const d = ((x >>> 3) % 999) + 1;
       const want = Number((BigInt(a) * BigInt(b) + BigInt(d) - 1n) / BigInt(d));
       expect(ceilDiv(a, b, d)).toBe(want);
     }

@@ -182,11 +182,7 @@ export function list<T>(def: readonly unknown[], unit: string, doc: string, item
  * Resolve `overrides` against `schema`: every key must be declared, every
  * value is parsed; missing keys take the default. Returns a frozen object.
  */
-export function resolveParams<S extends ParamSchema>(
-  schema: S,
-  overrides: Readonly<Record<string, unknown>> = {},
-  path = 'config',
-): ParamValues<S> {
+export function resolveParams<S extends ParamSchema>(schema: S, overrides: Readonly<Record<string, unknown>> = {}, path = 'config'): ParamValues<S> {
   for (const k of Object.keys(overrides)) {
     if (!Object.hasOwn(schema, k)) bad(`${path}.${k}`, 'unknown parameter');
   }

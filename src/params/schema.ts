@@ -105,11 +105,17 @@ export const numberOrText = () => z.union([z.number(), z.string()], { error: (is
 export function paramsObject(schema: ParamSchema) {
   const shape: Record<string, z.ZodOptional<z.ZodUnknown>> = {};
   for (const [k, spec] of Object.entries(schema)) {
-    shape[k] = z.unknown().optional().meta({ description: `${spec.doc} (${spec.unit})`, default: spec.default as never });
+    shape[k] = z
+      .unknown()
+      .optional()
+      .meta({ description: `${spec.doc} (${spec.unit})`, default: spec.default as never });
   }
   return strictObject(shape, 'unknown parameter');
 }
 
 /** `"$schema"`: the JSON Schema a file follows, for an editor to complete and check it; ignored by the model. */
 export const schemaRef = (file: string) =>
-  z.string().optional().meta({ description: `the JSON Schema the file follows, for an editor (e.g. \`"./node_modules/rnic-model/schemas/${file}"\`); ignored`, defaultText: '' });
+  z
+    .string()
+    .optional()
+    .meta({ description: `the JSON Schema the file follows, for an editor (e.g. \`"./node_modules/rnic-model/schemas/${file}"\`); ignored`, defaultText: '' });

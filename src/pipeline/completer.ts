@@ -4,9 +4,22 @@
  * (IBTA §9.7.5–9.7.6; rxe_comp.c's behaviour where the IBTA leaves room).
  */
 import {
-  IBV_ACCESS_LOCAL_WRITE, IBV_QPS_RTS, IBV_QPS_SQD, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR,
-  IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SUCCESS, IBV_WC_BAD_RESP_ERR, IBV_WC_LOC_PROT_ERR,
-  IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_WRITE, IBV_WR_FLUSH, IBV_WR_RDMA_READ,
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_QPS_RTS,
+  IBV_QPS_SQD,
+  IBV_WC_REM_ACCESS_ERR,
+  IBV_WC_REM_INV_REQ_ERR,
+  IBV_WC_REM_OP_ERR,
+  IBV_WC_RETRY_EXC_ERR,
+  IBV_WC_RNR_RETRY_EXC_ERR,
+  IBV_WC_SUCCESS,
+  IBV_WC_BAD_RESP_ERR,
+  IBV_WC_LOC_PROT_ERR,
+  IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_ATOMIC_WRITE,
+  IBV_WR_FLUSH,
+  IBV_WR_RDMA_READ,
 } from '../device/abi/constants.js';
 import { MrCheck } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
@@ -210,10 +223,10 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         ackThrough(nic, q, psnAdd(psn, -1));
         const head = q.window[0];
         if (!head) return;
-        const status = syn === Syndrome.NAK_INVALID_REQUEST ? IBV_WC_REM_INV_REQ_ERR
-          : syn === Syndrome.NAK_REMOTE_ACCESS ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_OP_ERR;
-        const counter = syn === Syndrome.NAK_INVALID_REQUEST ? Ctr.REQ_REMOTE_INVALID_REQUEST
-          : syn === Syndrome.NAK_REMOTE_ACCESS ? Ctr.REQ_REMOTE_ACCESS_ERRORS : undefined;
+        const status =
+          syn === Syndrome.NAK_INVALID_REQUEST ? IBV_WC_REM_INV_REQ_ERR : syn === Syndrome.NAK_REMOTE_ACCESS ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_OP_ERR;
+        const counter =
+          syn === Syndrome.NAK_INVALID_REQUEST ? Ctr.REQ_REMOTE_INVALID_REQUEST : syn === Syndrome.NAK_REMOTE_ACCESS ? Ctr.REQ_REMOTE_ACCESS_ERRORS : undefined;
         failHead(nic, q, head, status, counter);
         return;
       }
@@ -224,7 +237,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   // Read responses and atomic ACKs implicitly acknowledge what came before.
   ackThrough(nic, q, psnAdd(psn, -1));
   const head = q.window[0];
-  if (!head || head.status === WqeStatus.PENDING && head.sentPkts === 0) return;
+  if (!head || (head.status === WqeStatus.PENDING && head.sentPkts === 0)) return;
   // A response past the head's last PSN answers a later request: the head's was lost.
   if (psnCompare(psn, lastPsn(head)) > 0) {
     impliedNak(nic, q, now);

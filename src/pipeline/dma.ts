@@ -48,7 +48,17 @@ export function copyBytes(dst: Uint8Array, dstOff: number, src: Uint8Array, srcO
  * bytes into it, to `dst[dstOff..]`. `needed` is the access right the local
  * keys must grant (0 for a local read). Returns MrCheck.OK or the fault.
  */
-export function gather(mem: HostMemory, t: ContextTables, pdn: number, sges: readonly Sge[], offset: number, len: number, dst: Uint8Array, dstOff: number, needed = 0): MrCheck {
+export function gather(
+  mem: HostMemory,
+  t: ContextTables,
+  pdn: number,
+  sges: readonly Sge[],
+  offset: number,
+  len: number,
+  dst: Uint8Array,
+  dstOff: number,
+  needed = 0,
+): MrCheck {
   let skip = offset;
   let left = len;
   for (let i = 0; i < sges.length && left > 0; i++) {

@@ -1,8 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { InProcessCable } from '../fabric/cable.js';
 import {
-  encodeArpRequest, encodePacket, encodePfc, formatIpv6, formatMac, ipv4MappedGid, LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND,
-  newPacket, parseIpv4, parseIpv6, parseMac, PcapWriter, readPcap,
+  encodeArpRequest,
+  encodePacket,
+  encodePfc,
+  formatIpv6,
+  formatMac,
+  ipv4MappedGid,
+  LINKTYPE_ETHERNET,
+  LINKTYPE_INFINIBAND,
+  newPacket,
+  parseIpv4,
+  parseIpv6,
+  parseMac,
+  PcapWriter,
+  readPcap,
 } from '../wire/index.js';
 import { ETH_PORT_COUNTERS, EthPort, PortCtr, resolveEthPortParams } from './eth-port.js';
 
@@ -17,15 +29,23 @@ const RC_SEND_ONLY = 0x04;
 
 function pair(extraA: Record<string, unknown> = {}, extraB: Record<string, unknown> = {}) {
   const clock = new TestClock();
-  const a = new EthPort(resolveEthPortParams({ macAddress: '02:00:00:00:00:0a', ipv4Addresses: ['192.0.2.1'], ipv6Addresses: ['2001:db8::1'], ...extraA }), clock);
-  const b = new EthPort(resolveEthPortParams({ macAddress: '02:00:00:00:00:0b', ipv4Addresses: ['192.0.2.2'], ipv6Addresses: ['2001:db8::2'], ...extraB }), clock);
+  const a = new EthPort(
+    resolveEthPortParams({ macAddress: '02:00:00:00:00:0a', ipv4Addresses: ['192.0.2.1'], ipv6Addresses: ['2001:db8::1'], ...extraA }),
+    clock,
+  );
+  const b = new EthPort(
+    resolveEthPortParams({ macAddress: '02:00:00:00:00:0b', ipv4Addresses: ['192.0.2.2'], ipv6Addresses: ['2001:db8::2'], ...extraB }),
+    clock,
+  );
   const cable = new InProcessCable();
   const rx = { a: [] as string[], b: [] as string[] };
   a.attach(cable.a);
   b.attach(cable.b);
   cable.a.onReceive((f) => rx.a.push(a.receive(f)));
   cable.b.onReceive((f) => rx.b.push(b.receive(f)));
-  const settle = () => { while (cable.drain() > 0); };
+  const settle = () => {
+    while (cable.drain() > 0);
+  };
   return { clock, a, b, cable, rx, settle };
 }
 
@@ -35,8 +55,16 @@ describe('EthPort parameters', () => {
     expect(p.macAddress).toBe('02:aa:00:00:00:01');
     expect(p.solicitInterval).toBe(250_000_000n);
     expect(Object.isFrozen(p)).toBe(true);
-    for (const bad of [{ macAddress: '01:00:5e:00:00:01' }, { macAddress: 'nope' }, { ipv4Addresses: ['300.1.1.1'] }, { ipv4Addresses: ['224.0.0.1'] }, { ipv6Addresses: ['ff02::1'] },
-      { solicitInterval: '1 fortnight' }, { neighborCapacity: 0 }, { colour: 'red' }]) {
+    for (const bad of [
+      { macAddress: '01:00:5e:00:00:01' },
+      { macAddress: 'nope' },
+      { ipv4Addresses: ['300.1.1.1'] },
+      { ipv4Addresses: ['224.0.0.1'] },
+      { ipv6Addresses: ['ff02::1'] },
+      { solicitInterval: '1 fortnight' },
+      { neighborCapacity: 0 },
+      { colour: 'red' },
+    ]) {
       expect(() => resolveEthPortParams(bad)).toThrow(expect.objectContaining({ code: 'DEV_ERR_BAD_CONFIG' }));
     }
   });
@@ -120,22 +148,40 @@ describe('two ports on an in-process cable', () => {
 
   it('learns the source of RoCE frames for our addresses and passes them on as rdma', () => {
     const { a, b, rx, settle } = pair();
-    const v4 = encodePacket(newPacket('roce-v2', RC_SEND_ONLY, {
-      srcMac: parseMac('02:00:00:00:00:0b'), dstMac: parseMac('02:00:00:00:00:0a'),
-      srcIp: parseIpv4('192.0.2.2'), dstIp: parseIpv4('192.0.2.1'), payload: new Uint8Array(8),
-    }));
-    const v6 = encodePacket(newPacket('roce-v2', RC_SEND_ONLY, {
-      ipVersion: 6, srcMac: parseMac('02:00:00:00:00:0b'), dstMac: parseMac('02:00:00:00:00:0a'),
-      srcIp: parseIpv6('2001:db8::2'), dstIp: parseIpv6('2001:db8::1'),
-    }));
-    const v1 = encodePacket(newPacket('roce-v1', RC_SEND_ONLY, {
-      srcMac: parseMac('02:00:00:00:00:0c'), dstMac: parseMac('02:00:00:00:00:0a'),
-      srcIp: parseIpv6('2001:db8::3'), dstIp: parseIpv6('2001:db8::1'),
-    }));
-    const notOurs = encodePacket(newPacket('roce-v2', RC_SEND_ONLY, {
-      srcMac: parseMac('02:00:00:00:00:0b'), dstMac: parseMac('02:00:00:00:00:0a'),
-      srcIp: parseIpv4('192.0.2.2'), dstIp: parseIpv4('192.0.2.99'),
-    }));
+    const v4 = encodePacket(
+      newPacket('roce-v2', RC_SEND_ONLY, {
+        srcMac: parseMac('02:00:00:00:00:0b'),
+        dstMac: parseMac('02:00:00:00:00:0a'),
+        srcIp: parseIpv4('192.0.2.2'),
+        dstIp: parseIpv4('192.0.2.1'),
+        payload: new Uint8Array(8),
+      }),
+    );
+    const v6 = encodePacket(
+      newPacket('roce-v2', RC_SEND_ONLY, {
+        ipVersion: 6,
+        srcMac: parseMac('02:00:00:00:00:0b'),
+        dstMac: parseMac('02:00:00:00:00:0a'),
+        srcIp: parseIpv6('2001:db8::2'),
+        dstIp: parseIpv6('2001:db8::1'),
+      }),
+    );
+    const v1 = encodePacket(
+      newPacket('roce-v1', RC_SEND_ONLY, {
+        srcMac: parseMac('02:00:00:00:00:0c'),
+        dstMac: parseMac('02:00:00:00:00:0a'),
+        srcIp: parseIpv6('2001:db8::3'),
+        dstIp: parseIpv6('2001:db8::1'),
+      }),
+    );
+    const notOurs = encodePacket(
+      newPacket('roce-v2', RC_SEND_ONLY, {
+        srcMac: parseMac('02:00:00:00:00:0b'),
+        dstMac: parseMac('02:00:00:00:00:0a'),
+        srcIp: parseIpv4('192.0.2.2'),
+        dstIp: parseIpv4('192.0.2.99'),
+      }),
+    );
     for (const f of [v4, v6, v1, notOurs]) b.transmit(f);
     settle();
     expect(rx.a).toEqual(['rdma', 'rdma', 'rdma', 'ignored']);

@@ -23,8 +23,15 @@ import { RnicError } from '../wire/errors.js';
 import { ETH_HEADER_LENGTH, EtherType, formatMac, parseMac } from '../wire/ethernet.js';
 import { formatIpv4, formatIpv6, IP_PROTO_UDP, parseIpv4, parseIpv6 } from '../wire/ip.js';
 import {
-  ALL_NODES_ADDRESS, decodeNdFrame, encodeNeighborAdvertisement, encodeNeighborSolicitation, Icmpv6Type,
-  IP_PROTO_ICMPV6, ipv6MulticastMac, isIpv6Unspecified, ndMessageType,
+  ALL_NODES_ADDRESS,
+  decodeNdFrame,
+  encodeNeighborAdvertisement,
+  encodeNeighborSolicitation,
+  Icmpv6Type,
+  IP_PROTO_ICMPV6,
+  ipv6MulticastMac,
+  isIpv6Unspecified,
+  ndMessageType,
 } from '../wire/ndp.js';
 import { encodePfc } from '../wire/mac-control.js';
 import { LINKTYPE_ETHERNET } from '../wire/pcap.js';
@@ -161,7 +168,11 @@ export const ETH_PORT_COUNTERS: readonly PortCounterDecl[] = Object.freeze([
   { name: 'tx_packets', unit: 'frames', doc: 'frames handed to the cable (netdev tx_packets)' },
   { name: 'tx_bytes', unit: 'bytes', doc: 'bytes of the frames in tx_packets, no FCS (netdev tx_bytes)' },
   { name: 'tx_dropped', unit: 'frames', doc: 'frames dropped on transmit because no cable is attached (netdev tx_dropped)' },
-  { name: 'rx_ignored', unit: 'frames', doc: 'frames not for this port (MAC filter, IP destination) or of a protocol it does not handle (netdev rx_nohandler / rx_otherhost_dropped)' },
+  {
+    name: 'rx_ignored',
+    unit: 'frames',
+    doc: 'frames not for this port (MAC filter, IP destination) or of a protocol it does not handle (netdev rx_nohandler / rx_otherhost_dropped)',
+  },
   { name: 'rx_rdma_packets', unit: 'frames', doc: 'frames passed to the RDMA receive path (RoCE v2 to our address, RoCE v1 to our GID)' },
   { name: 'rx_mac_control_packets', unit: 'frames', doc: 'PAUSE / PFC frames passed to MAC control' },
   { name: 'rx_arp_nd_errors', unit: 'frames', doc: 'malformed ARP or ND frames dropped (bad field, length or checksum)' },
@@ -175,8 +186,16 @@ export const ETH_PORT_COUNTERS: readonly PortCounterDecl[] = Object.freeze([
   { name: 'nd_na_sent', unit: 'frames', doc: 'Neighbor Advertisements sent for our IPv6 addresses' },
   { name: 'neigh_resolve_misses', unit: 'calls', doc: 'resolve() calls that found no neighbour entry and returned null' },
   { name: 'neigh_updates', unit: 'calls', doc: 'neighbour entries created or changed (learned from ARP, ND or RoCE frames)' },
-  { name: 'neigh_evictions', unit: 'calls', doc: 'neighbour entries evicted (least recently updated first) to make room for one learned from ARP / ND or set statically' },
-  { name: 'neigh_learn_dropped', unit: 'frames', doc: 'RoCE frames whose source was not learned: the table was full (a flood of sources never evicts known neighbours), or the source is known with another MAC (only ARP / ND move a neighbour)' },
+  {
+    name: 'neigh_evictions',
+    unit: 'calls',
+    doc: 'neighbour entries evicted (least recently updated first) to make room for one learned from ARP / ND or set statically',
+  },
+  {
+    name: 'neigh_learn_dropped',
+    unit: 'frames',
+    doc: 'RoCE frames whose source was not learned: the table was full (a flood of sources never evicts known neighbours), or the source is known with another MAC (only ARP / ND move a neighbour)',
+  },
   { name: 'neigh_pending_evictions', unit: 'calls', doc: 'outstanding ARP / ND solicitations forgotten to keep their table within neighborCapacity' },
 ]);
 
@@ -366,7 +385,8 @@ export class EthPort {
       if (!isStationIpv4(bytes)) throw new EthPortError('PORT_BAD_ADDRESS', `addAddress: ${formatIpv4(bytes)} is not a station address`);
       this.#v4.push(bytes);
     } else {
-      if (bytes[0] === 0xff || isIpv6Unspecified(bytes)) throw new EthPortError('PORT_BAD_ADDRESS', `addAddress: ${formatIpv6(bytes)} is not a station address`);
+      if (bytes[0] === 0xff || isIpv6Unspecified(bytes))
+        throw new EthPortError('PORT_BAD_ADDRESS', `addAddress: ${formatIpv6(bytes)} is not a station address`);
       this.#v6.push(bytes);
     }
     this.#own.set(key, bytes);
@@ -663,7 +683,14 @@ export class EthPort {
       if (forUs) {
         // RFC 4861 §7.2.4: to the soliciting node, or to all-nodes (S=0) when it has no address yet.
         const na = dad
-          ? encodeNeighborAdvertisement(this.#mac, m.target, ipv6MulticastMac(ALL_NODES_ADDRESS), ALL_NODES_ADDRESS, { solicited: false, override: true }, eth.vlan)
+          ? encodeNeighborAdvertisement(
+              this.#mac,
+              m.target,
+              ipv6MulticastMac(ALL_NODES_ADDRESS),
+              ALL_NODES_ADDRESS,
+              { solicited: false, override: true },
+              eth.vlan,
+            )
           : encodeNeighborAdvertisement(this.#mac, m.target, m.sourceLinkAddr ?? eth.src, ipv6.src, { solicited: true, override: true }, eth.vlan);
         this.transmit(na);
         c[PortCtr.ND_NA_SENT]!++;
@@ -825,7 +852,9 @@ export class EthPort {
   /** The counters by name, the PFC ones (PFC_COUNTERS) after the port's own. */
   counters(): Record<string, number> {
     const out: Record<string, number> = {};
-    ETH_PORT_COUNTERS.forEach((d, i) => { out[d.name] = this.counterArray[i]!; });
+    ETH_PORT_COUNTERS.forEach((d, i) => {
+      out[d.name] = this.counterArray[i]!;
+    });
     return Object.assign(out, this.pause.counters(Number(this.#clock.nowNs()) * 1000));
   }
 }

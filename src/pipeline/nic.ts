@@ -5,7 +5,17 @@
  * on a worker thread or inside the simulator: time comes from env.clock.
  */
 import {
-  IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RESET, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, IBV_EVENT_CQ_ERR,
+  IBV_QPS_ERR,
+  IBV_QPS_INIT,
+  IBV_QPS_RESET,
+  IBV_QPS_RTS,
+  IBV_QPS_SQD,
+  IBV_QPT_RC,
+  IBV_QPT_UC,
+  IBV_QPT_UD,
+  IBV_WC_RECV,
+  IBV_WC_WR_FLUSH_ERR,
+  IBV_EVENT_CQ_ERR,
 } from '../device/abi/constants.js';
 import { CQC, QPC, QpFlag } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';

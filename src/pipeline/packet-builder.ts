@@ -8,8 +8,22 @@
 import { IBV_GID_TYPE_ROCE_V1 } from '../device/abi/constants.js';
 import type { PortAttrs } from '../device/capabilities.js';
 import {
-  encodePacket, EtherType, Hdr, IP_PROTO_UDP, isIpv4MappedGid, newPacket, OPCODES, payloadOffset, roceUdpSport,
-  type Aeth, type AtomicEth, type Deth, type Packet, type Reth, Op, type Framing,
+  encodePacket,
+  EtherType,
+  Hdr,
+  IP_PROTO_UDP,
+  isIpv4MappedGid,
+  newPacket,
+  OPCODES,
+  payloadOffset,
+  roceUdpSport,
+  type Aeth,
+  type AtomicEth,
+  type Deth,
+  type Packet,
+  type Reth,
+  Op,
+  type Framing,
 } from '../wire/index.js';
 import type { EthPort } from './eth-port.js';
 import type { AddressVector } from './work-requests.js';
@@ -146,7 +160,7 @@ export class PathTemplate {
     p.xrceth = null;
     p.payload = EMPTY;
     const off = payloadOffset(p);
-    const routed = off + payloadLen + ((-payloadLen) & 3) + 4;
+    const routed = off + payloadLen + (-payloadLen & 3) + 4;
     const frame = acquireFrame(Math.max(routed, 60));
     const payload = frame.subarray(off, off + payloadLen);
     p.payload = payload;

@@ -107,7 +107,8 @@ describe('PriorityPause', () => {
             if (pp.isPaused(p, nowNs) !== ref.paused(p, nowNs * 1000)) problems.push(`seed ${seed} frame ${i}: prio ${p} paused at ${nowNs} ns`);
             if (ref.paused(p, nowNs * 1000)) {
               const last = ref.intervals[p]![ref.intervals[p]!.length - 1]!;
-              if (pp.resumeNs(p) !== Math.ceil(last[1] / 1000)) problems.push(`seed ${seed}: prio ${p} resumes ${pp.resumeNs(p)} ≠ ${Math.ceil(last[1] / 1000)}`);
+              if (pp.resumeNs(p) !== Math.ceil(last[1] / 1000))
+                problems.push(`seed ${seed}: prio ${p} resumes ${pp.resumeNs(p)} ≠ ${Math.ceil(last[1] / 1000)}`);
             }
           }
         }
@@ -115,8 +116,10 @@ describe('PriorityPause', () => {
       const c = pp.counters(now);
       for (let p = 0; p < 8; p++) {
         if (c[`rx_prio${p}_pause`] !== ref.frames[p]) problems.push(`seed ${seed}: rx_prio${p}_pause ${c[`rx_prio${p}_pause`]} ≠ ${ref.frames[p]}`);
-        if (c[`rx_prio${p}_pause_duration`] !== ref.durationUs(p, now)) problems.push(`seed ${seed}: rx_prio${p}_pause_duration ${c[`rx_prio${p}_pause_duration`]} ≠ ${ref.durationUs(p, now)}`);
-        if (c[`rx_prio${p}_pause_transition`] !== ref.transitions(p, now)) problems.push(`seed ${seed}: rx_prio${p}_pause_transition ${c[`rx_prio${p}_pause_transition`]} ≠ ${ref.transitions(p, now)}`);
+        if (c[`rx_prio${p}_pause_duration`] !== ref.durationUs(p, now))
+          problems.push(`seed ${seed}: rx_prio${p}_pause_duration ${c[`rx_prio${p}_pause_duration`]} ≠ ${ref.durationUs(p, now)}`);
+        if (c[`rx_prio${p}_pause_transition`] !== ref.transitions(p, now))
+          problems.push(`seed ${seed}: rx_prio${p}_pause_transition ${c[`rx_prio${p}_pause_transition`]} ≠ ${ref.transitions(p, now)}`);
       }
       if (c.rx_global_pause !== ref.global) problems.push(`seed ${seed}: rx_global_pause`);
     }
@@ -130,7 +133,14 @@ describe('PriorityPause', () => {
     pp.noteTransmit(encodePause(MAC, 10), 3_000_000);
     pp.noteTransmit(new Uint8Array(60), 0); // not MAC Control: ignored
     const c = pp.counters(10_000_000);
-    expect(c).toMatchObject({ tx_prio0_pause: 2, tx_prio0_pause_duration: 2, tx_prio7_pause: 1, tx_prio7_pause_duration: 2, tx_global_pause: 1, rx_prio0_pause: 0 });
+    expect(c).toMatchObject({
+      tx_prio0_pause: 2,
+      tx_prio0_pause_duration: 2,
+      tx_prio7_pause: 1,
+      tx_prio7_pause_duration: 2,
+      tx_global_pause: 1,
+      rx_prio0_pause: 0,
+    });
     expect(pp.pausedMask).toBe(0);
   });
 });

@@ -36,7 +36,11 @@ export const PFC_COUNTERS: readonly PfcCounterDecl[] = Object.freeze([
   ...Array.from({ length: PFC_PRIORITIES }, (_, p) => [
     { name: PER_PRIO[0].replace('%', String(p)), unit: 'frames' as const, doc: `PFC frames received that name priority ${p} (XOFF and XON)` },
     { name: PER_PRIO[1].replace('%', String(p)), unit: 'us' as const, doc: `time priority ${p} was paused by the far end, µs (mlx5 reports µs)` },
-    { name: PER_PRIO[2].replace('%', String(p)), unit: 'transitions' as const, doc: `times priority ${p} went from paused to flowing (XON received or the pause time ran out)` },
+    {
+      name: PER_PRIO[2].replace('%', String(p)),
+      unit: 'transitions' as const,
+      doc: `times priority ${p} went from paused to flowing (XON received or the pause time ran out)`,
+    },
     { name: PER_PRIO[3].replace('%', String(p)), unit: 'frames' as const, doc: `PFC frames sent that name priority ${p} (XOFF and XON)` },
     { name: PER_PRIO[4].replace('%', String(p)), unit: 'us' as const, doc: `time this port asked the far end to hold priority ${p}, µs` },
   ]).flat(),

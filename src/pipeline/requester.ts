@@ -5,11 +5,34 @@
  * last packet is out; RC messages wait for the completer.
  */
 import {
-  IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_SEND_INLINE,
-  IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RDMA_READ,
-  IBV_WC_RDMA_WRITE, IBV_WC_SEND, IBV_WC_SUCCESS, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ,
-  IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_INV,
-  IBV_ACCESS_LOCAL_WRITE, IBV_WC_ATOMIC_WRITE, IBV_WC_FLUSH, IBV_WR_ATOMIC_WRITE, IBV_WR_FLUSH,
+  IBV_QPS_RTS,
+  IBV_QPS_SQD,
+  IBV_QPT_RC,
+  IBV_QPT_UC,
+  IBV_QPT_UD,
+  IBV_SEND_INLINE,
+  IBV_WC_COMP_SWAP,
+  IBV_WC_FETCH_ADD,
+  IBV_WC_LOC_LEN_ERR,
+  IBV_WC_LOC_PROT_ERR,
+  IBV_WC_LOC_QP_OP_ERR,
+  IBV_WC_RDMA_READ,
+  IBV_WC_RDMA_WRITE,
+  IBV_WC_SEND,
+  IBV_WC_SUCCESS,
+  IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_RDMA_READ,
+  IBV_WR_RDMA_WRITE,
+  IBV_WR_RDMA_WRITE_WITH_IMM,
+  IBV_WR_SEND,
+  IBV_WR_SEND_WITH_IMM,
+  IBV_WR_SEND_WITH_INV,
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_WC_ATOMIC_WRITE,
+  IBV_WC_FLUSH,
+  IBV_WR_ATOMIC_WRITE,
+  IBV_WR_FLUSH,
 } from '../device/abi/constants.js';
 import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
@@ -30,8 +53,13 @@ const MAX_PKT_PER_ACK = 64;
 
 /** Requests the responder answers with a response (READ / atomic ACK) and a responder resource. */
 export function isReadOrAtomic(opcode: number): boolean {
-  return opcode === IBV_WR_RDMA_READ || opcode === IBV_WR_ATOMIC_CMP_AND_SWP || opcode === IBV_WR_ATOMIC_FETCH_AND_ADD
-    || opcode === IBV_WR_ATOMIC_WRITE || opcode === IBV_WR_FLUSH;
+  return (
+    opcode === IBV_WR_RDMA_READ ||
+    opcode === IBV_WR_ATOMIC_CMP_AND_SWP ||
+    opcode === IBV_WR_ATOMIC_FETCH_AND_ADD ||
+    opcode === IBV_WR_ATOMIC_WRITE ||
+    opcode === IBV_WR_FLUSH
+  );
 }
 
 function opcodeAllowed(qpType: number, op: number): boolean {
@@ -41,9 +69,18 @@ function opcodeAllowed(qpType: number, op: number): boolean {
     case IBV_QPT_UC:
       return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM;
     case IBV_QPT_RC:
-      return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_SEND_WITH_INV || op === IBV_WR_RDMA_WRITE
-        || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ || op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD
-        || op === IBV_WR_ATOMIC_WRITE || op === IBV_WR_FLUSH;
+      return (
+        op === IBV_WR_SEND ||
+        op === IBV_WR_SEND_WITH_IMM ||
+        op === IBV_WR_SEND_WITH_INV ||
+        op === IBV_WR_RDMA_WRITE ||
+        op === IBV_WR_RDMA_WRITE_WITH_IMM ||
+        op === IBV_WR_RDMA_READ ||
+        op === IBV_WR_ATOMIC_CMP_AND_SWP ||
+        op === IBV_WR_ATOMIC_FETCH_AND_ADD ||
+        op === IBV_WR_ATOMIC_WRITE ||
+        op === IBV_WR_FLUSH
+      );
     default:
       return false;
   }
@@ -107,7 +144,9 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
     const counter = sqAdvance(t, qp);
     const w = readSendWqe(mem, addr, q.qpType, counter, q.maxSendSge, q.maxInline);
     if (!w || !opcodeAllowed(q.qpType, w.opcode)) {
-      const bad = w ?? Object.assign(new SendWqe(), { counter, wrIdLo: mem.dv.getUint32(addr - mem.baseNum, true), wrIdHi: mem.dv.getUint32(addr - mem.baseNum + 4, true) });
+      const bad =
+        w ??
+        Object.assign(new SendWqe(), { counter, wrIdLo: mem.dv.getUint32(addr - mem.baseNum, true), wrIdHi: mem.dv.getUint32(addr - mem.baseNum + 4, true) });
       failHead(nic, q, bad, IBV_WC_LOC_QP_OP_ERR);
       return;
     }
@@ -147,7 +186,10 @@ function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
     case IBV_WR_RDMA_WRITE:
       return base + (only ? Op.RC_RDMA_WRITE_ONLY : i === 0 ? Op.RC_RDMA_WRITE_FIRST : last ? Op.RC_RDMA_WRITE_LAST : Op.RC_RDMA_WRITE_MIDDLE);
     case IBV_WR_RDMA_WRITE_WITH_IMM:
-      return base + (only ? Op.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : i === 0 ? Op.RC_RDMA_WRITE_FIRST : last ? Op.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : Op.RC_RDMA_WRITE_MIDDLE);
+      return (
+        base +
+        (only ? Op.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : i === 0 ? Op.RC_RDMA_WRITE_FIRST : last ? Op.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : Op.RC_RDMA_WRITE_MIDDLE)
+      );
     case IBV_WR_RDMA_READ:
       return Op.RC_RDMA_READ_REQUEST;
     case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -189,11 +231,17 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   const wanted = lastPkt && (w.signaled || q.sqSigAll || q.txIndex === q.window.length - 1 || isReadOrAtomic(w.opcode));
   const ackReq = q.qpType === IBV_QPT_RC && (wanted || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
   if (ackReq) q.sinceAckReq = 0;
-  const se = lastPkt && w.solicited && (w.opcode === IBV_WR_SEND || w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_SEND_WITH_INV || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) ? 1 : 0;
+  const se =
+    lastPkt &&
+    w.solicited &&
+    (w.opcode === IBV_WR_SEND || w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_SEND_WITH_INV || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM)
+      ? 1
+      : 0;
   const destQp = ud ? w.remoteQpn : q.destQpn;
   if (ud) path.setDeth(w.qkey & 0x80000000 ? q.qkey : w.qkey, q.qpn);
   if (isRead) path.setReth(w.remoteAddr + w.readDone, w.rkey, w.length - w.readDone);
-  else if (i === 0 && (w.opcode === IBV_WR_RDMA_WRITE || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM || w.opcode === IBV_WR_ATOMIC_WRITE)) path.setReth(w.remoteAddr, w.rkey, w.length);
+  else if (i === 0 && (w.opcode === IBV_WR_RDMA_WRITE || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM || w.opcode === IBV_WR_ATOMIC_WRITE))
+    path.setReth(w.remoteAddr, w.rkey, w.length);
   else if (w.opcode === IBV_WR_FLUSH) path.setReth(w.remoteAddr, w.rkey, w.flushLength);
   if (isAtomic) path.setAtomic(w.remoteAddr, w.rkey, w.swapAdd, w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare : 0n);
   const { frame, payload } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen);

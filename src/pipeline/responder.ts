@@ -4,10 +4,29 @@
  * and queues ACKs, NAKs and responses (IBTA §9.7.4–9.7.5; SPEC-DIGEST §4.2–4.3).
  */
 import {
-  IBV_ACCESS_FLUSH_GLOBAL, IBV_ACCESS_FLUSH_PERSISTENT, IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
-  IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPS_INIT,
-  IBV_QPT_RC, IBV_QPT_UD, IBV_WC_GRH, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM,
-  IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WITH_INV, IBV_WC_REM_INV_REQ_ERR,
+  IBV_ACCESS_FLUSH_GLOBAL,
+  IBV_ACCESS_FLUSH_PERSISTENT,
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_REMOTE_ATOMIC,
+  IBV_ACCESS_REMOTE_READ,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_EVENT_QP_ACCESS_ERR,
+  IBV_EVENT_QP_REQ_ERR,
+  IBV_EVENT_SRQ_LIMIT_REACHED,
+  IBV_QPS_ERR,
+  IBV_QPS_RESET,
+  IBV_QPS_INIT,
+  IBV_QPT_RC,
+  IBV_QPT_UD,
+  IBV_WC_GRH,
+  IBV_WC_LOC_LEN_ERR,
+  IBV_WC_LOC_PROT_ERR,
+  IBV_WC_RECV,
+  IBV_WC_RECV_RDMA_WITH_IMM,
+  IBV_WC_SUCCESS,
+  IBV_WC_WITH_IMM,
+  IBV_WC_WITH_INV,
+  IBV_WC_REM_INV_REQ_ERR,
 } from '../device/abi/constants.js';
 import { checkAccess, MPT, MrCheck } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
@@ -70,7 +89,18 @@ function takeRecv(nic: NicCore, q: QpCtx, qp: number): RecvWqe | null {
   return readRecvWqe(mem, addr, counter, q.maxRecvSge);
 }
 
-function completeRecv(nic: NicCore, q: QpCtx, w: RecvWqe, status: number, opcode: number, byteLen: number, flags: number, imm: number, srcQp: number, solicited: boolean): void {
+function completeRecv(
+  nic: NicCore,
+  q: QpCtx,
+  w: RecvWqe,
+  status: number,
+  opcode: number,
+  byteLen: number,
+  flags: number,
+  imm: number,
+  srcQp: number,
+  solicited: boolean,
+): void {
   const f = nic.cqe();
   f.wrIdLo = w.wrIdLo;
   f.wrIdHi = w.wrIdHi;
@@ -536,8 +566,10 @@ function udReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, frame: Uint8Ar
     grh.set(frame.subarray(off, off + 40));
   }
   const { mem, tables: t } = nic.env;
-  if (scatter(mem, t, q.pdn, w.sges, 0, grh, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK
-    || (len > 0 && scatter(mem, t, q.pdn, w.sges, GRH_BYTES, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK)) {
+  if (
+    scatter(mem, t, q.pdn, w.sges, 0, grh, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK ||
+    (len > 0 && scatter(mem, t, q.pdn, w.sges, GRH_BYTES, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK)
+  ) {
     completeRecv(nic, q, w, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, deth.srcQp, false);
     return;
   }

@@ -36,8 +36,14 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, single
       const n = Math.min(q.mtu, r.left);
       const first = r.sent === 0;
       const last = r.left <= q.mtu;
-      const op = first && last ? Op.RC_RDMA_READ_RESPONSE_ONLY : first ? Op.RC_RDMA_READ_RESPONSE_FIRST
-        : last ? Op.RC_RDMA_READ_RESPONSE_LAST : Op.RC_RDMA_READ_RESPONSE_MIDDLE;
+      const op =
+        first && last
+          ? Op.RC_RDMA_READ_RESPONSE_ONLY
+          : first
+            ? Op.RC_RDMA_READ_RESPONSE_FIRST
+            : last
+              ? Op.RC_RDMA_READ_RESPONSE_LAST
+              : Op.RC_RDMA_READ_RESPONSE_MIDDLE;
       path.setAeth(r.syndrome, q.msn);
       const b = path.begin(op, psnAdd(r.psn, r.sent), q.destQpn, 0, 0, n);
       if (n > 0) copyBytes(b.payload, 0, mem.u8, r.hostOff, n);

@@ -11,8 +11,8 @@ export function localAckTimeoutNs(timeout: number): number {
 
 /** The RNR NAK timer codes, in µs (code 0 is the longest: 655.36 ms). */
 export const RNR_TIMER_US: readonly number[] = [
-  655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
-  2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+  655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920,
+  122880, 163840, 245760, 327680, 491520,
 ];
 
 export function rnrTimerNs(code: number): number {
@@ -21,6 +21,36 @@ export function rnrTimerNs(code: number): number {
 
 /** ACK credit codes (AETH syndrome low 5 bits) → receive WQEs advertised; 31 = unlimited. */
 export const CREDIT_TABLE: readonly number[] = [
-  0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
-  256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, Infinity,
+  0,
+  1,
+  2,
+  3,
+  4,
+  6,
+  8,
+  12,
+  16,
+  24,
+  32,
+  48,
+  64,
+  96,
+  128,
+  192,
+  256,
+  384,
+  512,
+  768,
+  1024,
+  1536,
+  2048,
+  3072,
+  4096,
+  6144,
+  8192,
+  12288,
+  16384,
+  24576,
+  32768,
+  Infinity,
 ];

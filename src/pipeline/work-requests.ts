@@ -6,7 +6,13 @@
  * until its completion (IBTA), so fetching early is safe.
  */
 import {
-  IBV_QPT_UD, IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED, IBV_WR_ATOMIC_WRITE, IBV_WR_FLUSH,
+  IBV_QPT_UD,
+  IBV_SEND_FENCE,
+  IBV_SEND_INLINE,
+  IBV_SEND_SIGNALED,
+  IBV_SEND_SOLICITED,
+  IBV_WR_ATOMIC_WRITE,
+  IBV_WR_FLUSH,
 } from '../device/abi/constants.js';
 import type { HostMemory } from '../device/host-memory.js';
 import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, UD_SEG, WqeOff } from '../device/wqe.js';

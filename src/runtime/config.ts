@@ -145,25 +145,21 @@ export const DeviceSchema = strictObject({
     .min(1, { error: 'expected a non-empty list of ports' })
     .max(8, { error: 'a device has 1..8 ports' })
     .meta({ description: "the device's ports (1..8), port 1 first" }),
-  memory: parsed(numberOrText(), memorySize)
-    .prefault('64MiB')
-    .meta({
-      description:
-        "host memory the driver allocates from (`rnic_alloc_buf`), bytes or `\"64MiB\"` (`KiB`, `MiB`, `GiB`); whole 4 KiB pages, at most 64 TiB; a size this machine cannot allocate is an error naming the device's `memory`",
-      defaultText: '64 MiB',
-    }),
-  caps: paramsObject(DEVICE_PARAMS)
-    .default({})
-    .meta({
-      description: 'device capability overrides (`maxQp`, `maxQpWr`, `maxSge`, `maxCqe`, … — `DEVICE_PARAMS` in `src/device/capabilities.ts`, listed in docs/device-interface.md)',
-      defaultText: 'rxe-like',
-    }),
-  congestion: paramsObject(CC_PARAMS)
-    .optional()
-    .meta({
-      description: 'QoS and congestion-control parameters (`trust`, `ecn`, DCQCN `rpg_*`, `dce_tcp_*`, CNP `min_time_between_cnps`, … — `CC_PARAMS` in `src/pipeline/cc-params.ts`, listed in docs/pipeline.md)',
-      defaultText: 'mlx5 defaults',
-    }),
+  memory: parsed(numberOrText(), memorySize).prefault('64MiB').meta({
+    description:
+      'host memory the driver allocates from (`rnic_alloc_buf`), bytes or `"64MiB"` (`KiB`, `MiB`, `GiB`); whole 4 KiB pages, at most 64 TiB; a size this machine cannot allocate is an error naming the device\'s `memory`',
+    defaultText: '64 MiB',
+  }),
+  caps: paramsObject(DEVICE_PARAMS).default({}).meta({
+    description:
+      'device capability overrides (`maxQp`, `maxQpWr`, `maxSge`, `maxCqe`, … — `DEVICE_PARAMS` in `src/device/capabilities.ts`, listed in docs/device-interface.md)',
+    defaultText: 'rxe-like',
+  }),
+  congestion: paramsObject(CC_PARAMS).optional().meta({
+    description:
+      'QoS and congestion-control parameters (`trust`, `ecn`, DCQCN `rpg_*`, `dce_tcp_*`, CNP `min_time_between_cnps`, … — `CC_PARAMS` in `src/pipeline/cc-params.ts`, listed in docs/pipeline.md)',
+    defaultText: 'mlx5 defaults',
+  }),
 });
 
 const WireCableSchema = strictObject({
@@ -177,14 +173,12 @@ const UdpCableSchema = strictObject({
   kind: z.literal('udp'),
   port: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'the port, `"DEVICE:PORT"`' }),
   local: text().meta({ description: "where we bind, `'a.b.c.d:port'` or `'[v6]:port'`" }),
-  remote: text().meta({ description: 'where frames go: the peer\'s own bound address' }),
-  socketBufferBytes: parsed(numberOrText(), socketBufferSize)
-    .optional()
-    .meta({
-      description:
-        'SO_RCVBUF / SO_SNDBUF asked of the OS, bytes or `"4MiB"`, 1 KiB..1 GiB. Linux grants at most `net.core.rmem_max` / `wmem_max` (raise it with `sysctl -w net.core.rmem_max=…` for more). 4 MiB holds a 64 KiB `write_bw` run with no socket drop (they are counted: `rxSocketDrops`)',
-      defaultText: '4 MiB',
-    }),
+  remote: text().meta({ description: "where frames go: the peer's own bound address" }),
+  socketBufferBytes: parsed(numberOrText(), socketBufferSize).optional().meta({
+    description:
+      'SO_RCVBUF / SO_SNDBUF asked of the OS, bytes or `"4MiB"`, 1 KiB..1 GiB. Linux grants at most `net.core.rmem_max` / `wmem_max` (raise it with `sysctl -w net.core.rmem_max=…` for more). 4 MiB holds a 64 KiB `write_bw` run with no socket drop (they are counted: `rxSocketDrops`)',
+    defaultText: '4 MiB',
+  }),
   faults: faultsField(),
 }).meta({
   description:
@@ -208,12 +202,10 @@ export const QuirksSchema = strictObject(quirkShape, `unknown device behaviour (
 /** The model configuration file (`RNIC_CONFIG`). */
 export const ConfigSchema = strictObject({
   $schema: schemaRef('config.schema.json'),
-  workers: int(0, 64)
-    .default(1)
-    .meta({
-      description:
-        "worker threads that run the devices, 0..64; `0` runs them in the application's thread (they advance when the driver rings a doorbell or polls a CQ)",
-    }),
+  workers: int(0, 64).default(1).meta({
+    description:
+      "worker threads that run the devices, 0..64; `0` runs them in the application's thread (they advance when the driver rings a doorbell or polls a CQ)",
+  }),
   devices: list(DeviceSchema, 'a non-empty list of devices').min(1, { error: 'expected a non-empty list of devices' }).meta({ description: 'the devices' }),
   cables: list(CableSchema).default([]).meta({ description: 'what connects the ports', defaultText: 'none' }),
   quirks: QuirksSchema,
@@ -262,7 +254,14 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       return { kind: 'wire', a: c.a, b: c.b, ...faults };
     }
     use(c.port, `${path}.port`);
-    return { kind: 'udp', port: c.port, local: c.local, remote: c.remote, ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }), ...faults };
+    return {
+      kind: 'udp',
+      port: c.port,
+      local: c.local,
+      remote: c.remote,
+      ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }),
+      ...faults,
+    };
   });
   return { workers: o.workers, devices, cables, quirks: resolveQuirks(o.quirks), ...(o.seed === undefined ? {} : { seed: o.seed }) };
 }
@@ -273,7 +272,9 @@ export function resolveDevices(parsed: readonly z.output<typeof DeviceSchema>[],
   return parsed.map((d, i): DeviceConfig => {
     if (names.has(d.name)) fail(`${source}.devices[${i}].name`, `device ${d.name} is defined twice`);
     names.add(d.name);
-    const ports = d.ports.map((p): PortConfig => ({ mac: p.mac, ipv4: p.ipv4, ipv6: p.ipv6, mtu: p.mtu, ...(p.capture === undefined ? {} : { capture: p.capture }) }));
+    const ports = d.ports.map(
+      (p): PortConfig => ({ mac: p.mac, ipv4: p.ipv4, ipv6: p.ipv6, mtu: p.mtu, ...(p.capture === undefined ? {} : { capture: p.capture }) }),
+    );
     if (d.congestion !== undefined) {
       try {
         resolveCcParams(d.congestion, `${source}.devices[${i}].congestion`);

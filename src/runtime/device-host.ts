@@ -53,7 +53,11 @@ export class DeviceHost {
   private kick: (() => void) | null = null;
   private readonly injectors = new Map<CableConfig, FaultInjector>();
 
-  constructor(resources: DeviceResources[], readonly clock: NicClock, quirks: Partial<Quirks> = {}) {
+  constructor(
+    resources: DeviceResources[],
+    readonly clock: NicClock,
+    quirks: Partial<Quirks> = {},
+  ) {
     const portClock = { nowNs: () => BigInt(Math.floor(clock.now())) };
     const q: Quirks = { ...IBTA_QUIRKS, ...quirks };
     for (const r of resources) {
@@ -63,8 +67,22 @@ export class DeviceHost {
       const tables = ContextTables.attach(r.tables);
       const counters = HwCounters.attach(r.counters);
       const fw = new Firmware({ caps, mem, bar, tables, counters, clock });
-      const ports = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
-      const nic = new Nic({ name: r.name, caps, fw, mem, bar, tables, counters, ports, clock, quirks: q, cc: resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`) });
+      const ports = r.ports.map(
+        (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
+      );
+      const nic = new Nic({
+        name: r.name,
+        caps,
+        fw,
+        mem,
+        bar,
+        tables,
+        counters,
+        ports,
+        clock,
+        quirks: q,
+        cc: resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`),
+      });
       r.ports.forEach((p, i) => {
         if (p.capture) {
           const w = openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
@@ -160,10 +178,11 @@ export class DeviceHost {
     return new FaultyCableEnd(end, injector, {
       direction,
       nowNs: () => this.clock.now(),
-      setTimer: (ms, fn) => setTimeout(() => {
-        fn();
-        this.wake();
-      }, ms),
+      setTimer: (ms, fn) =>
+        setTimeout(() => {
+          fn();
+          this.wake();
+        }, ms),
     });
   }
 
@@ -173,7 +192,12 @@ export class DeviceHost {
    * rings in `udpShm` (keyed by the cable's index in `cables`; made here
    * when not given).
    */
-  async cable(cables: CableConfig[], rings: RingCable[] = [], seed: number | string | bigint = 1, udpShm: ReadonlyMap<number, UdpCableShm> = new Map()): Promise<void> {
+  async cable(
+    cables: CableConfig[],
+    rings: RingCable[] = [],
+    seed: number | string | bigint = 1,
+    udpShm: ReadonlyMap<number, UdpCableShm> = new Map(),
+  ): Promise<void> {
     // One independent, seeded stream per cable (the simulator's forkable source).
     const random = new Random(typeof seed === 'number' || typeof seed === 'bigint' || typeof seed === 'string' ? seed : 1);
     cables.forEach((c, i) => {

@@ -65,7 +65,16 @@ export function createDevice(d: DeviceConfig): DeviceOnHost {
   const tables = ContextTables.create(caps);
   const counters = HwCounters.create(caps.ports.length, 1);
   return {
-    resources: { name: d.name, capsConfig, ccConfig: d.congestion ?? {}, ports: d.ports, mem: mem.descriptor, bar: bar.sab, tables: tables.descriptor, counters: counters.descriptor },
+    resources: {
+      name: d.name,
+      capsConfig,
+      ccConfig: d.congestion ?? {},
+      ports: d.ports,
+      mem: mem.descriptor,
+      bar: bar.sab,
+      tables: tables.descriptor,
+      counters: counters.descriptor,
+    },
     caps,
     mem,
     bar,

@@ -148,29 +148,33 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     t.on('message', (m: { type: string; message?: string }) => {
       if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
     });
-    engineCabled.push(new Promise<void>((resolve) => {
-      const on = (m: { type: string }) => {
-        if (m.type !== 'ready' && m.type !== 'error' && m.type !== 'stopped') return;
-        t.off('message', on);
-        resolve();
-      };
-      t.on('message', on);
-      t.once('exit', () => resolve());
-    }));
+    engineCabled.push(
+      new Promise<void>((resolve) => {
+        const on = (m: { type: string }) => {
+          if (m.type !== 'ready' && m.type !== 'error' && m.type !== 'stopped') return;
+          t.off('message', on);
+          resolve();
+        };
+        t.on('message', on);
+        t.once('exit', () => resolve());
+      }),
+    );
     t.on('error', (e) => process.emitWarning(`rnic-model device engine crashed: ${e.message}`));
     // The model must not keep the application alive (a C program exits when main returns).
     t.unref();
     threads.push(t);
   }
   const offExit = ioThreads.size > 0 ? closeSocketsOnExit(exitWord, ioThreads.size) : () => {};
-  const devices = made.map((d): DeviceHandle => ({
-    name: d.resources.name,
-    nodeGuid: d.nodeGuid,
-    mem: d.mem,
-    bar: d.bar,
-    counters: d.counters,
-    waitIrq: (v, seen) => irqWait(d.bar, v, seen),
-  }));
+  const devices = made.map(
+    (d): DeviceHandle => ({
+      name: d.resources.name,
+      nodeGuid: d.nodeGuid,
+      mem: d.mem,
+      bar: d.bar,
+      counters: d.counters,
+      waitIrq: (v, seen) => irqWait(d.bar, v, seen),
+    }),
+  );
   const cabled = Promise.all(engineCabled).then(() => {});
   return {
     config,
@@ -198,13 +202,18 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     async stop() {
       Atomics.store(new Int32Array(stop), 0, 1);
       for (const d of made) Atomics.notify(d.bar.i32, Reg.DB_SEQ);
-      await Promise.all(threads.map((t) => new Promise<void>((r) => {
-        t.ref(); // keep the process alive until the engine has flushed its captures and exited
-        t.once('exit', () => r());
-        t.postMessage({ type: 'stop' });
-        // Draining (≤ 200 ms) and the UDP flush (≤ 2 s) come first; then give up.
-        setTimeout(() => void t.terminate().then(() => r()), 5000).unref();
-      })));
+      await Promise.all(
+        threads.map(
+          (t) =>
+            new Promise<void>((r) => {
+              t.ref(); // keep the process alive until the engine has flushed its captures and exited
+              t.once('exit', () => r());
+              t.postMessage({ type: 'stop' });
+              // Draining (≤ 200 ms) and the UDP flush (≤ 2 s) come first; then give up.
+              setTimeout(() => void t.terminate().then(() => r()), 5000).unref();
+            }),
+        ),
+      );
       offExit();
     },
   };
@@ -212,7 +221,11 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
 
 /** All devices in the application's thread: they run when the driver rings or polls. */
 function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<number, UdpCableShm>, offExit: () => void): RunningModel {
-  const host = new DeviceHost(made.map((d) => d.resources), monotonicClock(), config.quirks);
+  const host = new DeviceHost(
+    made.map((d) => d.resources),
+    monotonicClock(),
+    config.quirks,
+  );
   let stopped = false;
   const ready = host.cable(config.cables, [], config.seed, udpShm);
   let cabled = false;
@@ -241,23 +254,25 @@ function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<numb
   const service = () => {
     host.poll();
   };
-  const devices = made.map((d): DeviceHandle => ({
-    name: d.resources.name,
-    nodeGuid: d.nodeGuid,
-    mem: d.mem,
-    bar: d.bar,
-    counters: d.counters,
-    serviceInline: service,
-    async waitIrq(v, seen) {
-      const w = d.bar.irqBase + v;
-      for (;;) {
-        host.poll();
-        const now = Atomics.load(d.bar.i32, w);
-        if (now !== seen) return now;
-        await new Promise<void>((r) => setImmediate(r));
-      }
-    },
-  }));
+  const devices = made.map(
+    (d): DeviceHandle => ({
+      name: d.resources.name,
+      nodeGuid: d.nodeGuid,
+      mem: d.mem,
+      bar: d.bar,
+      counters: d.counters,
+      serviceInline: service,
+      async waitIrq(v, seen) {
+        const w = d.bar.irqBase + v;
+        for (;;) {
+          host.poll();
+          const now = Atomics.load(d.bar.i32, w);
+          if (now !== seen) return now;
+          await new Promise<void>((r) => setImmediate(r));
+        }
+      },
+    }),
+  );
   return {
     config,
     devices,

@@ -66,7 +66,11 @@ export class RingEnd implements CableEnd {
   private overflowHead = 0;
   private overflowBytes = 0;
 
-  constructor(tx: SharedArrayBuffer, rx: SharedArrayBuffer, private readonly overflowLimitBytes = 64 << 20) {
+  constructor(
+    tx: SharedArrayBuffer,
+    rx: SharedArrayBuffer,
+    private readonly overflowLimitBytes = 64 << 20,
+  ) {
     this.tx = FrameRing.attach(tx);
     this.rx = FrameRing.attach(rx);
   }

@@ -118,7 +118,10 @@ describe('UdpCable addresses', () => {
       ['256.0.0.1:5000', '127.0.0.1:5001', /not a literal/],
     ];
     for (const [local, remote, msg] of cases) {
-      const err = await UdpCable.open({ local, remote }).then(() => null, (e: unknown) => e);
+      const err = await UdpCable.open({ local, remote }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err, `${local} -> ${remote}`).toMatchObject({ code: 'FABRIC_BAD_ADDRESS', name: 'FabricError' });
       expect((err as Error).message).toMatch(msg);
     }
@@ -127,8 +130,10 @@ describe('UdpCable addresses', () => {
   it('rejects bad options and a port in use with typed errors', async () => {
     await expect(UdpCable.open({ local: '127.0.0.1:0', remote: '127.0.0.1:9', maxFrameBytes: 10 })).rejects.toMatchObject({ code: 'FABRIC_BAD_CONFIG' });
     const taken = await cable('127.0.0.1:0', '127.0.0.1:9');
-    await expect(UdpCable.open({ local: `127.0.0.1:${taken.localEndpoint.port}`, remote: '127.0.0.1:9' }))
-      .rejects.toMatchObject({ code: 'FABRIC_BIND_FAILED', message: expect.stringMatching(/EADDRINUSE/) });
+    await expect(UdpCable.open({ local: `127.0.0.1:${taken.localEndpoint.port}`, remote: '127.0.0.1:9' })).rejects.toMatchObject({
+      code: 'FABRIC_BIND_FAILED',
+      message: expect.stringMatching(/EADDRINUSE/),
+    });
   });
 });
 
@@ -222,23 +227,30 @@ describe('UdpCable to another process', () => {
     const child = fork(script, [`127.0.0.1:${theirs}`, `127.0.0.1:${mine}`], { execArgv: ['--import', register], stdio: 'inherit' });
     try {
       const messages: { ready?: boolean; pid?: number; stats?: UdpCableStats }[] = [];
-      const next = () => new Promise<(typeof messages)[number]>((resolve, reject) => {
-        child.once('message', (m) => resolve(m as (typeof messages)[number]));
-        child.once('exit', (code) => reject(new Error(`child exited with ${code}`)));
-      });
+      const next = () =>
+        new Promise<(typeof messages)[number]>((resolve, reject) => {
+          child.once('message', (m) => resolve(m as (typeof messages)[number]));
+          child.once('exit', (code) => reject(new Error(`child exited with ${code}`)));
+        });
       const ready = await next();
       expect(ready).toMatchObject({ ready: true });
       expect(ready.pid).not.toBe(process.pid);
       const c = await cable(`127.0.0.1:${mine}`, `127.0.0.1:${theirs}`);
       const n = 1000;
       const lens = sizes(n);
-      const got = await transfer(c, c, lens.map((len, i) => frame(i, len)));
-      expect(mismatches(got, (i) => {
-        const want = frame(i, lens[i]!);
-        want.set(frame(i, 14).subarray(6, 12), 0); // MACs swapped by the child
-        want.set(frame(i, 14).subarray(0, 6), 6);
-        return want;
-      })).toEqual([]);
+      const got = await transfer(
+        c,
+        c,
+        lens.map((len, i) => frame(i, len)),
+      );
+      expect(
+        mismatches(got, (i) => {
+          const want = frame(i, lens[i]!);
+          want.set(frame(i, 14).subarray(6, 12), 0); // MACs swapped by the child
+          want.set(frame(i, 14).subarray(0, 6), 6);
+          return want;
+        }),
+      ).toEqual([]);
       const bye = next();
       child.send('close');
       const { stats } = await bye;

@@ -72,7 +72,11 @@ export const UDP_CABLE_STATS: readonly StatDecl[] = Object.freeze([
   { name: 'txBadSize', unit: 'frames', doc: 'frames shorter than 14 bytes or longer than maxFrameBytes, not sent' },
   { name: 'txClosed', unit: 'frames', doc: 'frames sent after close, not sent' },
   { name: 'txErrors', unit: 'errors', doc: 'datagrams the OS failed to send' },
-  { name: 'rxSocketDrops', unit: 'datagrams', doc: 'datagrams the OS dropped for want of receive-buffer space (Linux /proc/net/udp `drops`; -1 if not visible)' },
+  {
+    name: 'rxSocketDrops',
+    unit: 'datagrams',
+    doc: 'datagrams the OS dropped for want of receive-buffer space (Linux /proc/net/udp `drops`; -1 if not visible)',
+  },
 ]);
 
 /** The default SO_RCVBUF / SO_SNDBUF request: 4 MiB (Linux caps it at net.core.rmem_max / wmem_max). */
@@ -191,8 +195,18 @@ export class UdpCable implements CableEnd {
   #inFlight = 0;
   #flushed: (() => void)[] = [];
   readonly #s = {
-    framesSent: 0, bytesSent: 0, framesReceived: 0, bytesReceived: 0, framesDropped: 0,
-    rxTooLarge: 0, rxTooSmall: 0, rxForeign: 0, rxNoHandler: 0, txBadSize: 0, txClosed: 0, txErrors: 0,
+    framesSent: 0,
+    bytesSent: 0,
+    framesReceived: 0,
+    bytesReceived: 0,
+    framesDropped: 0,
+    rxTooLarge: 0,
+    rxTooSmall: 0,
+    rxForeign: 0,
+    rxNoHandler: 0,
+    txBadSize: 0,
+    txClosed: 0,
+    txErrors: 0,
   };
   /** One callback for every send, not a closure per frame. */
   readonly #onSent = (err: Error | null) => {
@@ -219,7 +233,8 @@ export class UdpCable implements CableEnd {
       badAddress('remote', opts.remote, `is IPv${remote.family} but local ${JSON.stringify(opts.local)} is IPv${local.family}`);
     }
     if (isUnspecified(remote)) badAddress('remote', opts.remote, 'the unspecified address cannot be sent to');
-    if (isMulticastOrBroadcast(remote)) badAddress('remote', opts.remote, 'multicast and broadcast peers are not supported (QEMU mcast= mode is not implemented)');
+    if (isMulticastOrBroadcast(remote))
+      badAddress('remote', opts.remote, 'multicast and broadcast peers are not supported (QEMU mcast= mode is not implemented)');
     if (isMulticastOrBroadcast(local)) badAddress('local', opts.local, 'cannot bind a multicast or broadcast address');
     const max = opts.maxFrameBytes ?? JUMBO_FRAME_BYTES;
     if (!Number.isInteger(max) || max < ETH_HEADER_LENGTH || max > MAX_UDP_PAYLOAD) {
@@ -360,9 +375,8 @@ export class UdpCable implements CableEnd {
     s.bytesReceived += len;
     // Node gives each datagram its own ArrayBuffer; hand it over as a plain
     // Uint8Array (no copy) when it does, copy otherwise.
-    const frame = msg.byteOffset === 0 && msg.buffer.byteLength === len
-      ? new Uint8Array(msg.buffer, 0, len)
-      : new Uint8Array(msg.buffer, msg.byteOffset, len).slice();
+    const frame =
+      msg.byteOffset === 0 && msg.buffer.byteLength === len ? new Uint8Array(msg.buffer, 0, len) : new Uint8Array(msg.buffer, msg.byteOffset, len).slice();
     h(frame);
   }
 }

@@ -55,9 +55,21 @@ export type UdpIoReply = { type: 'bound'; local: string[] } | { type: 'error'; c
 
 /** What a UDP cable counts (UdpCableStats), plus frames the I/O thread had no room for. */
 export const UDP_IO_STAT_NAMES = [
-  'framesSent', 'bytesSent', 'framesReceived', 'bytesReceived', 'framesDropped',
-  'rxTooLarge', 'rxTooSmall', 'rxForeign', 'rxNoHandler', 'txBadSize', 'txClosed', 'txErrors', 'rxSocketDrops',
-  'rxRingFull', 'receiveBufferBytes',
+  'framesSent',
+  'bytesSent',
+  'framesReceived',
+  'bytesReceived',
+  'framesDropped',
+  'rxTooLarge',
+  'rxTooSmall',
+  'rxForeign',
+  'rxNoHandler',
+  'txBadSize',
+  'txClosed',
+  'txErrors',
+  'rxSocketDrops',
+  'rxRingFull',
+  'receiveBufferBytes',
 ] as const;
 
 export type UdpIoStats = UdpCableStats & {
@@ -108,7 +120,10 @@ export function readUdpIoStats(stats: SharedArrayBuffer): UdpIoStats {
 
 /** A device host's UDP cables, on one I/O thread. */
 export class UdpIoThread {
-  private constructor(private readonly worker: Worker, readonly local: string[]) {}
+  private constructor(
+    private readonly worker: Worker,
+    readonly local: string[],
+  ) {}
 
   /**
    * The device loop's end of a UDP cable: its TX ring is the I/O thread's

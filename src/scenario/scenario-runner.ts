@@ -21,9 +21,25 @@
  */
 import { currentModel, startSimModel, stopModel } from '../boot.js';
 import {
-  IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS, IBV_WC_WITH_IMM, IBV_WC_WR_FLUSH_ERR,
-  IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
-  IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, ibv_poll_cq, ibv_post_recv, ibv_post_send, newWcArray, rnic_read_counters,
+  IBV_SEND_INLINE,
+  IBV_SEND_SIGNALED,
+  IBV_WC_RECV,
+  IBV_WC_RECV_RDMA_WITH_IMM,
+  IBV_WC_SUCCESS,
+  IBV_WC_WITH_IMM,
+  IBV_WC_WR_FLUSH_ERR,
+  IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_RDMA_READ,
+  IBV_WR_RDMA_WRITE,
+  IBV_WR_RDMA_WRITE_WITH_IMM,
+  IBV_WR_SEND,
+  IBV_WR_SEND_WITH_IMM,
+  ibv_poll_cq,
+  ibv_post_recv,
+  ibv_post_send,
+  newWcArray,
+  rnic_read_counters,
 } from '../driver/verbs/index.js';
 import type { ibv_cq, ibv_send_wr, ibv_wc } from '../driver/verbs/index.js';
 import { decodePacket, LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../wire/index.js';
@@ -31,7 +47,19 @@ import { localAckTimeoutNs, rnrTimerNs } from '../pipeline/timer-tables.js';
 import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
 import { Random } from '../runtime/sim/random.js';
 import { consumesRecv, isAtomic, type Scenario, type ScenarioTraffic, type TrafficOp } from './scenario.js';
-import { buffer, closeHosts, guardDamage, makePair, openHosts, qpStateOf, ScenarioRunError, type HostDev, type QpEnd, type QpPair, type RegBuf } from './scenario-setup.js';
+import {
+  buffer,
+  closeHosts,
+  guardDamage,
+  makePair,
+  openHosts,
+  qpStateOf,
+  ScenarioRunError,
+  type HostDev,
+  type QpEnd,
+  type QpPair,
+  type RegBuf,
+} from './scenario-setup.js';
 import type { PfcRecord, SwitchPortStats } from '../fabric/switch/switch.js';
 import type { FrameObserver } from '../runtime/sim/sim-device.js';
 import type { SimModel, SimStats } from '../runtime/sim/sim-model.js';
@@ -233,7 +261,16 @@ class Stream {
   lastDelivered = -1;
   readonly delivered = new Set<number>();
 
-  constructor(t: ScenarioTraffic, pair: QpPair, tl: QpTimeline, bufs: { local: RegBuf; remote: RegBuf; recv: RegBuf | null; atomic: RegBuf | null }, slot: number, recvSlot: number, pattern: Uint8Array, watchdogNs: number) {
+  constructor(
+    t: ScenarioTraffic,
+    pair: QpPair,
+    tl: QpTimeline,
+    bufs: { local: RegBuf; remote: RegBuf; recv: RegBuf | null; atomic: RegBuf | null },
+    slot: number,
+    recvSlot: number,
+    pattern: Uint8Array,
+    watchdogNs: number,
+  ) {
     this.t = t;
     this.pair = pair;
     this.req = t.from === 'a' ? pair.a : pair.b;
@@ -268,7 +305,14 @@ class Stream {
     if (this.plans) return this.plans[i]!;
     const t = this.t;
     const op = t.op as TrafficOp;
-    return { op, size: t.size, inline: t.inline, signaled: (i + 1) % t.signalEvery === 0 || i === t.count - 1, recv: consumesRecv(op) ? i : -1, atomic: isAtomic(op) ? i : -1 };
+    return {
+      op,
+      size: t.size,
+      inline: t.inline,
+      signaled: (i + 1) % t.signalEvery === 0 || i === t.count - 1,
+      recv: consumesRecv(op) ? i : -1,
+      atomic: isAtomic(op) ? i : -1,
+    };
   }
 
   /** The WR that consumes receive k. */
@@ -347,7 +391,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     seed: s.seed,
     timing: { ...s.timing },
     sim: { ...s.sim },
-    links: s.links.map((l) => ({ name: l.name, linkRate: l.linkRate, propagationDelay: l.propagationDelay, queueLimit: l.queueLimit, ...(l.mtu !== null ? { mtu: l.mtu } : {}), faults: l.faults })),
+    links: s.links.map((l) => ({
+      name: l.name,
+      linkRate: l.linkRate,
+      propagationDelay: l.propagationDelay,
+      queueLimit: l.queueLimit,
+      ...(l.mtu !== null ? { mtu: l.mtu } : {}),
+      faults: l.faults,
+    })),
     switches: s.switches.map((w) => ({ name: w.name, ports: w.ports, config: w.config })),
   });
   const captures: Record<string, Uint8Array> = {};
@@ -396,7 +447,11 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const local = buffer(req.dev, slot * t.depth);
       const ops = t.wrs ? t.wrs.map((w) => w.op) : [t.op as TrafficOp];
       const remote = buffer(resp.dev, ops.some((o) => o === 'write' || o === 'write_imm' || o === 'read') ? slot * t.depth : 8);
-      const recvSizes = t.wrs ? t.wrs.filter((w) => consumesRecv(w.op)).map((w) => (w.op === 'write_imm' ? 0 : w.size)) : consumesRecv(t.op as TrafficOp) ? [t.size] : [];
+      const recvSizes = t.wrs
+        ? t.wrs.filter((w) => consumesRecv(w.op)).map((w) => (w.op === 'write_imm' ? 0 : w.size))
+        : consumesRecv(t.op as TrafficOp)
+          ? [t.size]
+          : [];
       const recvSlot = recvSizes.length > 0 ? Math.max(8, ...recvSizes) + (ud ? 40 : 0) : 0;
       const recv = recvSlot > 0 ? buffer(resp.dev, recvSlot * t.recvDepth) : null;
       const atomic = ops.some(isAtomic) ? buffer(resp.dev, 8) : null;
@@ -418,24 +473,27 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     // port would see. A long multi-packet message at a high loss rate completes only after many
     // go-back-N rounds, each acknowledging more of it; a stuck transport acknowledges nothing new.
     const responders = new Map<number, { st: Stream; maxPsn: number }>();
-    for (const st of streams) if (st.rc) responders.set(devIndex.get(st.req.dev.name)! * 0x1000000 + st.req.qp.qp_num, { st, maxPsn: (st.req.sqPsn - 1) & 0xffffff });
+    for (const st of streams)
+      if (st.rc) responders.set(devIndex.get(st.req.dev.name)! * 0x1000000 + st.req.qp.qp_num, { st, maxPsn: (st.req.sqPsn - 1) & 0xffffff });
     if (responders.size > 0) {
-      unobserve.push(sim.observe((e) => {
-        if (e.dir !== 'rx') return;
-        const bth = bthOffset(e.frame);
-        if (bth < 0) return;
-        const info = OPCODES[e.frame[bth]!];
-        if (!info || info.isRequest) return;
-        const w = responders.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
-        if (!w) return;
-        const psn = bthPsn(e.frame, bth);
-        if ((((psn - w.maxPsn) << 8) >> 8) <= 0) return;
-        // The tap sees frames before the receiver checks them: a corrupted one (a flipped PSN bit)
-        // must not count. Only a frame that would advance the PSN is decoded (ICRC checked).
-        if (!decodePacket(e.frame).ok) return;
-        w.maxPsn = psn;
-        if (w.st.lastProgressNs >= 0 && w.st.outstanding > 0) w.st.lastProgressNs = Math.max(w.st.lastProgressNs, e.ns);
-      }));
+      unobserve.push(
+        sim.observe((e) => {
+          if (e.dir !== 'rx') return;
+          const bth = bthOffset(e.frame);
+          if (bth < 0) return;
+          const info = OPCODES[e.frame[bth]!];
+          if (!info || info.isRequest) return;
+          const w = responders.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
+          if (!w) return;
+          const psn = bthPsn(e.frame, bth);
+          if (((psn - w.maxPsn) << 8) >> 8 <= 0) return;
+          // The tap sees frames before the receiver checks them: a corrupted one (a flipped PSN bit)
+          // must not count. Only a frame that would advance the PSN is decoded (ICRC checked).
+          if (!decodePacket(e.frame).ok) return;
+          w.maxPsn = psn;
+          if (w.st.lastProgressNs >= 0 && w.st.outstanding > 0) w.st.lastProgressNs = Math.max(w.st.lastProgressNs, e.ns);
+        }),
+      );
     }
     const endNs = s.durationNs;
     // Each CQ has one user: a stream's send CQ at its requester, or its receive CQ at the responder.
@@ -456,7 +514,9 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (t - wall0 < 3_000_000_000n || t - lastTell < 2_000_000_000n) return;
       const ev = sim.eventsRun;
       const rate = ((ev - lastEvents) * 1e9) / Number(t - lastTell);
-      opts.progress!(`sim: ${(sim.now() / 1000).toFixed(1)} µs simulated of ${(endNs / 1000).toFixed(0)}, ${(rate / 1e6).toFixed(2)} M events/s, ${((Number(t - wall0)) / 1e9).toFixed(0)} s wall`);
+      opts.progress!(
+        `sim: ${(sim.now() / 1000).toFixed(1)} µs simulated of ${(endNs / 1000).toFixed(0)}, ${(rate / 1e6).toFixed(2)} M events/s, ${(Number(t - wall0) / 1e9).toFixed(0)} s wall`,
+      );
       lastTell = t;
       lastEvents = ev;
     };
@@ -470,7 +530,11 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           const k = st.recvPosted;
           const off = (k % t.recvDepth) * st.recvSlot;
           rb.bytes.fill(filler(k), off, off + st.recvSlot);
-          const rc = ibv_post_recv(st.resp.qp, { wr_id: BigInt(k), next: null, sg_list: [{ addr: rb.mr.addr + BigInt(off), length: st.recvSlot, lkey: rb.mr.lkey }], num_sge: 1 }, {});
+          const rc = ibv_post_recv(
+            st.resp.qp,
+            { wr_id: BigInt(k), next: null, sg_list: [{ addr: rb.mr.addr + BigInt(off), length: st.recvSlot, lkey: rb.mr.lkey }], num_sge: 1 },
+            {},
+          );
           if (rc !== 0) {
             finding(st, 'post-failed', `ibv_post_recv #${k} failed (${rc})`);
             break;
@@ -516,7 +580,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         if (!st.failed) retireOk(st, j, now, 'implied');
         else finding(st, 'order', `WR ${j} got no completion before that of WR ${i} (${status})`);
       }
-      if (!p.signaled && wc.status === IBV_WC_SUCCESS) finding(st, 'order', `WR ${i} (${p.op}) is unsignaled but got a successful CQE of its own`, { op: p.op });
+      if (!p.signaled && wc.status === IBV_WC_SUCCESS)
+        finding(st, 'order', `WR ${i} (${p.op}) is unsignaled but got a successful CQE of its own`, { op: p.op });
       if (wc.status === IBV_WC_SUCCESS) {
         retireOk(st, i, now, 'signaled');
       } else {
@@ -549,21 +614,28 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         case 'write_imm': {
           if (!st.rc) return; // UC: the slot may already hold a later WR's data (its requester does not wait)
           const got = st.remote.bytes.subarray(slotOff, slotOff + p.size);
-          if (!sameBytes(got, st.data(j, p.size))) finding(st, 'data', `${p.op} ${j} (${p.size} B): the responder's memory differs from what was written`, { op: p.op });
-          if (!allBytes(st.remote.bytes.subarray(slotOff + p.size, slotEnd), filler(j))) finding(st, 'tail', `${p.op} ${j} (${p.size} B): bytes after its data in the responder's buffer changed`, { op: p.op });
+          if (!sameBytes(got, st.data(j, p.size)))
+            finding(st, 'data', `${p.op} ${j} (${p.size} B): the responder's memory differs from what was written`, { op: p.op });
+          if (!allBytes(st.remote.bytes.subarray(slotOff + p.size, slotEnd), filler(j)))
+            finding(st, 'tail', `${p.op} ${j} (${p.size} B): bytes after its data in the responder's buffer changed`, { op: p.op });
           break;
         }
         case 'read': {
           const got = st.local.bytes.subarray(slotOff, slotOff + p.size);
           if (!sameBytes(got, st.data(j, p.size))) finding(st, 'data', `READ ${j} (${p.size} B): the local buffer differs from the remote data`, { op: p.op });
-          if (!allBytes(st.local.bytes.subarray(slotOff + p.size, slotEnd), filler(j))) finding(st, 'tail', `READ ${j} (${p.size} B): bytes after its data in the local buffer changed`, { op: p.op });
+          if (!allBytes(st.local.bytes.subarray(slotOff + p.size, slotEnd), filler(j)))
+            finding(st, 'tail', `READ ${j} (${p.size} B): bytes after its data in the local buffer changed`, { op: p.op });
           break;
         }
         case 'fetch_add':
         case 'cmp_swap': {
           const orig = new DataView(st.local.bytes.buffer, st.local.bytes.byteOffset + slotOff, 8).getBigUint64(0, true);
-          if (orig !== BigInt(p.atomic)) finding(st, 'atomic', `${p.op} ${j} (atomic #${p.atomic}) returned ${orig}, expected ${p.atomic} (each atomic executed exactly once, in order)`, { op: p.op });
-          if (!allBytes(st.local.bytes.subarray(slotOff + 8, slotEnd), filler(j))) finding(st, 'tail', `${p.op} ${j}: bytes after its 8-byte result in the local buffer changed`, { op: p.op });
+          if (orig !== BigInt(p.atomic))
+            finding(st, 'atomic', `${p.op} ${j} (atomic #${p.atomic}) returned ${orig}, expected ${p.atomic} (each atomic executed exactly once, in order)`, {
+              op: p.op,
+            });
+          if (!allBytes(st.local.bytes.subarray(slotOff + 8, slotEnd), filler(j)))
+            finding(st, 'tail', `${p.op} ${j}: bytes after its 8-byte result in the local buffer changed`, { op: p.op });
           break;
         }
         default:
@@ -574,7 +646,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const k = Number(wc.wr_id);
       const t = st.t;
       if (wc.status !== IBV_WC_SUCCESS) {
-        if (wc.status !== IBV_WC_WR_FLUSH_ERR) finding(st, 'recv', `receive ${k} completed with ${wcStatusName(wc.status)}`, { status: wcStatusName(wc.status) });
+        if (wc.status !== IBV_WC_WR_FLUSH_ERR)
+          finding(st, 'recv', `receive ${k} completed with ${wcStatusName(wc.status)}`, { status: wcStatusName(wc.status) });
         st.recvDone++;
         return;
       }
@@ -605,7 +678,11 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           }
         }
         if (j < 0) {
-          finding(st, 'recv', `receive ${k}: ${wc.byte_len} B, opcode ${wc.opcode}${immOp ? `, imm ${wc.imm_data}` : ''} is no message that was sent (or one delivered twice, or out of order on UC)`);
+          finding(
+            st,
+            'recv',
+            `receive ${k}: ${wc.byte_len} B, opcode ${wc.opcode}${immOp ? `, imm ${wc.imm_data}` : ''} is no message that was sent (or one delivered twice, or out of order on UC)`,
+          );
           return;
         }
         st.delivered.add(j);
@@ -613,14 +690,18 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       }
       const p = st.plan(j);
       if (p.op === 'write_imm') {
-        if (wc.opcode !== IBV_WC_RECV_RDMA_WITH_IMM || wc.imm_data !== j) finding(st, 'recv', `WRITE with immediate ${j}: receive ${k} has opcode ${wc.opcode}, imm ${wc.imm_data}`, { op: p.op });
+        if (wc.opcode !== IBV_WC_RECV_RDMA_WITH_IMM || wc.imm_data !== j)
+          finding(st, 'recv', `WRITE with immediate ${j}: receive ${k} has opcode ${wc.opcode}, imm ${wc.imm_data}`, { op: p.op });
         return;
       }
-      if (wc.opcode !== IBV_WC_RECV || wc.byte_len !== p.size + hdr) finding(st, 'recv', `${p.op} ${j}: receive ${k} has opcode ${wc.opcode}, ${wc.byte_len} bytes (expected ${p.size + hdr})`, { op: p.op });
+      if (wc.opcode !== IBV_WC_RECV || wc.byte_len !== p.size + hdr)
+        finding(st, 'recv', `${p.op} ${j}: receive ${k} has opcode ${wc.opcode}, ${wc.byte_len} bytes (expected ${p.size + hdr})`, { op: p.op });
       if (p.op === 'send_imm' && wc.imm_data !== j) finding(st, 'recv', `SEND with immediate ${j}: receive ${k} has imm ${wc.imm_data}`, { op: p.op });
-      if (!sameBytes(buf.subarray(off + hdr, off + hdr + p.size), st.data(j, p.size))) finding(st, 'data', `${p.op} ${j} (${p.size} B): the received bytes differ from what was sent`, { op: p.op });
+      if (!sameBytes(buf.subarray(off + hdr, off + hdr + p.size), st.data(j, p.size)))
+        finding(st, 'data', `${p.op} ${j} (${p.size} B): the received bytes differ from what was sent`, { op: p.op });
       // UC: a message lost part way may have written into this receive before it was reused.
-      if (!(st.pair.spec.type === 'UC') && !allBytes(buf.subarray(off + hdr + p.size, off + st.recvSlot), filler(k))) finding(st, 'tail', `${p.op} ${j} (${p.size} B): bytes after it in receive buffer ${k} changed`, { op: p.op });
+      if (!(st.pair.spec.type === 'UC') && !allBytes(buf.subarray(off + hdr + p.size, off + st.recvSlot), filler(k)))
+        finding(st, 'tail', `${p.op} ${j} (${p.size} B): bytes after it in receive buffer ${k} changed`, { op: p.op });
     };
 
     // One round of the application's poll loop: every CQ is looked at at the
@@ -664,11 +745,15 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           lastProgressNs: st.lastProgressNs,
           state: qpStateOf(st.req.qp),
           outstanding: st.outstanding,
-          oldest: w ? { index: w.index, psnFirst: w.psnFirst, psnLast: w.psnLast, lastPacketNs: w.lastPacketNs, retransmissions: w.retransmissions.length } : null,
+          oldest: w
+            ? { index: w.index, psnFirst: w.psnFirst, psnLast: w.psnLast, lastPacketNs: w.lastPacketNs, retransmissions: w.retransmissions.length }
+            : null,
         };
         stalls.push(r);
         finding(st, 'stall', 'stalled (watchdog)', { op: w?.op ?? '' });
-        opts.log?.(`watchdog: ${st.t.qp} (${st.t.from}) made no progress for ${now - st.lastProgressNs} ns with ${r.outstanding} WRs outstanding; QP state ${r.state}`);
+        opts.log?.(
+          `watchdog: ${st.t.qp} (${st.t.from}) made no progress for ${now - st.lastProgressNs} ns with ${r.outstanding} WRs outstanding; QP state ${r.state}`,
+        );
       }
     };
 
@@ -718,16 +803,23 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     settleFaults();
     for (const st of streams) {
       if (st.retired < st.posted && !st.stalled) finding(st, 'outstanding', `${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy})`);
-      if (st.posted < st.t.count && !st.failed && !st.stalled) finding(st, 'unposted', `only ${st.posted} of ${st.t.count} WRs were posted before the run ended`);
+      if (st.posted < st.t.count && !st.failed && !st.stalled)
+        finding(st, 'unposted', `only ${st.posted} of ${st.t.count} WRs were posted before the run ended`);
       const errs = Object.entries(st.errors);
       if (st.t.expect === 'error' && errs.length === 0) finding(st, 'expected-error', 'expected an error completion, got none');
       const clean = !st.failed && !st.stalled && st.retired === st.t.count;
-      if (st.rc && clean && st.recvDone < st.recvCount) finding(st, 'recv-missing', `${st.recvCount - st.recvDone} of ${st.recvCount} receives never completed though every WR succeeded`);
+      if (st.rc && clean && st.recvDone < st.recvCount)
+        finding(st, 'recv-missing', `${st.recvCount - st.recvDone} of ${st.recvCount} receives never completed though every WR succeeded`);
       if (st.atomicBuf && st.rc && clean) {
         const v = new DataView(st.atomicBuf.bytes.buffer, st.atomicBuf.bytes.byteOffset, 8).getBigUint64(0, true);
         if (v !== BigInt(st.atomics)) finding(st, 'atomic-final', `the atomic word holds ${v} after ${st.atomics} atomics (each adds one)`, { op: 'atomic' });
       }
-      const bufs: [string, RegBuf | null][] = [['requester buffer', st.local], ['responder buffer', st.remote], ['receive buffers', st.recvBuf], ['atomic word', st.atomicBuf]];
+      const bufs: [string, RegBuf | null][] = [
+        ['requester buffer', st.local],
+        ['responder buffer', st.remote],
+        ['receive buffers', st.recvBuf],
+        ['atomic word', st.atomicBuf],
+      ];
       for (const [what, b] of bufs) {
         if (!b) continue;
         const bad = guardDamage(b);
@@ -764,25 +856,40 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         stalled: st.stalled,
       };
     });
-    const flows = streams.map((st): FlowRecord => ({
-      src: st.req.dev.name,
-      dst: st.resp.dev.name,
-      qp: st.req.qp.qp_num,
-      name: st.t.qp,
-      bytes: st.okBytes,
-      startNs: st.firstPostNs,
-      finishNs: st.lastOkNs,
-      fctNs: st.firstPostNs !== null && st.lastOkNs !== null && st.ok === st.t.count ? st.lastOkNs - st.firstPostNs : null,
-    }));
+    const flows = streams.map(
+      (st): FlowRecord => ({
+        src: st.req.dev.name,
+        dst: st.resp.dev.name,
+        qp: st.req.qp.qp_num,
+        name: st.t.qp,
+        bytes: st.okBytes,
+        startNs: st.firstPostNs,
+        finishNs: st.lastOkNs,
+        fctNs: st.firstPostNs !== null && st.lastOkNs !== null && st.ok === st.t.count ? st.lastOkNs - st.firstPostNs : null,
+      }),
+    );
     recorder?.stop();
     const simStats = sim.stats();
     let packetHops = 0;
     for (const l of Object.values(simStats.links)) packetHops += l.aToB.framesDelivered + l.bToA.framesDelivered;
-    const fabric: FabricResult | null = recorder === null ? null : {
-      pfc: recorder.pfc,
-      series: recorder.series,
-      switches: Object.fromEntries(sim.switches.map((w) => [w.name, Object.fromEntries(Array.from({ length: w.sw.portCount }, (_, p) => [String(p + 1), { ...w.sw.stats(p), queueBytesAtEnd: w.sw.queueBytes(p), peer: w.peers[p] ?? null }]))])),
-    };
+    const fabric: FabricResult | null =
+      recorder === null
+        ? null
+        : {
+            pfc: recorder.pfc,
+            series: recorder.series,
+            switches: Object.fromEntries(
+              sim.switches.map((w) => [
+                w.name,
+                Object.fromEntries(
+                  Array.from({ length: w.sw.portCount }, (_, p) => [
+                    String(p + 1),
+                    { ...w.sw.stats(p), queueBytesAtEnd: w.sw.queueBytes(p), peer: w.peers[p] ?? null },
+                  ]),
+                ),
+              ]),
+            ),
+          };
     const wallEnd = process.hrtime.bigint();
     const wallNs = Number(wallEnd - wall0);
     const trafficWallNs = Number(wallEnd - traffic0);
@@ -888,8 +995,20 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
  * frame (or the end) tell which rule acted on it. Returns the final settle.
  */
 function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve: (() => void)[]): () => void {
-  interface Pending { direction: 'a->b' | 'b->a'; opcode: number; qpn: number; psn: number; occurrence: number; ns: number }
-  interface LinkWatch { name: string; faults: NonNullable<SimModel['links'][number]['faults']>; fired: number[]; pending: Pending | null }
+  interface Pending {
+    direction: 'a->b' | 'b->a';
+    opcode: number;
+    qpn: number;
+    psn: number;
+    occurrence: number;
+    ns: number;
+  }
+  interface LinkWatch {
+    name: string;
+    faults: NonNullable<SimModel['links'][number]['faults']>;
+    fired: number[];
+    pending: Pending | null;
+  }
   const byPort = new Map<string, { w: LinkWatch; direction: 'a->b' | 'b->a' }>();
   const watches: LinkWatch[] = [];
   for (const l of sim.links) {
@@ -910,21 +1029,23 @@ function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve
     w.pending = null;
   };
   if (watches.length > 0) {
-    unobserve.push(sim.observe((e) => {
-      if (e.dir !== 'tx') return;
-      const pw = byPort.get(`${e.device}:${e.portNum}`);
-      if (!pw) return;
-      settle(pw.w);
-      const bth = bthOffset(e.frame);
-      if (bth < 0) return;
-      const opcode = e.frame[bth]!;
-      const qpn = bthDestQp(e.frame, bth);
-      const psn = bthPsn(e.frame, bth);
-      const key = `${pw.direction}/${opcode}/${qpn}/${psn}`;
-      const occurrence = seen.get(key) ?? 0;
-      seen.set(key, occurrence + 1);
-      pw.w.pending = { direction: pw.direction, opcode, qpn, psn, occurrence, ns: e.ns };
-    }));
+    unobserve.push(
+      sim.observe((e) => {
+        if (e.dir !== 'tx') return;
+        const pw = byPort.get(`${e.device}:${e.portNum}`);
+        if (!pw) return;
+        settle(pw.w);
+        const bth = bthOffset(e.frame);
+        if (bth < 0) return;
+        const opcode = e.frame[bth]!;
+        const qpn = bthDestQp(e.frame, bth);
+        const psn = bthPsn(e.frame, bth);
+        const key = `${pw.direction}/${opcode}/${qpn}/${psn}`;
+        const occurrence = seen.get(key) ?? 0;
+        seen.set(key, occurrence + 1);
+        pw.w.pending = { direction: pw.direction, opcode, qpn, psn, occurrence, ns: e.ns };
+      }),
+    );
   }
   return () => {
     for (const w of watches) settle(w);
@@ -957,8 +1078,12 @@ export function summarize(r: ScenarioResult): string {
   const us = (ns: number | null) => (ns === null ? '-' : `${(ns / 1000).toFixed(3)} µs`);
   lines.push(`scenario ${r.scenario}, seed ${r.seed}: ended (${r.endedBy}) at ${us(r.endNs)} virtual; ${r.eventsRun} events in ${r.wallMs.toFixed(0)} ms wall`);
   for (const t of r.traffic) {
-    const errs = Object.entries(t.errors).map(([k, v]) => `${v} ${k}`).join(', ');
-    const naks = Object.entries(t.naks).map(([k, v]) => `${v} ${k}`).join(', ');
+    const errs = Object.entries(t.errors)
+      .map(([k, v]) => `${v} ${k}`)
+      .join(', ');
+    const naks = Object.entries(t.naks)
+      .map(([k, v]) => `${v} ${k}`)
+      .join(', ');
     lines.push(
       `  ${t.qp} ${t.from === 'a' ? 'a→b' : 'b→a'} ${t.op} ${t.size} B × ${t.count}: ${t.ok} ok${errs ? `, ${errs}` : ''}${t.stalled ? ', STALLED' : ''}` +
         `; ${t.retransmittedPackets} packets retransmitted${naks ? ` (${naks})` : ''}` +
@@ -980,15 +1105,41 @@ export function summarize(r: ScenarioResult): string {
     }
     lines.push(`  switch ${sw}: ${drops} dropped, ${marks} ECN-marked, ${xoff} XOFF / ${xon} XON sent, deepest queue ${hw} B`);
   }
-  for (const [link, d] of Object.entries(r.faults)) lines.push(`  faults on ${link}:\n${d.split('\n').map((l) => `    ${l}`).join('\n')}`);
-  for (const st of r.stalls) lines.push(`  stalled: ${st.qp} (${st.from}) at ${us(st.atNs)}: state ${st.state}, ${st.outstanding} outstanding, last progress ${us(st.lastProgressNs)}`);
-  const interesting = ['rcvd_seq_err', 'packet_seq_err', 'out_of_seq_request', 'out_of_sequence', 'local_ack_timeout_err', 'retry_exceeded_err', 'rnr_nak_retry_err', 'rcvd_rnr_err', 'duplicate_request', 'completer_retry_err', 'rx_icrc_encapsulated'];
+  for (const [link, d] of Object.entries(r.faults))
+    lines.push(
+      `  faults on ${link}:\n${d
+        .split('\n')
+        .map((l) => `    ${l}`)
+        .join('\n')}`,
+    );
+  for (const st of r.stalls)
+    lines.push(`  stalled: ${st.qp} (${st.from}) at ${us(st.atNs)}: state ${st.state}, ${st.outstanding} outstanding, last progress ${us(st.lastProgressNs)}`);
+  const interesting = [
+    'rcvd_seq_err',
+    'packet_seq_err',
+    'out_of_seq_request',
+    'out_of_sequence',
+    'local_ack_timeout_err',
+    'retry_exceeded_err',
+    'rnr_nak_retry_err',
+    'rcvd_rnr_err',
+    'duplicate_request',
+    'completer_retry_err',
+    'rx_icrc_encapsulated',
+  ];
   for (const [dev, ports] of Object.entries(r.counters)) {
     for (const [port, c] of Object.entries(ports)) {
       const shown = interesting.filter((k) => (c[k] ?? 0) !== 0).map((k) => `${k}=${c[k]}`);
       lines.push(`  ${dev}:${port} sent ${c.sent_pkts ?? 0} / received ${c.rcvd_pkts ?? 0} packets${shown.length ? `; ${shown.join(' ')}` : ''}`);
     }
   }
-  lines.push(r.verify.length === 0 ? '  checks: all passed' : `  checks: ${r.verify.length} failed\n${r.verify.slice(0, 20).map((v) => `    ${v}`).join('\n')}`);
+  lines.push(
+    r.verify.length === 0
+      ? '  checks: all passed'
+      : `  checks: ${r.verify.length} failed\n${r.verify
+          .slice(0, 20)
+          .map((v) => `    ${v}`)
+          .join('\n')}`,
+  );
   return lines.join('\n');
 }

@@ -186,7 +186,10 @@ const positiveDuration = () =>
   });
 const endpointRef = () => text().regex(ENDPOINT, { error: (iss) => `${shown(iss.input)} is not DEVICE or DEVICE:PORT` });
 const faultRules = () => list(z.unknown(), 'a list of fault rules');
-const keyList = (o: object) => Object.keys(o).map((k) => `\`${k}\``).join(', ');
+const keyList = (o: object) =>
+  Object.keys(o)
+    .map((k) => `\`${k}\``)
+    .join(', ');
 const described = <T extends z.ZodType>(schema: T, description: string, defaultText?: string): T =>
   schema.meta(defaultText === undefined ? { description } : { description, defaultText });
 
@@ -196,7 +199,10 @@ const LinkSchema = strictObject({
   b: described(endpointRef(), 'the other port it joins'),
   linkRate: described(parsed(numberOrText(), parseRate).optional(), "this link's rate", '`timing.linkRate`'),
   propagationDelay: described(duration().optional(), "this link's delay", '`timing.propagationDelay`'),
-  queueLimit: described(parsed(numberOrText(), SIM_LINK_PARAMS.queueLimit.parse).prefault(SIM_LINK_PARAMS.queueLimit.default as number), SIM_LINK_PARAMS.queueLimit.doc),
+  queueLimit: described(
+    parsed(numberOrText(), SIM_LINK_PARAMS.queueLimit.parse).prefault(SIM_LINK_PARAMS.queueLimit.default as number),
+    SIM_LINK_PARAMS.queueLimit.doc,
+  ),
   mtu: described(int(256, 16384).optional(), 'the largest frame (bytes, no FCS) a switch port on this link sizes its PFC headroom by', '9018'),
   faults: described(faultRules().optional(), 'fault rules on this link (docs/faults.md)', 'none'),
 });
@@ -206,9 +212,12 @@ const QpSchema = strictObject({
   type: described(oneOf(['RC', 'UC', 'UD'], 'RC, UC or UD').default('RC'), '`RC`, `UC` or `UD`'),
   a: described(endpointRef().optional(), 'one end, `"DEVICE"` or `"DEVICE:PORT"`', 'the first device'),
   b: described(endpointRef().optional(), 'the other end', 'the second device (the first if there is one)'),
-  gid_index: described(int(0, 255).default(3), 'source GID index (3: RoCE v2 over the port\'s first IPv4 address)'),
+  gid_index: described(int(0, 255).default(3), "source GID index (3: RoCE v2 over the port's first IPv4 address)"),
   sl: described(int(0, 15).default(0), "the address vector's service level: the 802.1p priority the NIC uses (PCP when tagged)"),
-  traffic_class: described(int(0, 255).default(0), "the GRH traffic class: DSCP in the upper 6 bits (a switch's priority is `dscp >> 3` by default), ECN in the lower 2"),
+  traffic_class: described(
+    int(0, 255).default(0),
+    "the GRH traffic class: DSCP in the upper 6 bits (a switch's priority is `dscp >> 3` by default), ECN in the lower 2",
+  ),
   mtu: described(oneOf(MTUS, '256, 512, 1024, 2048 or 4096').default(1024), "path MTU in bytes, 256..4096, at most the ports'"),
   timeout: described(int(0, 31).default(14), 'local ACK timeout, 4.096 µs × 2^timeout (0: none)'),
   retry_cnt: described(int(0, 7).default(7), 'transport retry count'),
@@ -228,7 +237,7 @@ const QpSchema = strictObject({
 const opField = () => oneOf(TRAFFIC_OPS as readonly TrafficOp[] as [TrafficOp, ...TrafficOp[]], `one of ${TRAFFIC_OPS.join(', ')}`);
 
 const WrSchema = strictObject({
-  op: described(opField(), 'as `op` above, allowed on the QP\'s type'),
+  op: described(opField(), "as `op` above, allowed on the QP's type"),
   size: described(int(0, 1 << 24).optional(), 'bytes (0 allowed; atomics: 8; UD: at most the MTU)', 'required (atomics: 8)'),
   inline: described(bool().default(false), '`IBV_SEND_INLINE` (a SEND or WRITE of at most `max_inline_data` bytes)'),
   signaled: described(bool().default(true), '`IBV_SEND_SIGNALED`'),
@@ -243,10 +252,17 @@ const TrafficSchema = strictObject({
   depth: described(int(1, 16384).optional(), 'WRs outstanding at most (posted, not completed); at most `max_send_wr`', 'min(16, `max_send_wr`)'),
   signalEvery: described(int(1, 16384).optional(), 'every n-th WR is signaled, and the last; at most `depth`', '1'),
   startNs: described(duration().prefault(0), 'virtual time of the first post'),
-  recvDepth: described(int(0, 16384).optional(), '`send`, `send_imm`, `write_imm`: receives kept posted at the responder; at most `max_recv_wr`', 'max(`depth`, 16)'),
+  recvDepth: described(
+    int(0, 16384).optional(),
+    '`send`, `send_imm`, `write_imm`: receives kept posted at the responder; at most `max_recv_wr`',
+    'max(`depth`, 16)',
+  ),
   recvStartNs: described(duration().prefault(0), 'when the responder first posts its receives (before then, a SEND meets an RNR NAK)'),
   inline: described(bool().optional(), 'post with `IBV_SEND_INLINE` (SEND/WRITE of at most `max_inline_data` bytes)', 'false'),
-  expect: described(oneOf(['success', 'error', 'any'], "'success', 'error' or 'any'").default('success'), '`success`: every WR must succeed; `error`: the stream must end in an error completion; `any`'),
+  expect: described(
+    oneOf(['success', 'error', 'any'], "'success', 'error' or 'any'").default('success'),
+    '`success`: every WR must succeed; `error`: the stream must end in an error completion; `any`',
+  ),
   wrs: described(
     list(WrSchema)
       .min(1, { error: 'expected at least one work request' })
@@ -265,11 +281,17 @@ export const ScenarioSchema = strictObject({
   name: described(text().optional(), 'shown in the summary; names the output folder', 'the file name'),
   description: described(text().optional(), 'free text', ''),
   seed: described(
-    z.union([z.int({ error: seedError }).min(0, { error: seedError }), z.string({ error: seedError }).min(1, { error: seedError })], { error: seedError }).default(0),
-    'the run\'s one seed: a non-negative integer or a string',
+    z
+      .union([z.int({ error: seedError }).min(0, { error: seedError }), z.string({ error: seedError }).min(1, { error: seedError })], { error: seedError })
+      .default(0),
+    "the run's one seed: a non-negative integer or a string",
   ),
   duration: described(positiveDuration().prefault('1s'), 'virtual time after which the run stops, whatever is outstanding'),
-  watchdog: described(positiveDuration().optional(), 'a QP with outstanding WRs and no completion for this long is reported and given up on', 'see [The watchdog](#the-watchdog)'),
+  watchdog: described(
+    positiveDuration().optional(),
+    'a QP with outstanding WRs and no completion for this long is reported and given up on',
+    'see [The watchdog](#the-watchdog)',
+  ),
   timing: described(paramsObject(TIMING_PARAMS).default({}), `timing model overrides (${keyList(TIMING_PARAMS)}; docs/simulator.md)`, 'the defaults'),
   sim: described(paramsObject(SIM_RUNTIME_PARAMS).default({}), `sim runtime settings (${keyList(SIM_RUNTIME_PARAMS)}; docs/simulator.md)`, 'the defaults'),
   devices: described(
@@ -348,10 +370,29 @@ function resolveQp(q: RawQp, i: number, path: string, devices: readonly DeviceCo
   const portMtu = Math.min(devices.find((d) => d.name === a.dev)!.ports[a.port - 1]!.mtu, devices.find((d) => d.name === b.dev)!.ports[b.port - 1]!.mtu);
   if (q.mtu > portMtu) fail(`${path}.mtu`, `${q.mtu} is above the ports' active MTU ${portMtu}`);
   return {
-    name, type: q.type, a: a.dev, aPort: a.port, b: b.dev, bPort: b.port, gid_index: q.gid_index, sl: q.sl, traffic_class: q.traffic_class, mtu: q.mtu, timeout: q.timeout,
-    retry_cnt: q.retry_cnt, rnr_retry: q.rnr_retry, min_rnr_timer: q.min_rnr_timer, max_rd_atomic: q.max_rd_atomic,
-    max_dest_rd_atomic: q.max_dest_rd_atomic, psn_a: q.psn_a, psn_b: q.psn_b, max_send_wr: q.max_send_wr, max_recv_wr: q.max_recv_wr,
-    max_inline_data: q.max_inline_data, qkey: q.qkey, cq_depth: q.cq_depth,
+    name,
+    type: q.type,
+    a: a.dev,
+    aPort: a.port,
+    b: b.dev,
+    bPort: b.port,
+    gid_index: q.gid_index,
+    sl: q.sl,
+    traffic_class: q.traffic_class,
+    mtu: q.mtu,
+    timeout: q.timeout,
+    retry_cnt: q.retry_cnt,
+    rnr_retry: q.rnr_retry,
+    min_rnr_timer: q.min_rnr_timer,
+    max_rd_atomic: q.max_rd_atomic,
+    max_dest_rd_atomic: q.max_dest_rd_atomic,
+    psn_a: q.psn_a,
+    psn_b: q.psn_b,
+    max_send_wr: q.max_send_wr,
+    max_recv_wr: q.max_recv_wr,
+    max_inline_data: q.max_inline_data,
+    qkey: q.qkey,
+    cq_depth: q.cq_depth,
   };
 }
 
@@ -362,7 +403,8 @@ function resolveWrs(wrs: readonly z.output<typeof WrSchema>[], qp: ScenarioQp, p
     if (w.size === undefined && !isAtomic(w.op)) fail(`${wp}.size`, 'required (bytes)');
     const size = isAtomic(w.op) ? within(w.size, 8, 8, 8, `${wp}.size`) : w.size!;
     if (qp.type === 'UD' && size > qp.mtu) fail(`${wp}.size`, `a UD message must fit the MTU (${qp.mtu})`);
-    if (w.inline && (size > qp.max_inline_data || isAtomic(w.op) || w.op === 'read')) fail(`${wp}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
+    if (w.inline && (size > qp.max_inline_data || isAtomic(w.op) || w.op === 'read'))
+      fail(`${wp}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
     return { op: w.op, size, inline: w.inline, signaled: w.signaled };
   });
 }
@@ -382,9 +424,26 @@ function resolveTraffic(t: RawTraffic, path: string, qps: readonly ScenarioQp[])
   if (t.wrs !== undefined) {
     for (const k of UNIFORM_KEYS) if (t[k] !== undefined) fail(`${path}.${k}`, 'not with wrs (each entry of wrs has its own op, size, inline and signaled)');
     const wrs = resolveWrs(t.wrs, qp, `${path}.wrs`);
-    const rd = recvDepth(wrs.some((w) => consumesRecv(w.op)), 'SEND and WRITE with immediate need receives posted at the responder');
+    const rd = recvDepth(
+      wrs.some((w) => consumesRecv(w.op)),
+      'SEND and WRITE with immediate need receives posted at the responder',
+    );
     const size = wrs.reduce((m, w) => Math.max(m, w.size), 0);
-    return { qp: qpName, from: t.from, op: 'mixed', size, count: wrs.length, depth, signalEvery: 1, startNs: t.startNs, recvDepth: rd, recvStartNs: t.recvStartNs, inline: false, expect: t.expect, wrs };
+    return {
+      qp: qpName,
+      from: t.from,
+      op: 'mixed',
+      size,
+      count: wrs.length,
+      depth,
+      signalEvery: 1,
+      startNs: t.startNs,
+      recvDepth: rd,
+      recvStartNs: t.recvStartNs,
+      inline: false,
+      expect: t.expect,
+      wrs,
+    };
   }
   const op = t.op ?? 'write';
   checkOp(qp, op, `${path}.op`);
@@ -392,9 +451,24 @@ function resolveTraffic(t: RawTraffic, path: string, qps: readonly ScenarioQp[])
   if (qp.type === 'UD' && size > qp.mtu) fail(`${path}.size`, `a UD message must fit the MTU (${qp.mtu})`);
   const signalEvery = within(t.signalEvery, 1, 1, depth, `${path}.signalEvery`);
   const inline = t.inline ?? false;
-  if (inline && (size > qp.max_inline_data || isAtomic(op) || op === 'read')) fail(`${path}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
+  if (inline && (size > qp.max_inline_data || isAtomic(op) || op === 'read'))
+    fail(`${path}.inline`, `inline needs a SEND or WRITE of at most max_inline_data (${qp.max_inline_data}) bytes`);
   const rd = recvDepth(consumesRecv(op), `${op} needs receives posted at the responder`);
-  return { qp: qpName, from: t.from, op, size, count: t.count ?? 1, depth, signalEvery, startNs: t.startNs, recvDepth: rd, recvStartNs: t.recvStartNs, inline, expect: t.expect, wrs: null };
+  return {
+    qp: qpName,
+    from: t.from,
+    op,
+    size,
+    count: t.count ?? 1,
+    depth,
+    signalEvery,
+    startNs: t.startNs,
+    recvDepth: rd,
+    recvStartNs: t.recvStartNs,
+    inline,
+    expect: t.expect,
+    wrs: null,
+  };
 }
 
 // ---- the parser ---------------------------------------------------------------
@@ -403,16 +477,22 @@ function resolveTraffic(t: RawTraffic, path: string, qps: readonly ScenarioQp[])
 export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
   // The fabric sections become devices, links, QPs and traffic, checked below like hand-written ones.
   const given = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : null;
-  const fabric = given === null ? null : expandFabric(given, source, (m) => {
-    throw new ScenarioError(m);
-  });
-  const expanded = fabric === null || fabric.topology === null ? raw : {
-    ...given,
-    devices: fabric.devices,
-    links: fabric.links,
-    qps: [...(Array.isArray(given!.qps) ? given!.qps : []), ...fabric.qps],
-    traffic: [...(Array.isArray(given!.traffic) ? given!.traffic : []), ...fabric.traffic],
-  };
+  const fabric =
+    given === null
+      ? null
+      : expandFabric(given, source, (m) => {
+          throw new ScenarioError(m);
+        });
+  const expanded =
+    fabric === null || fabric.topology === null
+      ? raw
+      : {
+          ...given,
+          devices: fabric.devices,
+          links: fabric.links,
+          qps: [...(Array.isArray(given!.qps) ? given!.qps : []), ...fabric.qps],
+          traffic: [...(Array.isArray(given!.traffic) ? given!.traffic : []), ...fabric.traffic],
+        };
   const r = ScenarioSchema.safeParse(expanded);
   if (!r.success) throw new ScenarioError(firstIssue(r.error, source));
   const o = r.data;
@@ -426,8 +506,11 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
   const quirks = resolveQuirks(o.quirks);
 
   // Links.
-  const rawLinks = o.links ?? (devices.length === 2 ? [{ a: `${devices[0]!.name}:1`, b: `${devices[1]!.name}:1`, queueLimit: SIM_LINK_PARAMS.queueLimit.default as number }] : []);
-  if (o.faults !== undefined && rawLinks.length !== 1) fail(`${source}.faults`, `top-level faults apply to the one link; there are ${rawLinks.length}: put them in links[i].faults`);
+  const rawLinks =
+    o.links ??
+    (devices.length === 2 ? [{ a: `${devices[0]!.name}:1`, b: `${devices[1]!.name}:1`, queueLimit: SIM_LINK_PARAMS.queueLimit.default as number }] : []);
+  if (o.faults !== undefined && rawLinks.length !== 1)
+    fail(`${source}.faults`, `top-level faults apply to the one link; there are ${rawLinks.length}: put them in links[i].faults`);
   const used = new Set<string>();
   const names = new Set<string>();
   const links = rawLinks.map((l: z.output<typeof LinkSchema>, i): ScenarioLink => {
@@ -445,16 +528,28 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
     const rawFaults = l.faults ?? (i === 0 ? o.faults : undefined) ?? [];
     const faultPath = l.faults !== undefined ? `${path}.faults` : `${source}.faults`;
     const faults = rethrow(() => resolveFaultRules(rawFaults), faultPath);
-    return { name: lname, a: ends[0]!, b: ends[1]!, linkRate: l.linkRate ?? timing.linkRate, propagationDelay: l.propagationDelay ?? timing.propagationDelay, queueLimit: l.queueLimit, mtu: l.mtu ?? null, faults };
+    return {
+      name: lname,
+      a: ends[0]!,
+      b: ends[1]!,
+      linkRate: l.linkRate ?? timing.linkRate,
+      propagationDelay: l.propagationDelay ?? timing.propagationDelay,
+      queueLimit: l.queueLimit,
+      mtu: l.mtu ?? null,
+      faults,
+    };
   });
 
   // Captures.
-  const capture = o.capture === undefined
-    ? (links.length > 0 ? [links[0]!.a] : [])
-    : o.capture.map((c, i) => {
-        const e = endpoint(c, `${source}.capture[${i}]`, devices);
-        return `${e.dev}:${e.port}`;
-      });
+  const capture =
+    o.capture === undefined
+      ? links.length > 0
+        ? [links[0]!.a]
+        : []
+      : o.capture.map((c, i) => {
+          const e = endpoint(c, `${source}.capture[${i}]`, devices);
+          return `${e.dev}:${e.port}`;
+        });
 
   // Queue pairs.
   const qpNames = new Set<string>();
@@ -477,7 +572,23 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
   }
   const switches = fabric?.switches ?? [];
   const output = fabric?.output ?? { sampleIntervalNs: 10_000, plots: true };
-  return deepFreeze({ name, source, seed: o.seed, durationNs: o.duration, watchdogNs: o.watchdog ?? null, timing, sim, devices, quirks, links, capture, qps, traffic, switches, output });
+  return deepFreeze({
+    name,
+    source,
+    seed: o.seed,
+    durationNs: o.duration,
+    watchdogNs: o.watchdog ?? null,
+    timing,
+    sim,
+    devices,
+    quirks,
+    links,
+    capture,
+    qps,
+    traffic,
+    switches,
+    output,
+  });
 }
 
 function deepFreeze<T>(v: T): T {

@@ -53,11 +53,29 @@ export interface QpTimeline {
 }
 
 export const WC_STATUS_NAMES: readonly string[] = [
-  'IBV_WC_SUCCESS', 'IBV_WC_LOC_LEN_ERR', 'IBV_WC_LOC_QP_OP_ERR', 'IBV_WC_LOC_EEC_OP_ERR', 'IBV_WC_LOC_PROT_ERR',
-  'IBV_WC_WR_FLUSH_ERR', 'IBV_WC_MW_BIND_ERR', 'IBV_WC_BAD_RESP_ERR', 'IBV_WC_LOC_ACCESS_ERR', 'IBV_WC_REM_INV_REQ_ERR',
-  'IBV_WC_REM_ACCESS_ERR', 'IBV_WC_REM_OP_ERR', 'IBV_WC_RETRY_EXC_ERR', 'IBV_WC_RNR_RETRY_EXC_ERR',
-  'IBV_WC_LOC_RDD_VIOL_ERR', 'IBV_WC_REM_INV_RD_REQ_ERR', 'IBV_WC_REM_ABORT_ERR', 'IBV_WC_INV_EECN_ERR',
-  'IBV_WC_INV_EEC_STATE_ERR', 'IBV_WC_FATAL_ERR', 'IBV_WC_RESP_TIMEOUT_ERR', 'IBV_WC_GENERAL_ERR', 'IBV_WC_TM_ERR',
+  'IBV_WC_SUCCESS',
+  'IBV_WC_LOC_LEN_ERR',
+  'IBV_WC_LOC_QP_OP_ERR',
+  'IBV_WC_LOC_EEC_OP_ERR',
+  'IBV_WC_LOC_PROT_ERR',
+  'IBV_WC_WR_FLUSH_ERR',
+  'IBV_WC_MW_BIND_ERR',
+  'IBV_WC_BAD_RESP_ERR',
+  'IBV_WC_LOC_ACCESS_ERR',
+  'IBV_WC_REM_INV_REQ_ERR',
+  'IBV_WC_REM_ACCESS_ERR',
+  'IBV_WC_REM_OP_ERR',
+  'IBV_WC_RETRY_EXC_ERR',
+  'IBV_WC_RNR_RETRY_EXC_ERR',
+  'IBV_WC_LOC_RDD_VIOL_ERR',
+  'IBV_WC_REM_INV_RD_REQ_ERR',
+  'IBV_WC_REM_ABORT_ERR',
+  'IBV_WC_INV_EECN_ERR',
+  'IBV_WC_INV_EEC_STATE_ERR',
+  'IBV_WC_FATAL_ERR',
+  'IBV_WC_RESP_TIMEOUT_ERR',
+  'IBV_WC_GENERAL_ERR',
+  'IBV_WC_TM_ERR',
   'IBV_WC_TM_RNDV_INCOMPLETE',
 ];
 
@@ -164,7 +182,8 @@ export class TimelineRecorder {
         return;
       case AethType.NAK: {
         const code = syndrome & 0x1f;
-        const kind = code === 0 ? 'nak-psn-seq' : code === 1 ? 'nak-invalid-request' : code === 2 ? 'nak-remote-access' : code === 3 ? 'nak-remote-op' : 'nak-other';
+        const kind =
+          code === 0 ? 'nak-psn-seq' : code === 1 ? 'nak-invalid-request' : code === 2 ? 'nak-remote-access' : code === 3 ? 'nak-remote-op' : 'nak-other';
         tr.t.events.push({ ns, kind, psn, syndrome });
         return;
       }

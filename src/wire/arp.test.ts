@@ -91,7 +91,8 @@ describe('ARP codec', () => {
   });
 
   it('rejects bad arguments to the encoder with a typed error', () => {
-    expect(() => encodeArpFrame({ dst: MAC_A, src: MAC_B, vlan: null }, { op: 1, senderMac: MAC_A, senderIp: IP_A.subarray(0, 3), targetMac: MAC_B, targetIp: IP_B }))
-      .toThrow(expect.objectContaining({ code: 'WIRE_BAD_FIELD' }));
+    expect(() =>
+      encodeArpFrame({ dst: MAC_A, src: MAC_B, vlan: null }, { op: 1, senderMac: MAC_A, senderIp: IP_A.subarray(0, 3), targetMac: MAC_B, targetIp: IP_B }),
+    ).toThrow(expect.objectContaining({ code: 'WIRE_BAD_FIELD' }));
   });
 });

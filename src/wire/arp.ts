@@ -114,20 +114,18 @@ export function encodeArpFrame(eth: Omit<EthernetHeader, 'etherType'>, arp: ArpP
 
 /** Who has `targetIp`? Tell `senderIp`. Broadcast, target MAC zero (RFC 826). */
 export function encodeArpRequest(senderMac: Uint8Array, senderIp: Uint8Array, targetIp: Uint8Array, vlan: VlanTag | null = null): Uint8Array {
-  return encodeArpFrame(
-    { dst: BROADCAST_MAC, src: senderMac, vlan },
-    { op: ArpOp.REQUEST, senderMac, senderIp, targetMac: ZERO_MAC, targetIp },
-  );
+  return encodeArpFrame({ dst: BROADCAST_MAC, src: senderMac, vlan }, { op: ArpOp.REQUEST, senderMac, senderIp, targetMac: ZERO_MAC, targetIp });
 }
 
 /** `senderIp` is at `senderMac`: a unicast reply to the requester. */
 export function encodeArpReply(
-  senderMac: Uint8Array, senderIp: Uint8Array, targetMac: Uint8Array, targetIp: Uint8Array, vlan: VlanTag | null = null,
+  senderMac: Uint8Array,
+  senderIp: Uint8Array,
+  targetMac: Uint8Array,
+  targetIp: Uint8Array,
+  vlan: VlanTag | null = null,
 ): Uint8Array {
-  return encodeArpFrame(
-    { dst: targetMac, src: senderMac, vlan },
-    { op: ArpOp.REPLY, senderMac, senderIp, targetMac, targetIp },
-  );
+  return encodeArpFrame({ dst: targetMac, src: senderMac, vlan }, { op: ArpOp.REPLY, senderMac, senderIp, targetMac, targetIp });
 }
 
 /**
@@ -138,7 +136,10 @@ export function decodeArpFrame(frame: Uint8Array): ArpDecodeResult {
   const e = readEthernet(frame, 0);
   if (!e) return { ok: false, error: new WireError('WIRE_TRUNCATED', `Ethernet header needs 14 bytes (18 with 802.1Q), frame has ${frame.length}`, 0) };
   if (e.eth.etherType !== EtherType.ARP) {
-    return { ok: false, error: new WireError('WIRE_BAD_FIELD', `ethertype 0x${e.eth.etherType.toString(16).padStart(4, '0')} is not ARP (0x0806)`, e.next - 2) };
+    return {
+      ok: false,
+      error: new WireError('WIRE_BAD_FIELD', `ethertype 0x${e.eth.etherType.toString(16).padStart(4, '0')} is not ARP (0x0806)`, e.next - 2),
+    };
   }
   const r = readArp(frame, e.next);
   if (!r.ok) return r;

@@ -61,38 +61,91 @@ export function newPacket(framing: Framing, opcode: number, o: PacketOptions = {
   const v6 = framing === 'roce-v2' && o.ipVersion === 6;
   const tclass = ((o.dscp ?? 0) << 2) | (o.ecn ?? (framing === 'roce-v2' ? Ecn.ECT0 : 0));
   const hop = o.hopLimit ?? 64;
-  const eth = framing === 'ib' ? null : {
-    dst: o.dstMac ?? DEFAULT_DST_MAC,
-    src: o.srcMac ?? DEFAULT_SRC_MAC,
-    vlan: o.vlan ?? null,
-    etherType: framing === 'roce-v1' ? EtherType.ROCE : v6 ? EtherType.IPV6 : EtherType.IPV4,
-  };
-  const grh = framing === 'roce-v1' || (framing === 'ib' && o.global) ? {
-    ipVer: 6, trafficClass: tclass, flowLabel: o.flowLabel ?? 0, payLen: 0, nextHeader: GRH_NEXT_HEADER_IBA, hopLimit: hop,
-    sgid: gidOf(o.srcIp, DEFAULT_SRC_V4), dgid: gidOf(o.dstIp, DEFAULT_DST_V4),
-  } : null;
+  const eth =
+    framing === 'ib'
+      ? null
+      : {
+          dst: o.dstMac ?? DEFAULT_DST_MAC,
+          src: o.srcMac ?? DEFAULT_SRC_MAC,
+          vlan: o.vlan ?? null,
+          etherType: framing === 'roce-v1' ? EtherType.ROCE : v6 ? EtherType.IPV6 : EtherType.IPV4,
+        };
+  const grh =
+    framing === 'roce-v1' || (framing === 'ib' && o.global)
+      ? {
+          ipVer: 6,
+          trafficClass: tclass,
+          flowLabel: o.flowLabel ?? 0,
+          payLen: 0,
+          nextHeader: GRH_NEXT_HEADER_IBA,
+          hopLimit: hop,
+          sgid: gidOf(o.srcIp, DEFAULT_SRC_V4),
+          dgid: gidOf(o.dstIp, DEFAULT_DST_V4),
+        }
+      : null;
   const h = info.headers;
   return {
     framing,
     eth,
-    ipv4: framing === 'roce-v2' && !v6 ? {
-      ihl: 5, dscp: o.dscp ?? 0, ecn: o.ecn ?? Ecn.ECT0, totalLength: 0, id: o.ipId ?? 0, flags: 2 /* DF */, fragmentOffset: 0,
-      ttl: hop, protocol: IP_PROTO_UDP, checksum: 0, src: o.srcIp ?? DEFAULT_SRC_V4, dst: o.dstIp ?? DEFAULT_DST_V4, options: null,
-    } : null,
-    ipv6: v6 ? {
-      trafficClass: tclass, flowLabel: o.flowLabel ?? 0, payloadLength: 0, nextHeader: IP_PROTO_UDP, hopLimit: hop,
-      src: gidOf(o.srcIp, DEFAULT_SRC_V4), dst: gidOf(o.dstIp, DEFAULT_DST_V4),
-    } : null,
+    ipv4:
+      framing === 'roce-v2' && !v6
+        ? {
+            ihl: 5,
+            dscp: o.dscp ?? 0,
+            ecn: o.ecn ?? Ecn.ECT0,
+            totalLength: 0,
+            id: o.ipId ?? 0,
+            flags: 2 /* DF */,
+            fragmentOffset: 0,
+            ttl: hop,
+            protocol: IP_PROTO_UDP,
+            checksum: 0,
+            src: o.srcIp ?? DEFAULT_SRC_V4,
+            dst: o.dstIp ?? DEFAULT_DST_V4,
+            options: null,
+          }
+        : null,
+    ipv6: v6
+      ? {
+          trafficClass: tclass,
+          flowLabel: o.flowLabel ?? 0,
+          payloadLength: 0,
+          nextHeader: IP_PROTO_UDP,
+          hopLimit: hop,
+          src: gidOf(o.srcIp, DEFAULT_SRC_V4),
+          dst: gidOf(o.dstIp, DEFAULT_DST_V4),
+        }
+      : null,
     udp: framing === 'roce-v2' ? { srcPort: o.udpSrcPort ?? 0xc000, dstPort: ROCE_V2_UDP_PORT, length: 0, checksum: 0 } : null,
-    lrh: framing === 'ib' ? {
-      vl: o.vl ?? 0, lver: 0, sl: o.sl ?? 0, resv2: 0, lnh: grh ? Lnh.IBA_GLOBAL : Lnh.IBA_LOCAL,
-      dlid: o.dlid ?? 2, resv5: 0, pktLen: 0, slid: o.slid ?? 1,
-    } : null,
+    lrh:
+      framing === 'ib'
+        ? {
+            vl: o.vl ?? 0,
+            lver: 0,
+            sl: o.sl ?? 0,
+            resv2: 0,
+            lnh: grh ? Lnh.IBA_GLOBAL : Lnh.IBA_LOCAL,
+            dlid: o.dlid ?? 2,
+            resv5: 0,
+            pktLen: 0,
+            slid: o.slid ?? 1,
+          }
+        : null,
     grh,
     bth: {
-      opcode: info.code, se: o.se ?? 0, migReq: o.migReq ?? 0, padCnt: 0, tver: 0, pkey: o.pkey ?? 0xffff,
-      fecn: o.fecn ?? 0, becn: o.becn ?? (info.code === 0x81 ? 1 : 0), resv6a: 0, destQp: o.destQp ?? 0, ackReq: o.ackReq ?? 0,
-      resv7: 0, psn: o.psn ?? 0,
+      opcode: info.code,
+      se: o.se ?? 0,
+      migReq: o.migReq ?? 0,
+      padCnt: 0,
+      tver: 0,
+      pkey: o.pkey ?? 0xffff,
+      fecn: o.fecn ?? 0,
+      becn: o.becn ?? (info.code === 0x81 ? 1 : 0),
+      resv6a: 0,
+      destQp: o.destQp ?? 0,
+      ackReq: o.ackReq ?? 0,
+      resv7: 0,
+      psn: o.psn ?? 0,
     },
     rdeth: h & Hdr.RDETH ? { resv8: 0, eeCtx: 0 } : null,
     deth: h & Hdr.DETH ? { qkey: 0, resv8: 0, srcQp: 0 } : null,

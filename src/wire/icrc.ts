@@ -43,22 +43,29 @@ const saved = new Uint8Array(16);
 
 function maskRoceV2(buf: Uint8Array, ipOff: number, bthOff: number): void {
   const udp = bthOff - 8;
-  if ((buf[ipOff]! >>> 4) === 4) {
-    saved[0] = buf[ipOff + 1]!; buf[ipOff + 1] = 0xff; // TOS
-    saved[1] = buf[ipOff + 8]!; buf[ipOff + 8] = 0xff; // TTL
-    saved[2] = buf[ipOff + 10]!; buf[ipOff + 10] = 0xff; // header checksum
-    saved[3] = buf[ipOff + 11]!; buf[ipOff + 11] = 0xff;
+  if (buf[ipOff]! >>> 4 === 4) {
+    saved[0] = buf[ipOff + 1]!;
+    buf[ipOff + 1] = 0xff; // TOS
+    saved[1] = buf[ipOff + 8]!;
+    buf[ipOff + 8] = 0xff; // TTL
+    saved[2] = buf[ipOff + 10]!;
+    buf[ipOff + 10] = 0xff; // header checksum
+    saved[3] = buf[ipOff + 11]!;
+    buf[ipOff + 11] = 0xff;
   } else {
     maskGrhLike(buf, ipOff);
   }
-  saved[8] = buf[udp + 6]!; buf[udp + 6] = 0xff; // UDP checksum
-  saved[9] = buf[udp + 7]!; buf[udp + 7] = 0xff;
-  saved[10] = buf[bthOff + 4]!; buf[bthOff + 4] = 0xff; // FECN, BECN, resv6a
+  saved[8] = buf[udp + 6]!;
+  buf[udp + 6] = 0xff; // UDP checksum
+  saved[9] = buf[udp + 7]!;
+  buf[udp + 7] = 0xff;
+  saved[10] = buf[bthOff + 4]!;
+  buf[bthOff + 4] = 0xff; // FECN, BECN, resv6a
 }
 
 function unmaskRoceV2(buf: Uint8Array, ipOff: number, bthOff: number): void {
   const udp = bthOff - 8;
-  if ((buf[ipOff]! >>> 4) === 4) {
+  if (buf[ipOff]! >>> 4 === 4) {
     buf[ipOff + 1] = saved[0]!;
     buf[ipOff + 8] = saved[1]!;
     buf[ipOff + 10] = saved[2]!;
@@ -73,11 +80,16 @@ function unmaskRoceV2(buf: Uint8Array, ipOff: number, bthOff: number): void {
 
 /** IPv6 header or GRH: traffic class, flow label, hop limit (saved[0..4]). */
 function maskGrhLike(buf: Uint8Array, o: number): void {
-  saved[0] = buf[o]!; buf[o] = buf[o]! | 0x0f;
-  saved[1] = buf[o + 1]!; buf[o + 1] = 0xff;
-  saved[2] = buf[o + 2]!; buf[o + 2] = 0xff;
-  saved[3] = buf[o + 3]!; buf[o + 3] = 0xff;
-  saved[4] = buf[o + 7]!; buf[o + 7] = 0xff;
+  saved[0] = buf[o]!;
+  buf[o] = buf[o]! | 0x0f;
+  saved[1] = buf[o + 1]!;
+  buf[o + 1] = 0xff;
+  saved[2] = buf[o + 2]!;
+  buf[o + 2] = 0xff;
+  saved[3] = buf[o + 3]!;
+  buf[o + 3] = 0xff;
+  saved[4] = buf[o + 7]!;
+  buf[o + 7] = 0xff;
 }
 
 function unmaskGrhLike(buf: Uint8Array, o: number): void {

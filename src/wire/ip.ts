@@ -165,10 +165,13 @@ export function parseIpv6(text: string): Uint8Array {
   }
   const halves = s.split('::');
   if (halves.length > 2) throw bad();
-  const words = (part: string) => (part === '' ? [] : part.split(':').map((w) => {
-    if (!/^[0-9a-fA-F]{1,4}$/.test(w)) throw bad();
-    return parseInt(w, 16);
-  }));
+  const words = (part: string) =>
+    part === ''
+      ? []
+      : part.split(':').map((w) => {
+          if (!/^[0-9a-fA-F]{1,4}$/.test(w)) throw bad();
+          return parseInt(w, 16);
+        });
   const head = words(halves[0]!);
   const rest = halves.length === 2 ? words(halves[1]!) : [];
   const total = head.length + rest.length + tail.length;
@@ -192,10 +195,16 @@ export function formatIpv6(a: Uint8Array): string {
   let bestStart = -1;
   let bestLen = 1;
   for (let i = 0; i < 8; ) {
-    if (w[i] !== 0) { i++; continue; }
+    if (w[i] !== 0) {
+      i++;
+      continue;
+    }
     let j = i;
     while (j < 8 && w[j] === 0) j++;
-    if (j - i > bestLen) { bestStart = i; bestLen = j - i; }
+    if (j - i > bestLen) {
+      bestStart = i;
+      bestLen = j - i;
+    }
     i = j;
   }
   const hex = w.map((x) => x.toString(16));

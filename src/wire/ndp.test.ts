@@ -2,8 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { parseMac } from './ethernet.js';
 import { formatIpv6, internetChecksum, parseIpv6 } from './ip.js';
 import {
-  ALL_NODES_ADDRESS, decodeNdFrame, encodeNdFrame, encodeNeighborAdvertisement, encodeNeighborSolicitation,
-  icmpv6Checksum, Icmpv6Type, ipv6MulticastMac, ndMessageType, solicitedNodeAddress, UNSPECIFIED_ADDRESS,
+  ALL_NODES_ADDRESS,
+  decodeNdFrame,
+  encodeNdFrame,
+  encodeNeighborAdvertisement,
+  encodeNeighborSolicitation,
+  icmpv6Checksum,
+  Icmpv6Type,
+  ipv6MulticastMac,
+  ndMessageType,
+  solicitedNodeAddress,
+  UNSPECIFIED_ADDRESS,
 } from './ndp.js';
 
 const MAC_A = parseMac('02:00:00:00:00:0a');
@@ -16,7 +25,10 @@ function pseudoHeaderSumIsZero(frame: Uint8Array, ipOff = 14): boolean {
   const len = (frame[ipOff + 4]! << 8) | frame[ipOff + 5]!;
   const ph = new Uint8Array(40 + len);
   ph.set(frame.subarray(ipOff + 8, ipOff + 40), 0);
-  ph[32] = len >>> 24; ph[33] = (len >>> 16) & 0xff; ph[34] = (len >>> 8) & 0xff; ph[35] = len & 0xff;
+  ph[32] = len >>> 24;
+  ph[33] = (len >>> 16) & 0xff;
+  ph[34] = (len >>> 8) & 0xff;
+  ph[35] = len & 0xff;
   ph[39] = 58;
   ph.set(frame.subarray(ipOff + 40, ipOff + 40 + len), 40);
   return internetChecksum(ph, 0, ph.length) === 0;
@@ -89,15 +101,28 @@ describe('Neighbor Advertisement', () => {
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.frame.message).toEqual({
-      type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT, router: false, solicited: true, override: true, target: IP_B, targetLinkAddr: MAC_B,
+      type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT,
+      router: false,
+      solicited: true,
+      override: true,
+      target: IP_B,
+      targetLinkAddr: MAC_B,
     });
     expect(r.frame.ipv6.src).toEqual(IP_B);
   });
 
   it('without options', () => {
-    const na = encodeNdFrame({ srcMac: MAC_B, dstMac: MAC_A, srcIp: IP_B, dstIp: IP_A }, {
-      type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT, router: true, solicited: true, override: false, target: IP_B, targetLinkAddr: null,
-    });
+    const na = encodeNdFrame(
+      { srcMac: MAC_B, dstMac: MAC_A, srcIp: IP_B, dstIp: IP_A },
+      {
+        type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT,
+        router: true,
+        solicited: true,
+        override: false,
+        target: IP_B,
+        targetLinkAddr: null,
+      },
+    );
     expect(na.length).toBe(14 + 40 + 24);
     const r = decodeNdFrame(na);
     expect(r.ok && r.frame.message).toMatchObject({ router: true, solicited: true, override: false, targetLinkAddr: null });

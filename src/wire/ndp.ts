@@ -135,10 +135,20 @@ export function encodeNdFrame(addr: NdAddressing, m: NdMessage): Uint8Array {
   const icmpLen = ND_MIN_LENGTH + (lla ? LLA_OPTION_LENGTH : 0);
   const buf = new Uint8Array(ethHeaderLength(eth) + IPV6_HEADER_LENGTH + icmpLen);
   const ipOff = writeEthernet(buf, 0, eth);
-  const icmp = writeIpv6(buf, ipOff, {
-    trafficClass: 0, flowLabel: 0, payloadLength: 0, nextHeader: IP_PROTO_ICMPV6,
-    hopLimit: addr.hopLimit ?? ND_HOP_LIMIT, src: addr.srcIp, dst: addr.dstIp,
-  }, icmpLen);
+  const icmp = writeIpv6(
+    buf,
+    ipOff,
+    {
+      trafficClass: 0,
+      flowLabel: 0,
+      payloadLength: 0,
+      nextHeader: IP_PROTO_ICMPV6,
+      hopLimit: addr.hopLimit ?? ND_HOP_LIMIT,
+      src: addr.srcIp,
+      dst: addr.dstIp,
+    },
+    icmpLen,
+  );
   buf[icmp] = m.type;
   buf[icmp + 1] = 0;
   if (m.type === Icmpv6Type.NEIGHBOR_ADVERTISEMENT) {
@@ -164,13 +174,17 @@ export function encodeNdFrame(addr: NdAddressing, m: NdMessage): Uint8Array {
  * a DAD probe, which carries no source link-layer option (RFC 4862 §5.4.2).
  */
 export function encodeNeighborSolicitation(
-  srcMac: Uint8Array, srcIp: Uint8Array, target: Uint8Array,
+  srcMac: Uint8Array,
+  srcIp: Uint8Array,
+  target: Uint8Array,
   opts: { unicast?: { mac: Uint8Array; ip: Uint8Array }; vlan?: VlanTag | null } = {},
 ): Uint8Array {
   const group = solicitedNodeAddress(target);
   return encodeNdFrame(
     {
-      srcMac, srcIp, vlan: opts.vlan ?? null,
+      srcMac,
+      srcIp,
+      vlan: opts.vlan ?? null,
       dstMac: opts.unicast?.mac ?? ipv6MulticastMac(group),
       dstIp: opts.unicast?.ip ?? group,
     },
@@ -183,14 +197,22 @@ export function encodeNeighborSolicitation(
  * to (`dstMac`, `dstIp`), with the target link-layer option.
  */
 export function encodeNeighborAdvertisement(
-  srcMac: Uint8Array, target: Uint8Array, dstMac: Uint8Array, dstIp: Uint8Array,
-  flags: { router?: boolean; solicited?: boolean; override?: boolean } = {}, vlan: VlanTag | null = null,
+  srcMac: Uint8Array,
+  target: Uint8Array,
+  dstMac: Uint8Array,
+  dstIp: Uint8Array,
+  flags: { router?: boolean; solicited?: boolean; override?: boolean } = {},
+  vlan: VlanTag | null = null,
 ): Uint8Array {
   return encodeNdFrame(
     { srcMac, srcIp: target, dstMac, dstIp, vlan },
     {
-      type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT, target, targetLinkAddr: srcMac,
-      router: flags.router ?? false, solicited: flags.solicited ?? false, override: flags.override ?? true,
+      type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT,
+      target,
+      targetLinkAddr: srcMac,
+      router: flags.router ?? false,
+      solicited: flags.solicited ?? false,
+      override: flags.override ?? true,
     },
   );
 }
@@ -269,8 +291,12 @@ export function decodeNdFrame(frame: Uint8Array): NdDecodeResult {
     const solicited = (flags & NaFlag.SOLICITED) !== 0;
     if (solicited && isIpv6Multicast(ipv6.dst)) return fail('WIRE_BAD_FIELD', 'NA to a multicast address has the Solicited flag set', icmp + 4);
     message = {
-      type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT, target, targetLinkAddr: tll, solicited,
-      router: (flags & NaFlag.ROUTER) !== 0, override: (flags & NaFlag.OVERRIDE) !== 0,
+      type: Icmpv6Type.NEIGHBOR_ADVERTISEMENT,
+      target,
+      targetLinkAddr: tll,
+      solicited,
+      router: (flags & NaFlag.ROUTER) !== 0,
+      override: (flags & NaFlag.OVERRIDE) !== 0,
     };
   }
   return { ok: true, frame: { eth: e.eth, ipv6, message, checksum } };

@@ -61,17 +61,7 @@ export const enum Position {
   SINGLE = 4,
 }
 
-export type OpKind =
-  | 'send'
-  | 'write'
-  | 'read-request'
-  | 'read-response'
-  | 'ack'
-  | 'atomic'
-  | 'atomic-ack'
-  | 'flush'
-  | 'atomic-write'
-  | 'cnp';
+export type OpKind = 'send' | 'write' | 'read-request' | 'read-response' | 'ack' | 'atomic' | 'atomic-ack' | 'flush' | 'atomic-write' | 'cnp';
 
 export interface OpcodeInfo {
   readonly code: number;
@@ -116,26 +106,88 @@ const OPERATIONS: readonly OperationDef[] = [
   { op: 0x00, base: 'SEND_FIRST', kind: 'send', position: Position.FIRST, headers: 0, payload: true, isRequest: true },
   { op: 0x01, base: 'SEND_MIDDLE', kind: 'send', position: Position.MIDDLE, headers: 0, payload: true, isRequest: true },
   { op: 0x02, base: 'SEND_LAST', kind: 'send', position: Position.LAST, headers: 0, payload: true, isRequest: true, consumesRecvWqe: true },
-  { op: 0x03, base: 'SEND_LAST_WITH_IMMEDIATE', kind: 'send', position: Position.LAST, headers: Hdr.IMMDT, payload: true, isRequest: true, consumesRecvWqe: true },
+  {
+    op: 0x03,
+    base: 'SEND_LAST_WITH_IMMEDIATE',
+    kind: 'send',
+    position: Position.LAST,
+    headers: Hdr.IMMDT,
+    payload: true,
+    isRequest: true,
+    consumesRecvWqe: true,
+  },
   { op: 0x04, base: 'SEND_ONLY', kind: 'send', position: Position.ONLY, headers: 0, payload: true, isRequest: true, consumesRecvWqe: true },
-  { op: 0x05, base: 'SEND_ONLY_WITH_IMMEDIATE', kind: 'send', position: Position.ONLY, headers: Hdr.IMMDT, payload: true, isRequest: true, consumesRecvWqe: true },
+  {
+    op: 0x05,
+    base: 'SEND_ONLY_WITH_IMMEDIATE',
+    kind: 'send',
+    position: Position.ONLY,
+    headers: Hdr.IMMDT,
+    payload: true,
+    isRequest: true,
+    consumesRecvWqe: true,
+  },
   { op: 0x06, base: 'RDMA_WRITE_FIRST', kind: 'write', position: Position.FIRST, headers: Hdr.RETH, payload: true, isRequest: true },
   { op: 0x07, base: 'RDMA_WRITE_MIDDLE', kind: 'write', position: Position.MIDDLE, headers: 0, payload: true, isRequest: true },
   { op: 0x08, base: 'RDMA_WRITE_LAST', kind: 'write', position: Position.LAST, headers: 0, payload: true, isRequest: true },
-  { op: 0x09, base: 'RDMA_WRITE_LAST_WITH_IMMEDIATE', kind: 'write', position: Position.LAST, headers: Hdr.IMMDT, payload: true, isRequest: true, consumesRecvWqe: true },
+  {
+    op: 0x09,
+    base: 'RDMA_WRITE_LAST_WITH_IMMEDIATE',
+    kind: 'write',
+    position: Position.LAST,
+    headers: Hdr.IMMDT,
+    payload: true,
+    isRequest: true,
+    consumesRecvWqe: true,
+  },
   { op: 0x0a, base: 'RDMA_WRITE_ONLY', kind: 'write', position: Position.ONLY, headers: Hdr.RETH, payload: true, isRequest: true },
-  { op: 0x0b, base: 'RDMA_WRITE_ONLY_WITH_IMMEDIATE', kind: 'write', position: Position.ONLY, headers: Hdr.RETH | Hdr.IMMDT, payload: true, isRequest: true, consumesRecvWqe: true },
+  {
+    op: 0x0b,
+    base: 'RDMA_WRITE_ONLY_WITH_IMMEDIATE',
+    kind: 'write',
+    position: Position.ONLY,
+    headers: Hdr.RETH | Hdr.IMMDT,
+    payload: true,
+    isRequest: true,
+    consumesRecvWqe: true,
+  },
   { op: 0x0c, base: 'RDMA_READ_REQUEST', kind: 'read-request', position: Position.SINGLE, headers: Hdr.RETH, payload: false, isRequest: true },
   { op: 0x0d, base: 'RDMA_READ_RESPONSE_FIRST', kind: 'read-response', position: Position.FIRST, headers: Hdr.AETH, payload: true, isRequest: false },
   { op: 0x0e, base: 'RDMA_READ_RESPONSE_MIDDLE', kind: 'read-response', position: Position.MIDDLE, headers: 0, payload: true, isRequest: false },
   { op: 0x0f, base: 'RDMA_READ_RESPONSE_LAST', kind: 'read-response', position: Position.LAST, headers: Hdr.AETH, payload: true, isRequest: false },
   { op: 0x10, base: 'RDMA_READ_RESPONSE_ONLY', kind: 'read-response', position: Position.ONLY, headers: Hdr.AETH, payload: true, isRequest: false },
   { op: 0x11, base: 'ACKNOWLEDGE', kind: 'ack', position: Position.SINGLE, headers: Hdr.AETH, payload: false, isRequest: false },
-  { op: 0x12, base: 'ATOMIC_ACKNOWLEDGE', kind: 'atomic-ack', position: Position.SINGLE, headers: Hdr.AETH | Hdr.ATOMIC_ACK_ETH, payload: false, isRequest: false },
+  {
+    op: 0x12,
+    base: 'ATOMIC_ACKNOWLEDGE',
+    kind: 'atomic-ack',
+    position: Position.SINGLE,
+    headers: Hdr.AETH | Hdr.ATOMIC_ACK_ETH,
+    payload: false,
+    isRequest: false,
+  },
   { op: 0x13, base: 'COMPARE_SWAP', kind: 'atomic', position: Position.SINGLE, headers: Hdr.ATOMIC_ETH, payload: false, isRequest: true },
   { op: 0x14, base: 'FETCH_ADD', kind: 'atomic', position: Position.SINGLE, headers: Hdr.ATOMIC_ETH, payload: false, isRequest: true },
-  { op: 0x16, base: 'SEND_LAST_WITH_INVALIDATE', kind: 'send', position: Position.LAST, headers: Hdr.IETH, payload: true, isRequest: true, consumesRecvWqe: true },
-  { op: 0x17, base: 'SEND_ONLY_WITH_INVALIDATE', kind: 'send', position: Position.ONLY, headers: Hdr.IETH, payload: true, isRequest: true, consumesRecvWqe: true },
+  {
+    op: 0x16,
+    base: 'SEND_LAST_WITH_INVALIDATE',
+    kind: 'send',
+    position: Position.LAST,
+    headers: Hdr.IETH,
+    payload: true,
+    isRequest: true,
+    consumesRecvWqe: true,
+  },
+  {
+    op: 0x17,
+    base: 'SEND_ONLY_WITH_INVALIDATE',
+    kind: 'send',
+    position: Position.ONLY,
+    headers: Hdr.IETH,
+    payload: true,
+    isRequest: true,
+    consumesRecvWqe: true,
+  },
   { op: 0x1c, base: 'FLUSH', kind: 'flush', position: Position.SINGLE, headers: Hdr.FETH | Hdr.RETH, payload: false, isRequest: true },
   { op: 0x1d, base: 'ATOMIC_WRITE', kind: 'atomic-write', position: Position.SINGLE, headers: Hdr.RETH, payload: true, isRequest: true },
 ];
@@ -183,7 +235,16 @@ function transportHeaders(t: Transport, def: OperationDef): number {
 
 function makeInfo(code: number, name: string, t: Transport, def: OperationDef, headers: number): OpcodeInfo {
   const offsets: Record<string, number> = {
-    rdeth: -1, deth: -1, xrceth: -1, reth: -1, atomicEth: -1, aeth: -1, atomicAckEth: -1, immDt: -1, ieth: -1, feth: -1,
+    rdeth: -1,
+    deth: -1,
+    xrceth: -1,
+    reth: -1,
+    atomicEth: -1,
+    aeth: -1,
+    atomicAckEth: -1,
+    immDt: -1,
+    ieth: -1,
+    feth: -1,
   };
   let off: number = HdrLen.BTH;
   for (const [bit, len, key] of ORDER) {

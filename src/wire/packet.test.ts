@@ -15,8 +15,13 @@ function rng(seed: number) {
 }
 
 const FRAMINGS: { framing: Framing; v6?: boolean; vlan?: boolean; global?: boolean }[] = [
-  { framing: 'roce-v2' }, { framing: 'roce-v2', vlan: true }, { framing: 'roce-v2', v6: true },
-  { framing: 'roce-v1' }, { framing: 'roce-v1', vlan: true }, { framing: 'ib' }, { framing: 'ib', global: true },
+  { framing: 'roce-v2' },
+  { framing: 'roce-v2', vlan: true },
+  { framing: 'roce-v2', v6: true },
+  { framing: 'roce-v1' },
+  { framing: 'roce-v1', vlan: true },
+  { framing: 'ib' },
+  { framing: 'ib', global: true },
 ];
 
 function randomPacket(r: (n: number) => number, framing: (typeof FRAMINGS)[number], opcode: number): Packet {
@@ -27,10 +32,25 @@ function randomPacket(r: (n: number) => number, framing: (typeof FRAMINGS)[numbe
     ...(framing.v6 ? { srcIp: parseIpv6('2001:db8::1'), dstIp: parseIpv6('2001:db8::2') } : {}),
     vlan: framing.vlan ? { pcp: r(8), dei: r(2), vid: r(4096) } : null,
     global: framing.global ?? false,
-    dscp: r(64), ecn: r(4), hopLimit: r(256), ipId: r(65536), flowLabel: r(1 << 20),
-    slid: r(65536), dlid: r(65536), sl: r(16), vl: r(16),
-    psn: r(1 << 24), destQp: r(1 << 24), ackReq: r(2), se: r(2), pkey: r(65536), migReq: r(2), fecn: r(2), becn: r(2),
-    udpSrcPort: r(65536), payload,
+    dscp: r(64),
+    ecn: r(4),
+    hopLimit: r(256),
+    ipId: r(65536),
+    flowLabel: r(1 << 20),
+    slid: r(65536),
+    dlid: r(65536),
+    sl: r(16),
+    vl: r(16),
+    psn: r(1 << 24),
+    destQp: r(1 << 24),
+    ackReq: r(2),
+    se: r(2),
+    pkey: r(65536),
+    migReq: r(2),
+    fecn: r(2),
+    becn: r(2),
+    udpSrcPort: r(65536),
+    payload,
   });
   const big = () => (BigInt(r(1 << 30)) << 34n) ^ BigInt(r(1 << 30));
   if (p.reth) p.reth = { va: big(), rkey: r(2 ** 31), dmaLength: r(2 ** 31) };
@@ -49,12 +69,31 @@ function randomPacket(r: (n: number) => number, framing: (typeof FRAMINGS)[numbe
 /** Fields the encoder computes, blanked so the rest compare exactly. */
 function comparable(p: Packet): unknown {
   const c = structuredClone({ ...p, payload: Array.from(p.payload) }) as Packet & { payload: number[] };
-  if (c.ipv4) { c.ipv4.totalLength = 0; c.ipv4.checksum = 0; c.ipv4.src = Array.from(c.ipv4.src) as never; c.ipv4.dst = Array.from(c.ipv4.dst) as never; }
-  if (c.ipv6) { c.ipv6.payloadLength = 0; c.ipv6.src = Array.from(c.ipv6.src) as never; c.ipv6.dst = Array.from(c.ipv6.dst) as never; }
-  if (c.udp) { c.udp.length = 0; c.udp.checksum = 0; }
+  if (c.ipv4) {
+    c.ipv4.totalLength = 0;
+    c.ipv4.checksum = 0;
+    c.ipv4.src = Array.from(c.ipv4.src) as never;
+    c.ipv4.dst = Array.from(c.ipv4.dst) as never;
+  }
+  if (c.ipv6) {
+    c.ipv6.payloadLength = 0;
+    c.ipv6.src = Array.from(c.ipv6.src) as never;
+    c.ipv6.dst = Array.from(c.ipv6.dst) as never;
+  }
+  if (c.udp) {
+    c.udp.length = 0;
+    c.udp.checksum = 0;
+  }
   if (c.lrh) c.lrh.pktLen = 0;
-  if (c.grh) { c.grh.payLen = 0; c.grh.sgid = Array.from(c.grh.sgid) as never; c.grh.dgid = Array.from(c.grh.dgid) as never; }
-  if (c.eth) { c.eth.src = Array.from(c.eth.src) as never; c.eth.dst = Array.from(c.eth.dst) as never; }
+  if (c.grh) {
+    c.grh.payLen = 0;
+    c.grh.sgid = Array.from(c.grh.sgid) as never;
+    c.grh.dgid = Array.from(c.grh.dgid) as never;
+  }
+  if (c.eth) {
+    c.eth.src = Array.from(c.eth.src) as never;
+    c.eth.dst = Array.from(c.eth.dst) as never;
+  }
   c.bth.padCnt = 0;
   c.icrc = 0;
   c.vcrc = c.vcrc === null ? null : 0;
@@ -74,7 +113,7 @@ describe('encode/decode round trip', () => {
           const d = decodePacket(bytes, f.framing === 'ib' ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET);
           if (!d.ok) throw d.error;
           expect(comparable(d.packet)).toEqual(comparable(p));
-          expect(d.packet.bth.padCnt).toBe((-p.payload.length) & 3);
+          expect(d.packet.bth.padCnt).toBe(-p.payload.length & 3);
           // Re-encoding what was decoded gives the same bytes.
           expect(encodePacket(d.packet)).toEqual(bytes);
         }
@@ -110,11 +149,33 @@ describe('decoder checks', () => {
 
   it('names unknown opcodes, bad versions, truncation and length faults', () => {
     const cases: [string, (b: Uint8Array) => Uint8Array, string][] = [
-      ['reserved opcode', (b) => { b[42] = 0x15; return b; }, 'WIRE_UNKNOWN_OPCODE'],
-      ['TVer 1', (b) => { b[43]! |= 1; return b; }, 'WIRE_BAD_VERSION'],
+      [
+        'reserved opcode',
+        (b) => {
+          b[42] = 0x15;
+          return b;
+        },
+        'WIRE_UNKNOWN_OPCODE',
+      ],
+      [
+        'TVer 1',
+        (b) => {
+          b[43]! |= 1;
+          return b;
+        },
+        'WIRE_BAD_VERSION',
+      ],
       ['cut inside IP', (b) => b.subarray(0, 30), 'WIRE_TRUNCATED'],
       ['cut before the ICRC ends', (b) => b.subarray(0, b.length - 2), 'WIRE_TRUNCATED'],
-      ['not RoCE port', (b) => { b[36] = 0; b[37] = 53; return b; }, 'WIRE_NOT_RDMA'],
+      [
+        'not RoCE port',
+        (b) => {
+          b[36] = 0;
+          b[37] = 53;
+          return b;
+        },
+        'WIRE_NOT_RDMA',
+      ],
     ];
     for (const [name, mutate, code] of cases) {
       const d = decodePacket(mutate(good.slice()), LINKTYPE_ETHERNET, { verifyIcrc: false, verifyIpChecksum: false });

@@ -10,18 +10,53 @@ import { EtherType, ETH_MIN_FRAME, type EthernetHeader, ethHeaderLength, readEth
 import { WireError } from './errors.js';
 import { icrcIb, icrcRoceV1, icrcRoceV2, readIcrc, readVcrc, vcrc, writeIcrc, writeVcrc } from './icrc.js';
 import { GRH_LENGTH, GRH_NEXT_HEADER_IBA, type Grh, LRH_LENGTH, Lnh, type Lrh, readGrh, readLrh, writeGrh, writeLrh } from './ib-routing.js';
-import { internetChecksum, IP_PROTO_UDP, IPV4_HEADER_LENGTH, IPV6_HEADER_LENGTH, type Ipv4Header, type Ipv6Header, readIpv4, readIpv6, writeIpv4, writeIpv6 } from './ip.js';
+import {
+  internetChecksum,
+  IP_PROTO_UDP,
+  IPV4_HEADER_LENGTH,
+  IPV6_HEADER_LENGTH,
+  type Ipv4Header,
+  type Ipv6Header,
+  readIpv4,
+  readIpv6,
+  writeIpv4,
+  writeIpv6,
+} from './ip.js';
 import { Hdr, HdrLen, type OpcodeInfo, OPCODES, Transport } from './opcodes.js';
 import {
-  type Aeth, type AtomicAckEth, type AtomicEth, type Bth, type Deth, type Feth, type Rdeth, type Reth, type Xrceth,
-  read24, read32, read64, readAeth, readAtomicEth, readBth, readDeth, readRdeth, readReth, readXrceth,
-  write32, write64, writeAeth, writeAtomicEth, writeBthFull, writeDeth, writeRdeth, writeReth, writeXrceth,
+  type Aeth,
+  type AtomicAckEth,
+  type AtomicEth,
+  type Bth,
+  type Deth,
+  type Feth,
+  type Rdeth,
+  type Reth,
+  type Xrceth,
+  read24,
+  read32,
+  read64,
+  readAeth,
+  readAtomicEth,
+  readBth,
+  readDeth,
+  readRdeth,
+  readReth,
+  readXrceth,
+  write32,
+  write64,
+  writeAeth,
+  writeAtomicEth,
+  writeBthFull,
+  writeDeth,
+  writeRdeth,
+  writeReth,
+  writeXrceth,
 } from './transport.js';
 import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from './pcap.js';
 import { readUdp, ROCE_V2_UDP_PORT, UDP_HEADER_LENGTH, udpChecksumIpv6, type UdpHeader, writeUdp } from './udp.js';
 
 export type Framing = 'roce-v2' | 'roce-v1' | 'ib';
-
 
 export interface Packet {
   framing: Framing;
@@ -82,20 +117,71 @@ export class DecodeScratch {
   /** @internal */ readonly eth: EthernetHeader = { dst: new Uint8Array(6), src: new Uint8Array(6), vlan: null, etherType: 0 };
   /** @internal */ readonly vlan = { pcp: 0, dei: 0, vid: 0 };
   /** @internal */ readonly ipv4: Ipv4Header = {
-    ihl: 0, dscp: 0, ecn: 0, totalLength: 0, id: 0, flags: 0, fragmentOffset: 0, ttl: 0, protocol: 0, checksum: 0,
-    src: new Uint8Array(4), dst: new Uint8Array(4), options: null,
+    ihl: 0,
+    dscp: 0,
+    ecn: 0,
+    totalLength: 0,
+    id: 0,
+    flags: 0,
+    fragmentOffset: 0,
+    ttl: 0,
+    protocol: 0,
+    checksum: 0,
+    src: new Uint8Array(4),
+    dst: new Uint8Array(4),
+    options: null,
   };
-  /** @internal */ readonly ipv6: Ipv6Header = { trafficClass: 0, flowLabel: 0, payloadLength: 0, nextHeader: 0, hopLimit: 0, src: new Uint8Array(16), dst: new Uint8Array(16) };
+  /** @internal */ readonly ipv6: Ipv6Header = {
+    trafficClass: 0,
+    flowLabel: 0,
+    payloadLength: 0,
+    nextHeader: 0,
+    hopLimit: 0,
+    src: new Uint8Array(16),
+    dst: new Uint8Array(16),
+  };
   /** @internal */ readonly udp: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
   /** @internal */ readonly routing: Routing = { framing: 'roce-v2', eth: null, ipv4: null, ipv6: null, udp: null, lrh: null, grh: null, vcrc: null };
-  /** @internal */ readonly bth: Bth = { opcode: 0, se: 0, migReq: 0, padCnt: 0, tver: 0, pkey: 0, fecn: 0, becn: 0, resv6a: 0, destQp: 0, ackReq: 0, resv7: 0, psn: 0 };
+  /** @internal */ readonly bth: Bth = {
+    opcode: 0,
+    se: 0,
+    migReq: 0,
+    padCnt: 0,
+    tver: 0,
+    pkey: 0,
+    fecn: 0,
+    becn: 0,
+    resv6a: 0,
+    destQp: 0,
+    ackReq: 0,
+    resv7: 0,
+    psn: 0,
+  };
   /** @internal */ readonly reth: Reth = { va: 0n, rkey: 0, dmaLength: 0 };
   /** @internal */ readonly aeth: Aeth = { syndrome: 0, msn: 0 };
   /** @internal */ readonly deth: Deth = { qkey: 0, resv8: 0, srcQp: 0 };
   /** @internal */ readonly packet: Packet = {
-    framing: 'roce-v2', eth: null, ipv4: null, ipv6: null, udp: null, lrh: null, grh: null, bth: this.bth,
-    rdeth: null, deth: null, xrceth: null, reth: null, atomicEth: null, aeth: null, atomicAckEth: null,
-    immDt: null, ieth: null, feth: null, payload: new Uint8Array(0), icrc: 0, vcrc: null,
+    framing: 'roce-v2',
+    eth: null,
+    ipv4: null,
+    ipv6: null,
+    udp: null,
+    lrh: null,
+    grh: null,
+    bth: this.bth,
+    rdeth: null,
+    deth: null,
+    xrceth: null,
+    reth: null,
+    atomicEth: null,
+    aeth: null,
+    atomicAckEth: null,
+    immDt: null,
+    ieth: null,
+    feth: null,
+    payload: new Uint8Array(0),
+    icrc: 0,
+    vcrc: null,
   };
   /** @internal */ readonly ok: { ok: true; packet: Packet } = { ok: true, packet: this.packet };
 }
@@ -200,7 +286,7 @@ function fail(code: ConstructorParameters<typeof WireError>[0], msg: string, off
 /** Bytes from the BTH through the ICRC. */
 export function transportLength(p: Packet, info: OpcodeInfo): number {
   const pay = p.payload.length;
-  return info.headerLength + pay + ((-pay) & 3) + HdrLen.ICRC;
+  return info.headerLength + pay + (-pay & 3) + HdrLen.ICRC;
 }
 
 /** Bytes before the BTH. */
@@ -285,7 +371,7 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
     if (p.grh) o = writeGrh(buf, o, p.grh, tlen);
   }
   const bthOff = o;
-  const pad = (-p.payload.length) & 3;
+  const pad = -p.payload.length & 3;
   writeBthFull(buf, bthOff, p.bth);
   buf[bthOff + 1] = (buf[bthOff + 1]! & 0xcf) | (pad << 4);
   writeExtensionHeaders(buf, bthOff, p, info);
@@ -295,10 +381,7 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
   q += p.payload.length;
   buf.fill(0, q, q + pad);
   q += pad;
-  const crc =
-    p.framing === 'roce-v2' ? icrcRoceV2(buf, ipOff, bthOff, q)
-    : p.framing === 'roce-v1' ? icrcRoceV1(buf, ipOff, q)
-    : icrcIb(buf, 0, bthOff, q);
+  const crc = p.framing === 'roce-v2' ? icrcRoceV2(buf, ipOff, bthOff, q) : p.framing === 'roce-v1' ? icrcRoceV1(buf, ipOff, q) : icrcIb(buf, 0, bthOff, q);
   writeIcrc(buf, q, crc);
   q += HdrLen.ICRC;
   if (p.framing === 'ib') {
@@ -344,10 +427,11 @@ function detachFrom(p: Packet, buf: Uint8Array, payloadAt: number): Packet {
   const v4 = p.ipv4;
   const v6 = p.ipv6;
   const g = p.grh;
-  const viewsInBuf = (e !== null && (e.src.buffer === b || e.dst.buffer === b))
-    || (v4 !== null && (v4.src.buffer === b || v4.dst.buffer === b || (v4.options !== null && v4.options.buffer === b)))
-    || (v6 !== null && (v6.src.buffer === b || v6.dst.buffer === b))
-    || (g !== null && (g.sgid.buffer === b || g.dgid.buffer === b));
+  const viewsInBuf =
+    (e !== null && (e.src.buffer === b || e.dst.buffer === b)) ||
+    (v4 !== null && (v4.src.buffer === b || v4.dst.buffer === b || (v4.options !== null && v4.options.buffer === b))) ||
+    (v6 !== null && (v6.src.buffer === b || v6.dst.buffer === b)) ||
+    (g !== null && (g.sgid.buffer === b || g.dgid.buffer === b));
   if (!payloadMoves && !viewsInBuf) return p;
   const copy = (v: Uint8Array) => (v.buffer === b ? v.slice() : v);
   return {
@@ -363,13 +447,31 @@ function detachFrom(p: Packet, buf: Uint8Array, payloadAt: number): Packet {
 function writeExtensionHeaders(buf: Uint8Array, bthOff: number, p: Packet, info: OpcodeInfo): void {
   const o = info.offsets;
   const h = info.headers;
-  if (h & Hdr.RDETH) { const x = requireHeader(p.rdeth, 'RDETH', info); writeRdeth(buf, bthOff + o.rdeth, x.eeCtx, x.resv8); }
-  if (h & Hdr.DETH) { const x = requireHeader(p.deth, 'DETH', info); writeDeth(buf, bthOff + o.deth, x.qkey, x.srcQp, x.resv8); }
-  if (h & Hdr.XRCETH) { const x = requireHeader(p.xrceth, 'XRCETH', info); writeXrceth(buf, bthOff + o.xrceth, x.xrcSrq, x.resv8); }
+  if (h & Hdr.RDETH) {
+    const x = requireHeader(p.rdeth, 'RDETH', info);
+    writeRdeth(buf, bthOff + o.rdeth, x.eeCtx, x.resv8);
+  }
+  if (h & Hdr.DETH) {
+    const x = requireHeader(p.deth, 'DETH', info);
+    writeDeth(buf, bthOff + o.deth, x.qkey, x.srcQp, x.resv8);
+  }
+  if (h & Hdr.XRCETH) {
+    const x = requireHeader(p.xrceth, 'XRCETH', info);
+    writeXrceth(buf, bthOff + o.xrceth, x.xrcSrq, x.resv8);
+  }
   if (h & Hdr.FETH) write32(buf, bthOff + o.feth, requireHeader(p.feth, 'FETH', info).raw);
-  if (h & Hdr.RETH) { const x = requireHeader(p.reth, 'RETH', info); writeReth(buf, bthOff + o.reth, x.va, x.rkey, x.dmaLength); }
-  if (h & Hdr.ATOMIC_ETH) { const x = requireHeader(p.atomicEth, 'AtomicETH', info); writeAtomicEth(buf, bthOff + o.atomicEth, x.va, x.rkey, x.swapAdd, x.compare); }
-  if (h & Hdr.AETH) { const x = requireHeader(p.aeth, 'AETH', info); writeAeth(buf, bthOff + o.aeth, x.syndrome, x.msn); }
+  if (h & Hdr.RETH) {
+    const x = requireHeader(p.reth, 'RETH', info);
+    writeReth(buf, bthOff + o.reth, x.va, x.rkey, x.dmaLength);
+  }
+  if (h & Hdr.ATOMIC_ETH) {
+    const x = requireHeader(p.atomicEth, 'AtomicETH', info);
+    writeAtomicEth(buf, bthOff + o.atomicEth, x.va, x.rkey, x.swapAdd, x.compare);
+  }
+  if (h & Hdr.AETH) {
+    const x = requireHeader(p.aeth, 'AETH', info);
+    writeAeth(buf, bthOff + o.aeth, x.syndrome, x.msn);
+  }
   if (h & Hdr.ATOMIC_ACK_ETH) write64(buf, bthOff + o.atomicAckEth, requireHeader(p.atomicAckEth, 'AtomicAckETH', info).origData);
   if (h & Hdr.IMMDT) write32(buf, bthOff + o.immDt, requireHeader(p.immDt, 'ImmDt', info));
   if (h & Hdr.IETH) write32(buf, bthOff + o.ieth, requireHeader(p.ieth, 'IETH', info));
@@ -381,7 +483,12 @@ function writeExtensionHeaders(buf: Uint8Array, bthOff: number, p: Packet, info:
  * malformed frame gives `{ok: false, error}` with a code naming the fault.
  * Header objects hold views into `frame` (MACs, addresses, payload).
  */
-export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, opts: DecodeOptions = NO_OPTIONS, scratch: DecodeScratch | null = null): DecodeResult {
+export function decodePacket(
+  frame: Uint8Array,
+  linktype = LINKTYPE_ETHERNET,
+  opts: DecodeOptions = NO_OPTIONS,
+  scratch: DecodeScratch | null = null,
+): DecodeResult {
   if (linktype === LINKTYPE_INFINIBAND) return decodeIb(frame, opts);
   if (linktype !== LINKTYPE_ETHERNET) return fail('WIRE_NOT_RDMA', `unsupported link type ${linktype}`, 0);
   let eth: EthernetHeader;
@@ -401,12 +508,28 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
     if (frame.length < o + GRH_LENGTH) return fail('WIRE_TRUNCATED', 'frame ends inside the GRH', o);
     const grh = readGrh(frame, o);
     if (grh.ipVer !== 6) return fail('WIRE_BAD_VERSION', `GRH IPVer is ${grh.ipVer}, must be 6`, o);
-    if (grh.nextHeader !== GRH_NEXT_HEADER_IBA) return fail('WIRE_NOT_RDMA', `GRH next header 0x${grh.nextHeader.toString(16)} is not IBA transport (0x1b)`, o + 6);
+    if (grh.nextHeader !== GRH_NEXT_HEADER_IBA)
+      return fail('WIRE_NOT_RDMA', `GRH next header 0x${grh.nextHeader.toString(16)} is not IBA transport (0x1b)`, o + 6);
     const end = o + GRH_LENGTH + grh.payLen;
     if (end > frame.length) return fail('WIRE_TRUNCATED', `GRH PayLen ${grh.payLen} runs past the frame end`, o + 4);
-    return decodeTransport(frame, o + GRH_LENGTH, end, opts, {
-      framing: 'roce-v1', eth, ipv4: null, ipv6: null, udp: null, lrh: null, grh, vcrc: null,
-    }, o, scratch);
+    return decodeTransport(
+      frame,
+      o + GRH_LENGTH,
+      end,
+      opts,
+      {
+        framing: 'roce-v1',
+        eth,
+        ipv4: null,
+        ipv6: null,
+        udp: null,
+        lrh: null,
+        grh,
+        vcrc: null,
+      },
+      o,
+      scratch,
+    );
   }
   let ipv4: Ipv4Header | null = null;
   let ipv6: Ipv6Header | null = null;
@@ -445,7 +568,8 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
   if (udp.length !== ipEnd - o) return fail('WIRE_LENGTH_MISMATCH', `UDP length ${udp.length} disagrees with the IP length (${ipEnd - o})`, o + 4);
   if (ipv6 && udp.checksum !== 0 && opts.verifyIpChecksum !== false) {
     const want = udpChecksumIpv6(frame, ipOff, o, udp.length);
-    if (want !== udp.checksum) return fail('WIRE_BAD_CHECKSUM', `UDP checksum 0x${udp.checksum.toString(16).padStart(4, '0')} should be 0x${want.toString(16).padStart(4, '0')}`, o + 6);
+    if (want !== udp.checksum)
+      return fail('WIRE_BAD_CHECKSUM', `UDP checksum 0x${udp.checksum.toString(16).padStart(4, '0')} should be 0x${want.toString(16).padStart(4, '0')}`, o + 6);
   }
   if (scratch !== null) {
     const r = scratch.routing;
@@ -459,9 +583,24 @@ export function decodePacket(frame: Uint8Array, linktype = LINKTYPE_ETHERNET, op
     r.vcrc = null;
     return decodeTransport(frame, o + UDP_HEADER_LENGTH, ipEnd, opts, r, ipOff, scratch);
   }
-  return decodeTransport(frame, o + UDP_HEADER_LENGTH, ipEnd, opts, {
-    framing: 'roce-v2', eth, ipv4, ipv6, udp, lrh: null, grh: null, vcrc: null,
-  }, ipOff, null);
+  return decodeTransport(
+    frame,
+    o + UDP_HEADER_LENGTH,
+    ipEnd,
+    opts,
+    {
+      framing: 'roce-v2',
+      eth,
+      ipv4,
+      ipv6,
+      udp,
+      lrh: null,
+      grh: null,
+      vcrc: null,
+    },
+    ipOff,
+    null,
+  );
 }
 
 function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
@@ -470,7 +609,8 @@ function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
   if (lrh.lver !== 0) return fail('WIRE_BAD_VERSION', `LRH LVer is ${lrh.lver}, must be 0`, 0);
   if (lrh.lnh !== Lnh.IBA_LOCAL && lrh.lnh !== Lnh.IBA_GLOBAL) return fail('WIRE_NOT_RDMA', `LRH LNH ${lrh.lnh} is not IBA transport`, 1);
   const end = lrh.pktLen * 4;
-  if (end + HdrLen.VCRC > frame.length) return fail('WIRE_TRUNCATED', `LRH PktLen ${lrh.pktLen} words (+VCRC) runs past the frame end (${frame.length} bytes)`, 4);
+  if (end + HdrLen.VCRC > frame.length)
+    return fail('WIRE_TRUNCATED', `LRH PktLen ${lrh.pktLen} words (+VCRC) runs past the frame end (${frame.length} bytes)`, 4);
   if (end + HdrLen.VCRC < frame.length) return fail('WIRE_LENGTH_MISMATCH', `frame has ${frame.length - end - HdrLen.VCRC} bytes after the VCRC`, end);
   let o = LRH_LENGTH;
   let grh: Grh | null = null;
@@ -488,18 +628,36 @@ function decodeIb(frame: Uint8Array, opts: DecodeOptions): DecodeResult {
     return fail('WIRE_BAD_VCRC', `VCRC 0x${got.toString(16).padStart(4, '0')} should be 0x${want.toString(16).padStart(4, '0')}`, end);
   }
   const bthOff = o;
-  return decodeTransport(frame, bthOff, end, opts, {
-    framing: 'ib', eth: null, ipv4: null, ipv6: null, udp: null, lrh, grh, vcrc: got,
-  }, 0, null);
+  return decodeTransport(
+    frame,
+    bthOff,
+    end,
+    opts,
+    {
+      framing: 'ib',
+      eth: null,
+      ipv4: null,
+      ipv6: null,
+      udp: null,
+      lrh,
+      grh,
+      vcrc: got,
+    },
+    0,
+    null,
+  );
 }
 
 type Routing = Pick<Packet, 'framing' | 'eth' | 'ipv4' | 'ipv6' | 'udp' | 'lrh' | 'grh' | 'vcrc'>;
 
 function icrcFor(frame: Uint8Array, r: Routing, routeOff: number, bthOff: number, icrcOff: number): number {
   switch (r.framing) {
-    case 'roce-v2': return icrcRoceV2(frame, routeOff, bthOff, icrcOff);
-    case 'roce-v1': return icrcRoceV1(frame, routeOff, icrcOff);
-    case 'ib': return icrcIb(frame, routeOff, bthOff, icrcOff);
+    case 'roce-v2':
+      return icrcRoceV2(frame, routeOff, bthOff, icrcOff);
+    case 'roce-v1':
+      return icrcRoceV1(frame, routeOff, icrcOff);
+    case 'ib':
+      return icrcIb(frame, routeOff, bthOff, icrcOff);
   }
 }
 
@@ -507,7 +665,15 @@ function icrcFor(frame: Uint8Array, r: Routing, routeOff: number, bthOff: number
  * BTH at `o`; the transport part (BTH..ICRC) ends at `end`; `routeOff` is
  * where the IP header, GRH (RoCE v1) or LRH starts, for the ICRC.
  */
-function decodeTransport(frame: Uint8Array, o: number, end: number, opts: DecodeOptions, r: Routing, routeOff: number, scratch: DecodeScratch | null): DecodeResult {
+function decodeTransport(
+  frame: Uint8Array,
+  o: number,
+  end: number,
+  opts: DecodeOptions,
+  r: Routing,
+  routeOff: number,
+  scratch: DecodeScratch | null,
+): DecodeResult {
   if (end - o < HdrLen.BTH + HdrLen.ICRC) return fail('WIRE_TRUNCATED', `transport part is ${end - o} bytes, the BTH and ICRC alone need 16`, o);
   const bth = scratch !== null ? readBthInto(frame, o, scratch.bth) : readBth(frame, o);
   if (bth.tver !== 0) return fail('WIRE_BAD_VERSION', `BTH TVer is ${bth.tver}, must be 0`, o + 1);
@@ -519,7 +685,8 @@ function decodeTransport(frame: Uint8Array, o: number, end: number, opts: Decode
   const payStart = o + info.headerLength;
   if (payStart > icrcOff) return fail('WIRE_TRUNCATED', `${info.name} needs ${info.headerLength} header bytes, ${icrcOff - o} present`, o);
   if (payEnd < payStart) return fail('WIRE_LENGTH_MISMATCH', `PadCnt ${bth.padCnt} is larger than the ${icrcOff - payStart} bytes after the headers`, o + 1);
-  if (!info.payload && icrcOff !== payStart) return fail('WIRE_LENGTH_MISMATCH', `${info.name} carries no payload, found ${icrcOff - payStart} bytes`, payStart);
+  if (!info.payload && icrcOff !== payStart)
+    return fail('WIRE_LENGTH_MISMATCH', `${info.name} carries no payload, found ${icrcOff - payStart} bytes`, payStart);
   if (((icrcOff - payStart) & 3) !== 0) return fail('WIRE_LENGTH_MISMATCH', `payload+pad is ${icrcOff - payStart} bytes, not a multiple of 4`, payStart);
   const icrc = readIcrc(frame, icrcOff);
   if (opts.verifyIcrc !== false) {

@@ -9,12 +9,7 @@
  * from the caller (sim or wall clock).
  */
 import { WireError } from './errors.js';
-import {
-  encodePcapGlobalHeader,
-  encodePcapRecordHeader,
-  PCAP_DEFAULT_SNAPLEN,
-  PCAP_RECORD_HEADER_LENGTH,
-} from './pcap.js';
+import { encodePcapGlobalHeader, encodePcapRecordHeader, PCAP_DEFAULT_SNAPLEN, PCAP_RECORD_HEADER_LENGTH } from './pcap.js';
 
 /**
  * Receives the file's bytes in order. The writer never touches a chunk again

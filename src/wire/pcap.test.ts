@@ -127,10 +127,7 @@ function buildPcap(opts: {
 describe('encodePcapGlobalHeader', () => {
   it('writes the µs header little-endian with version 2.4 and default snaplen', () => {
     const h = encodePcapGlobalHeader({ linktype: LINKTYPE_ETHERNET });
-    expect(Array.from(h)).toEqual([
-      0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-      0x00, 0x00, 0x04, 0x00, 1, 0, 0, 0,
-    ]);
+    expect(Array.from(h)).toEqual([0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x04, 0x00, 1, 0, 0, 0]);
   });
 
   it('writes the ns magic and a custom snaplen', () => {
@@ -233,7 +230,10 @@ describe('round trip', () => {
 
   it('returns views into the input, not copies, also for a subarray input', () => {
     const inner = buildPcap({
-      littleEndian: true, nanosecond: false, snaplen: 100, linktype: 1,
+      littleEndian: true,
+      nanosecond: false,
+      snaplen: 100,
+      linktype: 1,
       records: [{ sec: 1, frac: 2, data: frameFor(1, 20) }],
     });
     const outer = new Uint8Array(inner.length + 13);
@@ -252,7 +252,10 @@ describe('round trip', () => {
 
   it('treats snaplen 0 as unspecified', () => {
     const bytes = buildPcap({
-      littleEndian: true, nanosecond: false, snaplen: 0, linktype: 1,
+      littleEndian: true,
+      nanosecond: false,
+      snaplen: 0,
+      linktype: 1,
       records: [{ sec: 1, frac: 0, data: frameFor(1, 300) }],
     });
     expect(readPcap(bytes).records[0]!.data.length).toBe(300);
@@ -268,7 +271,11 @@ describe('snaplen truncation', () => {
     w.close();
     const file = readPcap(bytes());
     expect(file.snaplen).toBe(96);
-    expect(file.records.map((r) => [r.data.length, r.originalLength])).toEqual([[95, 95], [96, 96], [96, 1500]]);
+    expect(file.records.map((r) => [r.data.length, r.originalLength])).toEqual([
+      [95, 95],
+      [96, 96],
+      [96, 1500],
+    ]);
     expect(file.records[2]!.data).toEqual(frameFor(3, 1500).subarray(0, 96));
   });
 });
@@ -340,7 +347,11 @@ describe('PcapWriter', () => {
     w.close();
     for (const op of [() => w.write(frameFor(2, 60), 2n), () => w.flush()]) {
       let caught: unknown;
-      try { op(); } catch (e) { caught = e; }
+      try {
+        op();
+      } catch (e) {
+        caught = e;
+      }
       expect(caught).toBeInstanceOf(WireError);
       expect((caught as WireError).code).toBe('WIRE_BAD_PCAP');
     }
@@ -367,7 +378,12 @@ describe('PcapWriter', () => {
 
   it('stops after a sink failure rather than writing a file with a hole', () => {
     let fail = false;
-    const w = new PcapWriter(() => { if (fail) throw new Error('disk full'); }, { linktype: 1, chunkSize: 64 });
+    const w = new PcapWriter(
+      () => {
+        if (fail) throw new Error('disk full');
+      },
+      { linktype: 1, chunkSize: 64 },
+    );
     w.write(frameFor(1, 10), 1n);
     fail = true;
     expect(() => w.write(frameFor(2, 100), 2n)).toThrow('disk full');
@@ -380,7 +396,10 @@ describe('PcapWriter', () => {
 describe('malformed input gives WIRE_BAD_PCAP', () => {
   const good = () =>
     buildPcap({
-      littleEndian: true, nanosecond: false, snaplen: 200, linktype: 1,
+      littleEndian: true,
+      nanosecond: false,
+      snaplen: 200,
+      linktype: 1,
       records: [
         { sec: 10, frac: 5, data: frameFor(1, 50) },
         { sec: 11, frac: 6, data: frameFor(2, 70), orig: 900 },
@@ -525,12 +544,14 @@ describe.skipIf(!fs.existsSync(TSHARK))('tshark agrees with the writer', () => {
       const times = [1_795_940_541_972_421_123n, 1_795_940_541_972_450_987n, 1_000_000_007n];
       frames.forEach((f, i) => w.write(f, times[i]!));
       w.close();
-      const out = execFileSync(
-        TSHARK,
-        ['-r', file, '-T', 'fields', '-e', 'frame.time_epoch', '-e', 'frame.len', '-e', 'frame.cap_len'],
-        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      const rows = out.trim().split('\n').map((l) => l.split('\t'));
+      const out = execFileSync(TSHARK, ['-r', file, '-T', 'fields', '-e', 'frame.time_epoch', '-e', 'frame.len', '-e', 'frame.cap_len'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const rows = out
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t'));
       expect(rows).toEqual(
         frames.map((f, i) => {
           const ts = nanosecond ? times[i]! : (times[i]! / 1000n) * 1000n;

@@ -162,10 +162,22 @@ export function readPcapHeader(bytes: Uint8Array): PcapHeader {
   let nanosecond: boolean;
   // Reading the magic little-endian tells both the resolution and the byte order.
   switch (magicLE) {
-    case PCAP_MAGIC_US: littleEndian = true; nanosecond = false; break;
-    case PCAP_MAGIC_NS: littleEndian = true; nanosecond = true; break;
-    case 0xd4c3b2a1: littleEndian = false; nanosecond = false; break;
-    case 0x4d3cb2a1: littleEndian = false; nanosecond = true; break;
+    case PCAP_MAGIC_US:
+      littleEndian = true;
+      nanosecond = false;
+      break;
+    case PCAP_MAGIC_NS:
+      littleEndian = true;
+      nanosecond = true;
+      break;
+    case 0xd4c3b2a1:
+      littleEndian = false;
+      nanosecond = false;
+      break;
+    case 0x4d3cb2a1:
+      littleEndian = false;
+      nanosecond = true;
+      break;
     case PCAPNG_MAGIC:
       throw bad('this is a pcapng file; only classic pcap is supported', 0);
     default:
@@ -216,9 +228,7 @@ function* iterateRecords(bytes: Uint8Array, hdr: PcapHeader): Generator<PcapReco
       throw bad(`record ${index}: sub-second field ${frac} is not below ${fracLimit}`, pos + 4);
     }
     if (capLen > capLimit) {
-      const why = hdr.snaplen !== 0 && capLen > hdr.snaplen
-        ? `exceeds snaplen ${hdr.snaplen}`
-        : `exceeds the ${PCAP_MAX_RECORD_LENGTH}-byte sanity limit`;
+      const why = hdr.snaplen !== 0 && capLen > hdr.snaplen ? `exceeds snaplen ${hdr.snaplen}` : `exceeds the ${PCAP_MAX_RECORD_LENGTH}-byte sanity limit`;
       throw bad(`record ${index}: captured length ${capLen} ${why}`, pos + 8);
     }
     if (capLen > origLen) {
@@ -226,10 +236,7 @@ function* iterateRecords(bytes: Uint8Array, hdr: PcapHeader): Generator<PcapReco
     }
     const dataStart = pos + PCAP_RECORD_HEADER_LENGTH;
     if (capLen > bytes.length - dataStart) {
-      throw bad(
-        `record ${index}: ${capLen} captured bytes run past the end of the file (${bytes.length - dataStart} left)`,
-        dataStart,
-      );
+      throw bad(`record ${index}: ${capLen} captured bytes run past the end of the file (${bytes.length - dataStart} left)`, dataStart);
     }
     yield {
       timestampNs: BigInt(sec) * NS_PER_SEC + BigInt(frac) * fracScale,

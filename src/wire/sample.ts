@@ -46,9 +46,25 @@ function payloadFor(info: OpcodeInfo, seq: number): Uint8Array {
 }
 
 function fillHeaders(p: Packet, info: OpcodeInfo, seq: number): void {
-  if (p.reth) p.reth = { va: 0x7f00_0000_1000n + BigInt(seq) * 0x1000n, rkey: 0x1234_0000 + seq, dmaLength: info.kind === 'read-request' ? 4096 : p.payload.length };
-  if (p.atomicEth) p.atomicEth = { va: 0x7f00_0000_2000n + BigInt(seq) * 8n, rkey: 0x5678_0000 + seq, swapAdd: 0x1111_2222_3333_4444n, compare: info.op === 0x13 ? 0x0123_4567_89ab_cdefn : 0n };
-  if (p.aeth) p.aeth = { syndrome: info.kind === 'ack' && seq % 3 === 1 ? Syndrome.NAK_PSN_SEQ_ERR : info.kind === 'ack' && seq % 3 === 2 ? Syndrome.RNR_NAK_BASE | 14 : Syndrome.ACK_UNLIMITED, msn: 100 + seq };
+  if (p.reth)
+    p.reth = { va: 0x7f00_0000_1000n + BigInt(seq) * 0x1000n, rkey: 0x1234_0000 + seq, dmaLength: info.kind === 'read-request' ? 4096 : p.payload.length };
+  if (p.atomicEth)
+    p.atomicEth = {
+      va: 0x7f00_0000_2000n + BigInt(seq) * 8n,
+      rkey: 0x5678_0000 + seq,
+      swapAdd: 0x1111_2222_3333_4444n,
+      compare: info.op === 0x13 ? 0x0123_4567_89ab_cdefn : 0n,
+    };
+  if (p.aeth)
+    p.aeth = {
+      syndrome:
+        info.kind === 'ack' && seq % 3 === 1
+          ? Syndrome.NAK_PSN_SEQ_ERR
+          : info.kind === 'ack' && seq % 3 === 2
+            ? Syndrome.RNR_NAK_BASE | 14
+            : Syndrome.ACK_UNLIMITED,
+      msn: 100 + seq,
+    };
   if (p.atomicAckEth) p.atomicAckEth = { origData: 0xfeed_face_cafe_beefn };
   if (p.deth) p.deth = { qkey: info.transport === Transport.UD ? 0x1111_1111 : 0, resv8: 0, srcQp: 0x000abc };
   if (p.immDt !== null) p.immDt = 0xdead_beef;
@@ -81,8 +97,15 @@ export function sampleFrames(): SampleFrame[] {
       seq++;
     }
     if (f.framing === 'roce-v2') {
-      const cnp = newPacket('roce-v2', 0x81, { ipVersion: f.ipVersion ?? 4, dscp: 48, ecn: 2, udpSrcPort: 0, destQp: 0x118, ipId: seq,
-        ...(f.ipVersion === 6 ? { srcIp: parseIpv6('fd00:1::2'), dstIp: parseIpv6('fd00:1::1') } : {}) });
+      const cnp = newPacket('roce-v2', 0x81, {
+        ipVersion: f.ipVersion ?? 4,
+        dscp: 48,
+        ecn: 2,
+        udpSrcPort: 0,
+        destQp: 0x118,
+        ipId: seq,
+        ...(f.ipVersion === 6 ? { srcIp: parseIpv6('fd00:1::2'), dstIp: parseIpv6('fd00:1::1') } : {}),
+      });
       out.push({ label: `${f.tag} CNP`, framing: 'roce-v2', packet: cnp, pfc: null, pauseTime: null, bytes: encodePacket(cnp) });
       seq++;
     }
@@ -94,7 +117,14 @@ export function sampleFrames(): SampleFrame[] {
     { classEnable: 0xff, pauseTimes: [1, 2, 3, 4, 0x100, 0x200, 0x8000, 0xffff] },
   ];
   for (const c of pfcCases) {
-    out.push({ label: `PFC enable=0x${c.classEnable.toString(16)}`, framing: 'mac-control', packet: null, pfc: c, pauseTime: null, bytes: encodePfc(mac, c.classEnable, c.pauseTimes) });
+    out.push({
+      label: `PFC enable=0x${c.classEnable.toString(16)}`,
+      framing: 'mac-control',
+      packet: null,
+      pfc: c,
+      pauseTime: null,
+      bytes: encodePfc(mac, c.classEnable, c.pauseTimes),
+    });
   }
   out.push({ label: '802.3x PAUSE', framing: 'mac-control', packet: null, pfc: null, pauseTime: 0x1234, bytes: encodePause(mac, 0x1234) });
   return out;

@@ -24,21 +24,56 @@ export interface Bth {
   psn: number;
 }
 
-export interface Deth { qkey: number; resv8: number; srcQp: number }
-export interface Rdeth { resv8: number; eeCtx: number }
-export interface Xrceth { resv8: number; xrcSrq: number }
-export interface Reth { va: bigint; rkey: number; dmaLength: number }
-export interface AtomicEth { va: bigint; rkey: number; swapAdd: bigint; compare: bigint }
-export interface Aeth { syndrome: number; msn: number }
-export interface AtomicAckEth { origData: bigint }
+export interface Deth {
+  qkey: number;
+  resv8: number;
+  srcQp: number;
+}
+export interface Rdeth {
+  resv8: number;
+  eeCtx: number;
+}
+export interface Xrceth {
+  resv8: number;
+  xrcSrq: number;
+}
+export interface Reth {
+  va: bigint;
+  rkey: number;
+  dmaLength: number;
+}
+export interface AtomicEth {
+  va: bigint;
+  rkey: number;
+  swapAdd: bigint;
+  compare: bigint;
+}
+export interface Aeth {
+  syndrome: number;
+  msn: number;
+}
+export interface AtomicAckEth {
+  origData: bigint;
+}
 /** FLUSH extended transport header (IBA 1.5): placement type and selectivity level. */
-export interface Feth { raw: number }
+export interface Feth {
+  raw: number;
+}
 
 /** BTH, first three dwords. */
 export function writeBth(
-  buf: Uint8Array, off: number,
-  opcode: number, se: number, migReq: number, padCnt: number, pkey: number,
-  fecn: number, becn: number, destQp: number, ackReq: number, psn: number,
+  buf: Uint8Array,
+  off: number,
+  opcode: number,
+  se: number,
+  migReq: number,
+  padCnt: number,
+  pkey: number,
+  fecn: number,
+  becn: number,
+  destQp: number,
+  ackReq: number,
+  psn: number,
 ): number {
   buf[off] = opcode;
   buf[off + 1] = ((se & 1) << 7) | ((migReq & 1) << 6) | ((padCnt & 3) << 4);

@@ -22,7 +22,20 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const rnic = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 240_000, cwd: dir });
 
 /** A campaign that fails often, for a reason the IBTA gives: no retries at 20% loss. */
-const LOSSY = ['--set', 'retryCnt=0', '--set', 'quirks={}', '--set', 'faults.kinds=["drop"]', '--set', 'faults.rate=0.2', '--set', 'qps.RC=1', '--set', 'wrs=[2,5]'];
+const LOSSY = [
+  '--set',
+  'retryCnt=0',
+  '--set',
+  'quirks={}',
+  '--set',
+  'faults.kinds=["drop"]',
+  '--set',
+  'faults.rate=0.2',
+  '--set',
+  'qps.RC=1',
+  '--set',
+  'wrs=[2,5]',
+];
 const lossy = parseCampaign({ retryCnt: 0, quirks: {}, faults: { kinds: ['drop'], rate: 0.2 }, qps: { RC: 1 }, wrs: [2, 5] });
 
 describe('rnic campaign', () => {
@@ -35,7 +48,10 @@ describe('rnic campaign', () => {
       const b = await Promise.all(seeds.map((s) => pool.seed(lossy, s)));
       const v = (r: (typeof a)[number]) => [r.seed, r.ok, r.primary, r.classes, r.failures, r.eventsRun, r.virtualNs];
       expect(b.map(v)).toEqual(a.map(v));
-      expect(a.some((r) => !r.ok), 'some seeds fail').toBe(true);
+      expect(
+        a.some((r) => !r.ok),
+        'some seeds fail',
+      ).toBe(true);
     } finally {
       await pool.close();
     }

@@ -34,7 +34,12 @@ describe('campaign files', () => {
   it('the default workload is the one asked for: 2-4 RC, one UC, one UD, every op, 0-12000 B, full PSN range, 1-10% faults of five kinds', () => {
     const c = DEFAULT_CAMPAIGN;
     expect(c.qps).toEqual({ RC: [2, 4], UC: [1, 1], UD: [1, 1] });
-    expect(Object.entries(c.ops).filter(([, w]) => w > 0).map(([k]) => k).sort()).toEqual(['cmp_swap', 'fetch_add', 'read', 'send', 'send_imm', 'write', 'write_imm']);
+    expect(
+      Object.entries(c.ops)
+        .filter(([, w]) => w > 0)
+        .map(([k]) => k)
+        .sort(),
+    ).toEqual(['cmp_swap', 'fetch_add', 'read', 'send', 'send_imm', 'write', 'write_imm']);
     expect(c.sizes.max).toBe(12000);
     expect(c.psn).toEqual([0, 0xffffff]);
     expect(c.mtus).toEqual([256, 512, 1024, 2048, 4096]);

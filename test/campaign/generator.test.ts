@@ -71,7 +71,15 @@ describe('generator', () => {
   });
 
   it('follows its knobs: RC only, sends only, small sizes, one MTU, drops only', () => {
-    const c = parseCampaign({ qps: { RC: 1, UC: 0, UD: 0 }, reverse: 0, ops: { send: 1 }, sizes: { max: 100, zero: 0 }, mtus: [512], faults: { kinds: ['drop'], rate: 0.05 }, psn: [0x800000, 0x800000] });
+    const c = parseCampaign({
+      qps: { RC: 1, UC: 0, UD: 0 },
+      reverse: 0,
+      ops: { send: 1 },
+      sizes: { max: 100, zero: 0 },
+      mtus: [512],
+      faults: { kinds: ['drop'], rate: 0.05 },
+      psn: [0x800000, 0x800000],
+    });
     for (const seed of SEEDS.slice(0, 50)) {
       const s = parseScenario(generateScenario(c, seed));
       expect(s.qps.map((q) => [q.type, q.mtu, q.psn_a, q.psn_b])).toEqual([['RC', 512, 0x800000, 0x800000]]);

@@ -9,9 +9,17 @@ import { buffer, closeHosts, guardDamage, GUARD_BYTES, openHosts } from '../../s
 import { currentModel, startSimModel, stopModel } from '../../src/boot.js';
 
 const ALL_RC = [
-  { op: 'send', size: 3000 }, { op: 'write', size: 40, inline: true, signaled: false }, { op: 'cmp_swap' },
-  { op: 'read', size: 5000 }, { op: 'send_imm', size: 0 }, { op: 'fetch_add', signaled: false }, { op: 'write_imm', size: 1500 },
-  { op: 'read', size: 0 }, { op: 'write', size: 12000 }, { op: 'fetch_add' }, { op: 'send', size: 64, inline: true },
+  { op: 'send', size: 3000 },
+  { op: 'write', size: 40, inline: true, signaled: false },
+  { op: 'cmp_swap' },
+  { op: 'read', size: 5000 },
+  { op: 'send_imm', size: 0 },
+  { op: 'fetch_add', signaled: false },
+  { op: 'write_imm', size: 1500 },
+  { op: 'read', size: 0 },
+  { op: 'write', size: 12000 },
+  { op: 'fetch_add' },
+  { op: 'send', size: 64, inline: true },
 ];
 
 function mixed(extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -26,8 +34,26 @@ function mixed(extra: Record<string, unknown> = {}): Record<string, unknown> {
     traffic: [
       { qp: 'rc0', from: 'a', depth: 4, wrs: ALL_RC },
       { qp: 'rc0', from: 'b', depth: 2, recvDepth: 2, recvStartNs: '20us', wrs: [...ALL_RC].reverse() },
-      { qp: 'uc0', depth: 3, wrs: [{ op: 'send', size: 1200 }, { op: 'write_imm', size: 10 }, { op: 'write', size: 700 }, { op: 'send_imm', size: 5 }] },
-      { qp: 'ud0', depth: 3, wrs: [{ op: 'send', size: 1000 }, { op: 'send_imm', size: 0 }, { op: 'send', size: 16, signaled: false }, { op: 'send', size: 1 }] },
+      {
+        qp: 'uc0',
+        depth: 3,
+        wrs: [
+          { op: 'send', size: 1200 },
+          { op: 'write_imm', size: 10 },
+          { op: 'write', size: 700 },
+          { op: 'send_imm', size: 5 },
+        ],
+      },
+      {
+        qp: 'ud0',
+        depth: 3,
+        wrs: [
+          { op: 'send', size: 1000 },
+          { op: 'send_imm', size: 0 },
+          { op: 'send', size: 16, signaled: false },
+          { op: 'send', size: 1 },
+        ],
+      },
     ],
     ...extra,
   };
@@ -40,7 +66,12 @@ describe('mixed work requests', () => {
     expect(r.findings).toEqual([]);
     expect(r.endedBy).toBe('complete');
     const t = r.traffic;
-    expect(t.map((x) => [x.qp, x.from, x.op, x.ok])).toEqual([['rc0', 'a', 'mixed', 11], ['rc0', 'b', 'mixed', 11], ['uc0', 'a', 'mixed', 4], ['ud0', 'a', 'mixed', 4]]);
+    expect(t.map((x) => [x.qp, x.from, x.op, x.ok])).toEqual([
+      ['rc0', 'a', 'mixed', 11],
+      ['rc0', 'b', 'mixed', 11],
+      ['uc0', 'a', 'mixed', 4],
+      ['ud0', 'a', 'mixed', 4],
+    ]);
     expect(t[1]!.naks['rnr-nak'] ?? 0, 'a SEND met the late receives').toBeGreaterThan(0);
     expect(t[0]!.receives).toBe(4);
     // The timeline knows each WR's own op and size.
@@ -50,8 +81,11 @@ describe('mixed work requests', () => {
 
   it('the same under 5% loss, corruption, duplication, reordering and delay both ways', async () => {
     const faults = [
-      { action: 'drop', probability: 0.05 }, { action: 'corrupt', probability: 0.05 }, { action: 'duplicate', probability: 0.05 },
-      { action: 'reorder', probability: 0.05, reorderDepth: 2 }, { action: 'delay', probability: 0.05, delayNs: '3us' },
+      { action: 'drop', probability: 0.05 },
+      { action: 'corrupt', probability: 0.05 },
+      { action: 'duplicate', probability: 0.05 },
+      { action: 'reorder', probability: 0.05, reorderDepth: 2 },
+      { action: 'delay', probability: 0.05, delayNs: '3us' },
     ];
     for (const seed of [1, 2, 3]) {
       const r = await runScenario(parseScenario(mixed({ seed, faults, quirks: { rxeRetryCnt7Infinite: true } })));
@@ -61,12 +95,24 @@ describe('mixed work requests', () => {
   });
 
   it('a WR that must fail is a finding with its class parts: QP type, kind, status', async () => {
-    const r = await runScenario(parseScenario({
-      duration: '10ms',
-      qps: [{ name: 'q', mtu: 1024, timeout: 4, retry_cnt: 0 }],
-      faults: [{ action: 'drop', direction: 'a->b', match: { opcode: 'write' } }],
-      traffic: [{ qp: 'q', depth: 2, wrs: [{ op: 'send', size: 10 }, { op: 'write', size: 100 }, { op: 'read', size: 10 }] }],
-    }));
+    const r = await runScenario(
+      parseScenario({
+        duration: '10ms',
+        qps: [{ name: 'q', mtu: 1024, timeout: 4, retry_cnt: 0 }],
+        faults: [{ action: 'drop', direction: 'a->b', match: { opcode: 'write' } }],
+        traffic: [
+          {
+            qp: 'q',
+            depth: 2,
+            wrs: [
+              { op: 'send', size: 10 },
+              { op: 'write', size: 100 },
+              { op: 'read', size: 10 },
+            ],
+          },
+        ],
+      }),
+    );
     const first = r.findings[0]!;
     expect(first).toMatchObject({ kind: 'error-completion', qp: 'q', type: 'RC', op: 'write', status: 'IBV_WC_RETRY_EXC_ERR' });
     expect(r.findings.length, 'the READ behind it is flushed: a consequence, not a finding').toBe(1);
@@ -83,13 +129,23 @@ describe('mixed work requests', () => {
 
   it('a CQE that lands while another CQ is polled is seen at once, not at the watchdog horizon', async () => {
     // Found by the campaign (seed 11, shrunk): the runner used to jump the clock to the next watchdog deadline.
-    const r = await runScenario(parseScenario({
-      qps: [{ name: 'rc0', mtu: 256, timeout: 10 }, { name: 'ud0', type: 'UD', mtu: 2048 }],
-      traffic: [
-        { qp: 'rc0', depth: 1, wrs: [{ op: 'fetch_add' }, { op: 'write_imm', size: 1 }, { op: 'read', size: 0 }, { op: 'fetch_add' }, { op: 'write', size: 0 }], recvDepth: 1 },
-        { qp: 'ud0', depth: 1, wrs: [{ op: 'send', size: 0 }], recvDepth: 1 },
-      ],
-    }));
+    const r = await runScenario(
+      parseScenario({
+        qps: [
+          { name: 'rc0', mtu: 256, timeout: 10 },
+          { name: 'ud0', type: 'UD', mtu: 2048 },
+        ],
+        traffic: [
+          {
+            qp: 'rc0',
+            depth: 1,
+            wrs: [{ op: 'fetch_add' }, { op: 'write_imm', size: 1 }, { op: 'read', size: 0 }, { op: 'fetch_add' }, { op: 'write', size: 0 }],
+            recvDepth: 1,
+          },
+          { qp: 'ud0', depth: 1, wrs: [{ op: 'send', size: 0 }], recvDepth: 1 },
+        ],
+      }),
+    );
     expect(r.verify).toEqual([]);
     expect(r.endedBy).toBe('complete');
     expect(r.endNs).toBeLessThan(100_000);
@@ -97,14 +153,43 @@ describe('mixed work requests', () => {
 
   it('a 57 KB WRITE at MTU 256 under 17% loss is slow, not stalled: each go-back-N round acknowledges more of it', async () => {
     // Found by a campaign with 64 KB messages (seed 356, shrunk): completions alone came further apart than the watchdog.
-    const r = await runScenario(parseScenario({
-      seed: 356,
-      duration: '250ms',
-      quirks: { rxeRetryCnt7Infinite: true },
-      qps: [{ name: 'rc1', mtu: 256, psn_a: 9176870, psn_b: 10981905, timeout: 9, min_rnr_timer: 9, max_rd_atomic: 11, max_dest_rd_atomic: 11, max_send_wr: 13, max_recv_wr: 7, cq_depth: 13 }],
-      faults: [{ action: 'corrupt', probability: 0.0696 }, { action: 'drop', probability: 0.0982 }],
-      traffic: [{ qp: 'rc1', from: 'b', depth: 13, wrs: [{ op: 'write', size: 57161 }, { op: 'write', size: 0 }] }],
-    }));
+    const r = await runScenario(
+      parseScenario({
+        seed: 356,
+        duration: '250ms',
+        quirks: { rxeRetryCnt7Infinite: true },
+        qps: [
+          {
+            name: 'rc1',
+            mtu: 256,
+            psn_a: 9176870,
+            psn_b: 10981905,
+            timeout: 9,
+            min_rnr_timer: 9,
+            max_rd_atomic: 11,
+            max_dest_rd_atomic: 11,
+            max_send_wr: 13,
+            max_recv_wr: 7,
+            cq_depth: 13,
+          },
+        ],
+        faults: [
+          { action: 'corrupt', probability: 0.0696 },
+          { action: 'drop', probability: 0.0982 },
+        ],
+        traffic: [
+          {
+            qp: 'rc1',
+            from: 'b',
+            depth: 13,
+            wrs: [
+              { op: 'write', size: 57161 },
+              { op: 'write', size: 0 },
+            ],
+          },
+        ],
+      }),
+    );
     expect(r.verify).toEqual([]);
     const t = r.traffic[0]!;
     expect(t.ok).toBe(2);
@@ -115,7 +200,52 @@ describe('mixed work requests', () => {
   it('a corrupted response with a flipped PSN bit is no progress, and does not hide the real progress after it', async () => {
     // Found by campaigns/stress.json (seed 130, shrunk): the watchdog's wire tap saw the frame before
     // the receiver's ICRC check, took its PSN (2 million ahead) as acknowledged, and declared a stall.
-    const r = await runScenario(parseScenario({"seed": 130, "duration": 250000000, "quirks": {"rxeRetryCnt7Infinite": true}, "qps": [{"name": "rc1", "type": "RC", "mtu": 256, "psn_a": 12774598, "psn_b": 14392166, "max_inline_data": 112, "timeout": 7, "retry_cnt": 7, "rnr_retry": 7, "min_rnr_timer": 4, "max_rd_atomic": 15, "max_dest_rd_atomic": 15, "max_send_wr": 12, "max_recv_wr": 14, "cq_depth": 14}], "faults": [{"action": "duplicate", "probability": 0.0759, "copies": 4}, {"action": "delay", "probability": 0.09, "delayNs": 307547}, {"action": "drop", "probability": 0.0916}, {"action": "reorder", "probability": 0.0979, "reorderDepth": 59}, {"action": "corrupt", "probability": 0.071}], "traffic": [{"qp": "rc1", "from": "a", "depth": 12, "wrs": [{"op": "write_imm", "size": 62409, "signaled": false}, {"op": "send", "size": 52079}, {"op": "write_imm", "size": 699}], "recvDepth": 14}]}));
+    const r = await runScenario(
+      parseScenario({
+        seed: 130,
+        duration: 250000000,
+        quirks: { rxeRetryCnt7Infinite: true },
+        qps: [
+          {
+            name: 'rc1',
+            type: 'RC',
+            mtu: 256,
+            psn_a: 12774598,
+            psn_b: 14392166,
+            max_inline_data: 112,
+            timeout: 7,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 4,
+            max_rd_atomic: 15,
+            max_dest_rd_atomic: 15,
+            max_send_wr: 12,
+            max_recv_wr: 14,
+            cq_depth: 14,
+          },
+        ],
+        faults: [
+          { action: 'duplicate', probability: 0.0759, copies: 4 },
+          { action: 'delay', probability: 0.09, delayNs: 307547 },
+          { action: 'drop', probability: 0.0916 },
+          { action: 'reorder', probability: 0.0979, reorderDepth: 59 },
+          { action: 'corrupt', probability: 0.071 },
+        ],
+        traffic: [
+          {
+            qp: 'rc1',
+            from: 'a',
+            depth: 12,
+            wrs: [
+              { op: 'write_imm', size: 62409, signaled: false },
+              { op: 'send', size: 52079 },
+              { op: 'write_imm', size: 699 },
+            ],
+            recvDepth: 14,
+          },
+        ],
+      }),
+    );
     expect(r.verify).toEqual([]);
     expect(r.stalls).toEqual([]);
     expect(r.sim.links.l0!.faults!.corrupted).toBeGreaterThan(0);
@@ -131,7 +261,17 @@ describe('mixed work requests', () => {
       }
       return 'accepted';
     };
-    expect(bad({ wrs: [{ op: 'send', size: 1 }, { op: 'read', size: 5 }] }, { type: 'UC' })).toBe('s.json.traffic[0].wrs[1].op: a UC QP has no read');
+    expect(
+      bad(
+        {
+          wrs: [
+            { op: 'send', size: 1 },
+            { op: 'read', size: 5 },
+          ],
+        },
+        { type: 'UC' },
+      ),
+    ).toBe('s.json.traffic[0].wrs[1].op: a UC QP has no read');
     expect(bad({ wrs: [{ op: 'send' }] })).toBe('s.json.traffic[0].wrs[0].size: required (bytes)');
     expect(bad({ wrs: [{ op: 'send', size: 100, inline: true }] }, { max_inline_data: 64 })).toMatch(/^s\.json\.traffic\[0\]\.wrs\[0\]\.inline: inline needs/);
     expect(bad({ wrs: [{ op: 'send', size: 2000 }] }, { type: 'UD', mtu: 1024 })).toBe('s.json.traffic[0].wrs[0].size: a UD message must fit the MTU (1024)');
@@ -144,7 +284,12 @@ describe('mixed work requests', () => {
 describe('guard bytes', () => {
   it('bytes just outside a registered buffer are reported, bytes inside are not', async () => {
     const s = parseScenario({});
-    await startSimModel({ workers: 0, devices: s.devices.map((d) => ({ ...d, ports: d.ports.map((p) => ({ ...p })) })), cables: s.links.map((l) => ({ kind: 'wire' as const, a: l.a, b: l.b })), quirks: {} });
+    await startSimModel({
+      workers: 0,
+      devices: s.devices.map((d) => ({ ...d, ports: d.ports.map((p) => ({ ...p })) })),
+      cables: s.links.map((l) => ({ kind: 'wire' as const, a: l.a, b: l.b })),
+      quirks: {},
+    });
     const hosts = openHosts(s);
     try {
       const b = buffer(hosts.get('rnic0')!, 100);

@@ -30,7 +30,13 @@ function failing(): ScenarioJson {
     ],
     traffic: [
       { qp: 'rc0', from: 'a', depth: 4, wrs: [wr('send', 3000), wr('read', 2000), wr('fetch_add'), wr('write', 100)] },
-      { qp: 'rc1', from: 'a', depth: 3, recvStartNs: 5000, wrs: [wr('send', 700), wr('cmp_swap'), wr('send_imm', 9), wr('read', 4000), wr('write', 5000), wr('send', 20), wr('write_imm', 30)] },
+      {
+        qp: 'rc1',
+        from: 'a',
+        depth: 3,
+        recvStartNs: 5000,
+        wrs: [wr('send', 700), wr('cmp_swap'), wr('send_imm', 9), wr('read', 4000), wr('write', 5000), wr('send', 20), wr('write_imm', 30)],
+      },
       { qp: 'rc1', from: 'b', depth: 2, wrs: [wr('write', 800), wr('read', 900)] },
       { qp: 'ud0', from: 'a', depth: 2, wrs: [wr('send', 100), wr('send_imm', 10)] },
     ],
@@ -61,7 +67,10 @@ describe('shrinking', () => {
   it('pinned faults hit the same frames as the random rules they replace', async () => {
     const json = failing();
     json.qps[1]!.retry_cnt = 7;
-    json.faults = [{ action: 'drop', probability: 0.1 }, { action: 'duplicate', probability: 0.1 }];
+    json.faults = [
+      { action: 'drop', probability: 0.1 },
+      { action: 'duplicate', probability: 0.1 },
+    ];
     const hits: { rule: number; qpn: number; psn: number; opcode: number; occurrence: number; direction: 'a->b' | 'b->a'; ns: number; link: string }[] = [];
     const r1 = await runScenario({ ...parseScenario(json), capture: [] }, { onFault: (h) => hits.push(h) });
     expect(hits.length).toBeGreaterThan(2);
@@ -75,7 +84,17 @@ describe('shrinking', () => {
 });
 
 describe('judging', () => {
-  const f = (kind: string, ns: number, extra: Record<string, string> = {}) => ({ kind, qp: 'q', from: 'a', type: 'RC', op: '', status: '', ns, detail: kind, ...extra });
+  const f = (kind: string, ns: number, extra: Record<string, string> = {}) => ({
+    kind,
+    qp: 'q',
+    from: 'a',
+    type: 'RC',
+    op: '',
+    status: '',
+    ns,
+    detail: kind,
+    ...extra,
+  });
   const result = (findings: ReturnType<typeof f>[]) => ({ findings, stalls: [], endNs: 100, endedBy: 'complete', timeline: { qps: [] } }) as never;
 
   it('a class is type, kind and what it is about; the first finding that is no consequence decides', () => {
@@ -90,7 +109,24 @@ describe('judging', () => {
   });
 
   it('the timeline cross-check: a WR without a completion in a run that completed', () => {
-    const r = { findings: [], stalls: [], endNs: 100, endedBy: 'complete', timeline: { qps: [{ qp: 'q', from: 'a', wrs: [{ index: 0, op: 'send', completedNs: 5, status: 'IBV_WC_SUCCESS' }, { index: 1, op: 'send', completedNs: null, status: null }] }] } } as never;
+    const r = {
+      findings: [],
+      stalls: [],
+      endNs: 100,
+      endedBy: 'complete',
+      timeline: {
+        qps: [
+          {
+            qp: 'q',
+            from: 'a',
+            wrs: [
+              { index: 0, op: 'send', completedNs: 5, status: 'IBV_WC_SUCCESS' },
+              { index: 1, op: 'send', completedNs: null, status: null },
+            ],
+          },
+        ],
+      },
+    } as never;
     const v = judge(r, new Map([['q', 'UC']]));
     expect(v.ok).toBe(false);
     expect(v.failures).toEqual(['q: WR 1 (send) has no completion in the timeline']);

@@ -23,7 +23,13 @@ function project(): string {
   dirs.push(d);
   mkdirSync(join(d, 'src'));
   writeFileSync(join(d, 'package.json'), JSON.stringify({ name: 'p', type: 'module' }));
-  writeFileSync(join(d, 'tsconfig.json'), JSON.stringify({ compilerOptions: { outDir: 'dist', rootDir: '.', module: 'NodeNext', target: 'ES2022', skipLibCheck: true, types: [] }, include: ['src/**/*.ts'] }));
+  writeFileSync(
+    join(d, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { outDir: 'dist', rootDir: '.', module: 'NodeNext', target: 'ES2022', skipLibCheck: true, types: [] },
+      include: ['src/**/*.ts'],
+    }),
+  );
   writeFileSync(join(d, 'src/a.ts'), 'export const a: number = 1;\n');
   symlinkSync(join(ROOT, 'node_modules'), join(d, 'node_modules'));
   return d;

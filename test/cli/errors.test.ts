@@ -45,7 +45,16 @@ describe('error lines', () => {
   it('a configuration with two devices on one wire with the same MAC: one line naming the cable', () => {
     const cfg = join(dir, 'same-mac.json');
     const p = (ip: string) => ({ mac: '02:00:00:00:00:01', ipv4: [ip] });
-    writeFileSync(cfg, JSON.stringify({ devices: [{ name: 'a', ports: [p('192.0.2.1')] }, { name: 'b', ports: [p('192.0.2.2')] }], cables: [{ kind: 'wire', a: 'a:1', b: 'b:1' }] }));
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        devices: [
+          { name: 'a', ports: [p('192.0.2.1')] },
+          { name: 'b', ports: [p('192.0.2.2')] },
+        ],
+        cables: [{ kind: 'wire', a: 'a:1', b: 'b:1' }],
+      }),
+    );
     const r = rnic(['devinfo', '-l'], { RNIC_CONFIG: cfg });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain(`${cfg}.cables[0]: a:1 and b:1 are on one wire with the same MAC 02:00:00:00:00:01`);
@@ -95,7 +104,18 @@ describe('rnic sim --out DIR/', () => {
   it('names the files it wrote in full with a trailing slash', () => {
     const r = rnic(['sim', SCENARIO, '--out', 'run/']);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('wrote config.json, timeline.json, counters.json, summary.txt, summary.json, flows.json, capture.pcap, capture-rnic1-1.pcap in run/');
-    expect(readdirSync(join(dir, 'run')).sort()).toEqual(['capture-rnic1-1.pcap', 'capture.pcap', 'config.json', 'counters.json', 'flows.json', 'summary.json', 'summary.txt', 'timeline.json']);
+    expect(r.stdout).toContain(
+      'wrote config.json, timeline.json, counters.json, summary.txt, summary.json, flows.json, capture.pcap, capture-rnic1-1.pcap in run/',
+    );
+    expect(readdirSync(join(dir, 'run')).sort()).toEqual([
+      'capture-rnic1-1.pcap',
+      'capture.pcap',
+      'config.json',
+      'counters.json',
+      'flows.json',
+      'summary.json',
+      'summary.txt',
+      'timeline.json',
+    ]);
   });
 });

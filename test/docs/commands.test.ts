@@ -24,7 +24,13 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '../..');
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 /** The checkout, a directory of its own per run (two runs at once must not share one). */
 let WORK = '';
 /** What one command may take (npm install builds the package: minutes on a loaded machine). */
@@ -43,15 +49,27 @@ interface Expect {
 }
 
 const EXPECT: Record<string, Expect> = {
-  'npm install && npm start': { out: /== SEND\/RECV ping-pong[\s\S]*== RDMA WRITE bandwidth[\s\S]*== RDMA READ bandwidth[\s\S]*rnic1: .*rx_read_requests=\d+/, files: ['rnic-demo.pcap', 'dist/src/cli/main.js'] },
+  'npm install && npm start': {
+    out: /== SEND\/RECV ping-pong[\s\S]*== RDMA WRITE bandwidth[\s\S]*== RDMA READ bandwidth[\s\S]*rnic1: .*rx_read_requests=\d+/,
+    files: ['rnic-demo.pcap', 'dist/src/cli/main.js'],
+  },
   'npm test': { skip: 'it is the command that runs this test' },
   'npx rnic demo --pcap run.pcap': { out: /== RDMA WRITE bandwidth/, files: ['run.pcap'] },
   'npx rnic devinfo -v': { out: /hca_id:\trnic0[\s\S]*max_qp:\s+\d+[\s\S]*hca_core_clock:\t+\d+kHZ[\s\S]*GID\[\s*3\]:\t\t::ffff:192\.0\.2\.1, RoCE v2\n/ },
-  'npx rnic rc_pingpong': { out: /8192000 bytes in [\d.]+ seconds/, clientOut: /remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.1\n8192000 bytes in/ },
+  'npx rnic rc_pingpong': {
+    out: /8192000 bytes in [\d.]+ seconds/,
+    clientOut: /remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:192\.0\.2\.1\n8192000 bytes in/,
+  },
   'npx rnic perf write_bw --loopback -s 65536 -n 1000 -x 3': { out: /RDMA_Write BW Test[\s\S]*GID index\s+: 3[\s\S]*\n 65536\s+1000\s+[\d.]+\s+[\d.]+/ },
   'npx rnic counters -v': { out: /rnic0 port 1:[\s\S]*port_xmit_data +\d+[\s\S]*port_rcv_packets +\d+[\s\S]*rnic1 port 1:/ },
-  'npx rnic sim scenarios/drop-5th-packet.json --out run/': { out: /checks: all passed\n  wrote config\.json, timeline\.json, counters\.json, summary\.txt, summary\.json, flows\.json, capture\.pcap, capture-rnic1-1\.pcap in run\//, files: ['run/capture.pcap', 'run/counters.json', 'run/flows.json'] },
-  'npx rnic sim scenarios/incast-8to1.json --out incast/': { out: /switch sw0: 0 dropped[\s\S]*checks: all passed\n  wrote .*pfc\.json, timeseries\.json, queue-depth\.svg, flow-rate\.svg, pauses\.svg, fct\.svg, cc-rate\.svg, report\.html in incast\//, files: ['incast/flows.json', 'incast/pfc.json', 'incast/report.html', 'incast/summary.json'] },
+  'npx rnic sim scenarios/drop-5th-packet.json --out run/': {
+    out: /checks: all passed\n  wrote config\.json, timeline\.json, counters\.json, summary\.txt, summary\.json, flows\.json, capture\.pcap, capture-rnic1-1\.pcap in run\//,
+    files: ['run/capture.pcap', 'run/counters.json', 'run/flows.json'],
+  },
+  'npx rnic sim scenarios/incast-8to1.json --out incast/': {
+    out: /switch sw0: 0 dropped[\s\S]*checks: all passed\n  wrote .*pfc\.json, timeseries\.json, queue-depth\.svg, flow-rate\.svg, pauses\.svg, fct\.svg, cc-rate\.svg, report\.html in incast\//,
+    files: ['incast/flows.json', 'incast/pfc.json', 'incast/report.html', 'incast/summary.json'],
+  },
   'npx rnic pcap-sample --out sample.pcap': { out: /wrote \d+ Ethernet frames .* to sample\.pcap/, files: ['sample.pcap', 'sample-ib.pcap'] },
   'npm run bench': { out: /## wire codec[\s\S]*## sim scheduler/ },
   'npm run bench -- wire': { out: /## wire codec.*\n.*Mpps/ },
@@ -61,8 +79,14 @@ const EXPECT: Record<string, Expect> = {
     out: /remote address: .*GID ::ffff:192\.0\.2\.2\n8192000 bytes in/,
     clientOut: /local address: .*GID ::ffff:192\.0\.2\.2\n  remote address: .*GID ::ffff:192\.0\.2\.1\n8192000 bytes in/,
   },
-  'npx rnic sim scenarios/drop-5th-packet.json --out run1/': { out: /scenario drop-5th-packet, seed 1: ended \(complete\)[\s\S]*checks: all passed/, files: ['run1/capture.pcap'] },
-  "npx rnic sim scenarios/random-loss.json --seed 42 --fault 'delay:p=1%,delay=5us'": { out: /scenario random-loss, seed 42:[\s\S]*checks: all passed/, files: ['sim-out/random-loss/capture.pcap'] },
+  'npx rnic sim scenarios/drop-5th-packet.json --out run1/': {
+    out: /scenario drop-5th-packet, seed 1: ended \(complete\)[\s\S]*checks: all passed/,
+    files: ['run1/capture.pcap'],
+  },
+  "npx rnic sim scenarios/random-loss.json --seed 42 --fault 'delay:p=1%,delay=5us'": {
+    out: /scenario random-loss, seed 42:[\s\S]*checks: all passed/,
+    files: ['sim-out/random-loss/capture.pcap'],
+  },
 };
 
 interface Command {

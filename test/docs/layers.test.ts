@@ -42,7 +42,11 @@ const PROBES: Probe[] = [
   { layer: 'src/fabric', code: "import * as dgram from 'node:dgram';\nexport const d = dgram;", error: /TS2307: Cannot find module 'node:dgram'/ },
   { layer: 'src/fabric', code: 'setInterval(() => {}, 1);', error: /TS2304: Cannot find name 'setInterval'/ },
   { layer: 'src/pipeline', code: "import '../fabric/cable.js';", error: /TS6307: File '[^']*src\/fabric\/cable\.ts'/ },
-  { layer: 'src/pipeline', code: "import { Worker } from 'node:worker_threads';\nexport const w = Worker;", error: /TS2307: Cannot find module 'node:worker_threads'/ },
+  {
+    layer: 'src/pipeline',
+    code: "import { Worker } from 'node:worker_threads';\nexport const w = Worker;",
+    error: /TS2307: Cannot find module 'node:worker_threads'/,
+  },
   { layer: 'src/pipeline', code: 'setImmediate(() => {});', error: /TS2304: Cannot find name 'setImmediate'/ },
   { layer: 'src/runtime', code: "import '../driver/verbs/errno-error.js';", error: /TS6307: File '[^']*src\/driver\/verbs\/errno-error\.ts'/ },
   { layer: 'src/driver', dir: 'src/driver/verbs', code: "import '../../pipeline/psn.js';", error: /TS6307: File '[^']*src\/pipeline\/psn\.ts'/ },
@@ -77,15 +81,19 @@ describe('tsc -b rejects an import a layer may not make', () => {
     }
   });
 
-  it.each(PROBES.map((p) => [`${p.layer}: ${p.code.split('\n')[0]}`, p] as const))('%s', (_label, p) => {
-    const file = join(WORK, p.dir ?? p.layer, 'zz-layer-probe.ts');
-    writeFileSync(file, `${p.code}\n`);
-    try {
-      const r = tscBuild(p.layer);
-      expect(r.status).not.toBe(0);
-      expect(r.out).toMatch(p.error);
-    } finally {
-      rmSync(file);
-    }
-  }, BUILD_TIMEOUT_MS);
+  it.each(PROBES.map((p) => [`${p.layer}: ${p.code.split('\n')[0]}`, p] as const))(
+    '%s',
+    (_label, p) => {
+      const file = join(WORK, p.dir ?? p.layer, 'zz-layer-probe.ts');
+      writeFileSync(file, `${p.code}\n`);
+      try {
+        const r = tscBuild(p.layer);
+        expect(r.status).not.toBe(0);
+        expect(r.out).toMatch(p.error);
+      } finally {
+        rmSync(file);
+      }
+    },
+    BUILD_TIMEOUT_MS,
+  );
 });

@@ -14,7 +14,10 @@ const ROOT = join(import.meta.dirname, '../..');
 const OUTSIDE = ['/wor' + 'k/', String.raw`\.\./sha` + 'red'].join('|');
 
 it('no tracked file in src, test, bench, examples, workers, hw-tests, docs or README.md names a path outside the repository', () => {
-  const r = spawnSync('git', ['grep', '-nE', OUTSIDE, '--', 'src', 'test', 'bench', 'examples', 'workers', 'hw-tests', 'docs', 'README.md'], { cwd: ROOT, encoding: 'utf8' });
+  const r = spawnSync('git', ['grep', '-nE', OUTSIDE, '--', 'src', 'test', 'bench', 'examples', 'workers', 'hw-tests', 'docs', 'README.md'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   // git grep: 1 = no match, 0 = matches (listed), anything else = git failed.
   expect(r.status === 0 ? r.stdout : '', 'these lines name a path outside the repository').toBe('');
   expect(r.status, r.stderr).toBe(1);

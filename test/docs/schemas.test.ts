@@ -43,10 +43,11 @@ function problem(s: Schema, v: unknown, at = ''): string | null {
   if (Array.isArray(v)) {
     if (typeof s.minItems === 'number' && v.length < s.minItems) return `${at}: too few items`;
     if (typeof s.maxItems === 'number' && v.length > s.maxItems) return `${at}: too many items`;
-    if (s.items) for (const [i, x] of v.entries()) {
-      const p = problem(s.items as Schema, x, `${at}[${i}]`);
-      if (p) return p;
-    }
+    if (s.items)
+      for (const [i, x] of v.entries()) {
+        const p = problem(s.items as Schema, x, `${at}[${i}]`);
+        if (p) return p;
+      }
   }
   if (kind(v) === 'object' && s.properties) {
     const o = v as Record<string, unknown>;
@@ -95,12 +96,16 @@ describe('schemas and the docs derived from them', () => {
     for (const f of schemaFiles().keys()) expect(pkg.exports[`./${f}`]).toBe(`./${f}`);
   });
 
-  it('the published JSON Schemas accept the repository\'s files and refuse wrong ones, as the parsers do', () => {
+  it("the published JSON Schemas accept the repository's files and refuse wrong ones, as the parsers do", () => {
     const config = JSON.parse(read('schemas/config.schema.json')) as Schema;
     const scenario = JSON.parse(read('schemas/scenario.schema.json')) as Schema;
     const files = [
-      ...readdirSync(join(ROOT, 'scenarios')).filter((x) => x.endsWith('.json')).map((f) => [scenario, `scenarios/${f}`] as const),
-      ...readdirSync(join(ROOT, 'examples/config')).filter((x) => x.endsWith('.json')).map((f) => [config, `examples/config/${f}`] as const),
+      ...readdirSync(join(ROOT, 'scenarios'))
+        .filter((x) => x.endsWith('.json'))
+        .map((f) => [scenario, `scenarios/${f}`] as const),
+      ...readdirSync(join(ROOT, 'examples/config'))
+        .filter((x) => x.endsWith('.json'))
+        .map((f) => [config, `examples/config/${f}`] as const),
     ];
     expect(files.length).toBeGreaterThan(5);
     for (const [schema, f] of files) expect(problem(schema, JSON.parse(read(f)) as unknown), f).toBeNull();

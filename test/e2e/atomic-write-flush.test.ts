@@ -56,7 +56,16 @@ const MODES = process.env.E2E_WORKERS !== undefined ? [Number(process.env.E2E_WO
 const FLUSHABLE = H.ALL_ACCESS | IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT;
 
 function flushWr(id: bigint, addr: bigint, rkey: number, len: number, type = IBV_FLUSH_GLOBAL, level = IBV_FLUSH_RANGE): ibv_send_wr {
-  return { wr_id: id, next: null, sg_list: null, num_sge: 0, opcode: IBV_WR_FLUSH, send_flags: IBV_SEND_SIGNALED, wr: { rdma: { remote_addr: addr, rkey } }, flush: { len, type, level } };
+  return {
+    wr_id: id,
+    next: null,
+    sg_list: null,
+    num_sge: 0,
+    opcode: IBV_WR_FLUSH,
+    send_flags: IBV_SEND_SIGNALED,
+    wr: { rdma: { remote_addr: addr, rkey } },
+    flush: { len, type, level },
+  };
 }
 
 describe.each(MODES)('ATOMIC_WRITE and FLUSH, devices on %i worker thread(s)', (workers) => {
@@ -109,7 +118,13 @@ describe.each(MODES)('ATOMIC_WRITE and FLUSH, devices on %i worker thread(s)', (
     const cap = newQpCap();
     Object.assign(cap, { max_send_wr: 16, max_recv_wr: 4, max_send_sge: 2, max_recv_sge: 1, max_inline_data: 0 });
     const qp = ibv_create_qp_ex(f.a.ctx, {
-      send_cq: cq, recv_cq: cq, cap, qp_type: IBV_QPT_RC, sq_sig_all: 0, comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, pd: f.a.pd,
+      send_cq: cq,
+      recv_cq: cq,
+      cap,
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
+      comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+      pd: f.a.pd,
       send_ops_flags: IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_FLUSH,
     });
     f.a.cleanup.push(() => void ibv_destroy_qp(qp));
@@ -132,7 +147,12 @@ describe.each(MODES)('ATOMIC_WRITE and FLUSH, devices on %i worker thread(s)', (
     ibv_wr_flush(q, dst.rkey, 0n, 0, IBV_FLUSH_PERSISTENT, IBV_FLUSH_MR);
     expect(ibv_wr_complete(q)).toBe(0);
     const ws = await H.pollN(cq, 4, 'the batch');
-    expect(ws.map((w) => [Number(w.wr_id), w.status, w.opcode])).toEqual([[1, 0, 1], [2, 0, IBV_WC_ATOMIC_WRITE], [3, 0, IBV_WC_FLUSH], [4, 0, IBV_WC_FLUSH]]);
+    expect(ws.map((w) => [Number(w.wr_id), w.status, w.opcode])).toEqual([
+      [1, 0, 1],
+      [2, 0, IBV_WC_ATOMIC_WRITE],
+      [3, 0, IBV_WC_FLUSH],
+      [4, 0, IBV_WC_FLUSH],
+    ]);
     H.expectBytes(dst.data.subarray(0, 3000), src.data.subarray(0, 3000), 'the WRITE before the flush');
     expect(Array.from(dst.data.subarray(3000, 3008))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     // Bad FLUSH arguments are refused at ibv_wr_complete: placement 0, selectivity 2.

@@ -54,9 +54,11 @@ describe.skipIf(!TSHARK)('capture on rnic0:1 judged by tshark', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rnic-cap-'));
     pcap = join(dir, 'rnic0.pcap');
-    const f = await H.openFabric(H.twoDeviceConfig(1, (c) => {
-      c.devices[0]!.ports[0]!.capture = pcap;
-    }));
+    const f = await H.openFabric(
+      H.twoDeviceConfig(1, (c) => {
+        c.devices[0]!.ports[0]!.capture = pcap;
+      }),
+    );
     // This host's neighbour cache does not know rnic1 (as when the peer is
     // another machine): the port resolves it with ARP before it sends.
     neighForget(f.b.name);
@@ -91,7 +93,10 @@ describe.skipIf(!TSHARK)('capture on rnic0:1 judged by tshark', () => {
       await step(H.wrWrite({ wrId: 11n, sge: [src.sge(0, 3 * MTU)], remote: { addr: dst.addr, rkey: dst.rkey } }), 'RC WRITE 3 MTU');
       await step(H.wrRead({ wrId: 12n, sge: [src.sge(0, 2000)], remote: { addr: dst.addr, rkey: dst.rkey } }), 'RC READ 2000 B');
       await step(H.wrFaa({ wrId: 13n, sge: [src.sge(3 * MTU, 8)], atomic: { addr: dst.at(3 * MTU), rkey: dst.rkey, compareAdd: 5n } }), 'FETCH&ADD');
-      await step(H.wrCas({ wrId: 14n, sge: [src.sge(3 * MTU + 8, 8)], atomic: { addr: dst.at(3 * MTU), rkey: dst.rkey, compareAdd: 0n, swap: 9n } }), 'CMP&SWP');
+      await step(
+        H.wrCas({ wrId: 14n, sge: [src.sge(3 * MTU + 8, 8)], atomic: { addr: dst.at(3 * MTU), rkey: dst.rkey, compareAdd: 0n, swap: 9n } }),
+        'CMP&SWP',
+      );
       await step(H.wrSend({ wrId: 15n, sge: [src.sge(0, 16)], imm: 0x11223344 }), 'SEND with immediate');
       await H.pollN(p.b.rcq, 2, 'both RC receives');
     } finally {
@@ -161,7 +166,11 @@ describe.skipIf(!TSHARK)('capture on rnic0:1 judged by tshark', () => {
   it('starts with the ARP request for 192.0.2.2 and its reply', () => {
     const rows = tsharkFields(pcap, FIELDS);
     const [req, rep, next] = rows;
-    expect({ op: req!['arp.opcode'], src: req!['eth.src'], target: req!['arp.dst.proto_ipv4'] }).toEqual({ op: '1', src: '02:00:00:00:00:01', target: '192.0.2.2' });
+    expect({ op: req!['arp.opcode'], src: req!['eth.src'], target: req!['arp.dst.proto_ipv4'] }).toEqual({
+      op: '1',
+      src: '02:00:00:00:00:01',
+      target: '192.0.2.2',
+    });
     expect({ op: rep!['arp.opcode'], src: rep!['eth.src'] }).toEqual({ op: '2', src: '02:00:00:00:00:02' });
     expect(next!['frame.protocols']).toContain('infiniband');
     expect(rows.filter((r) => r['arp.opcode'] !== '').length, 'no further ARP').toBe(2);

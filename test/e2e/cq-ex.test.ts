@@ -48,7 +48,6 @@ import {
   ibv_start_poll,
   ibv_wc_read_byte_len,
   ibv_wc_read_completion_ts,
-  ibv_wc_read_cvlan,
   ibv_wc_read_dlid_path_bits,
   ibv_wc_read_imm_data,
   ibv_wc_read_opcode,
@@ -150,7 +149,11 @@ describe.each(MODES)('extended CQ, devices on %i worker thread(s)', (workers) =>
   it('RC traffic polled through start/next/end_poll: every field read, timestamps from the device clock in order', async () => {
     const ca = cqEx(f.a);
     const cb = cqEx(f.b);
-    const p = H.makePair(f, IBV_QPT_RC, { sendCq: ibv_cq_ex_to_cq(ca), recvCq: ibv_cq_ex_to_cq(ca), qpB: { sendCq: ibv_cq_ex_to_cq(cb), recvCq: ibv_cq_ex_to_cq(cb) } });
+    const p = H.makePair(f, IBV_QPT_RC, {
+      sendCq: ibv_cq_ex_to_cq(ca),
+      recvCq: ibv_cq_ex_to_cq(ca),
+      qpB: { sendCq: ibv_cq_ex_to_cq(cb), recvCq: ibv_cq_ex_to_cq(cb) },
+    });
     const src = H.region(f.a, 4096, H.ALL_ACCESS, { fill: (i) => i * 7 });
     const dst = H.region(f.b, 4096);
     const N = 40;
@@ -197,12 +200,18 @@ describe.each(MODES)('extended CQ, devices on %i worker thread(s)', (workers) =>
     const src = H.region(f.a, 1024, H.ALL_ACCESS, { fill: (i) => i });
     const dst = H.region(f.b, 4096);
     for (let i = 0; i < 4; i++) H.postRecv(p.b, H.recvWr(BigInt(i), [dst.sge(i * 1024, 1024)]));
-    for (let i = 0; i < 4; i++) H.postSend(p.a, H.wrSend({ wrId: BigInt(i), sge: [src.sge(0, 100 + i)], imm: i % 2 ? 0x55 : undefined, ud: { ah, qpn: p.b.qp.qp_num, qkey: H.QKEY } }));
+    for (let i = 0; i < 4; i++)
+      H.postSend(p.a, H.wrSend({ wrId: BigInt(i), sge: [src.sge(0, 100 + i)], imm: i % 2 ? 0x55 : undefined, ud: { ah, qpn: p.b.qp.qp_num, qkey: H.QKEY } }));
     const got = await pollEx(cb, 4, 'UD receives');
     expect(got.map((w) => [Number(w.wr_id), w.status, w.opcode, w.byte_len, w.src_qp, w.qp_num])).toEqual(
       [0, 1, 2, 3].map((i) => [i, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + 100 + i, p.a.qp.qp_num, p.b.qp.qp_num]),
     );
-    expect(got.map((w) => w.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM))).toEqual([IBV_WC_GRH, IBV_WC_GRH | IBV_WC_WITH_IMM, IBV_WC_GRH, IBV_WC_GRH | IBV_WC_WITH_IMM]);
+    expect(got.map((w) => w.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM))).toEqual([
+      IBV_WC_GRH,
+      IBV_WC_GRH | IBV_WC_WITH_IMM,
+      IBV_WC_GRH,
+      IBV_WC_GRH | IBV_WC_WITH_IMM,
+    ]);
     expect(got[1]!.imm).toBe(0x55);
   });
 
@@ -210,8 +219,14 @@ describe.each(MODES)('extended CQ, devices on %i worker thread(s)', (workers) =>
     const cq = cqEx(f.a, IBV_WC_EX_WITH_QP_NUM);
     expect(ibv_start_poll(cq, { comp_mask: 0 })).toBe(errno.ENOENT);
     expect(ibv_next_poll(cq), 'next_poll without start_poll').toBe(errno.EINVAL);
-    expect(errnoOf(() => ibv_end_poll(cq)), 'end_poll after ENOENT').toBe(errno.EINVAL);
-    expect(errnoOf(() => ibv_wc_read_opcode(cq)), 'read outside a poll').toBe(errno.EINVAL);
+    expect(
+      errnoOf(() => ibv_end_poll(cq)),
+      'end_poll after ENOENT',
+    ).toBe(errno.EINVAL);
+    expect(
+      errnoOf(() => ibv_wc_read_opcode(cq)),
+      'read outside a poll',
+    ).toBe(errno.EINVAL);
     expect(ibv_start_poll(cq, { comp_mask: 1 }), 'poll attr comp_mask').toBe(errno.EINVAL);
     expect(ibv_start_poll({} as ibv_cq_ex, { comp_mask: 0 })).toBe(errno.EINVAL);
     expect(errnoOf(() => ibv_cq_ex_to_cq({} as ibv_cq_ex))).toBe(errno.EINVAL);
@@ -248,7 +263,12 @@ describe.each(MODES)('extended CQ, devices on %i worker thread(s)', (workers) =>
     expect(eno({ cqe: 0, wc_flags: 0 })).toBe(errno.EINVAL);
     expect(eno({ cqe: 16, wc_flags: -1 })).toBe(errno.EINVAL);
     expect(eno(null as never)).toBe(errno.EINVAL);
-    const ok = ibv_create_cq_ex(c, { cqe: 16, wc_flags: IBV_WC_EX_WITH_BYTE_LEN, comp_mask: IBV_CQ_INIT_ATTR_MASK_FLAGS, flags: IBV_CREATE_CQ_ATTR_SINGLE_THREADED });
+    const ok = ibv_create_cq_ex(c, {
+      cqe: 16,
+      wc_flags: IBV_WC_EX_WITH_BYTE_LEN,
+      comp_mask: IBV_CQ_INIT_ATTR_MASK_FLAGS,
+      flags: IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+    });
     expect(ibv_destroy_cq(ibv_cq_ex_to_cq(ok))).toBe(0);
   });
 

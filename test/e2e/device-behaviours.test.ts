@@ -10,9 +10,11 @@ import * as H from './harness.js';
 
 let f: H.Fabric;
 beforeAll(async () => {
-  f = await H.openFabric(H.twoDeviceConfig(1, (c) => {
-    c.quirks = { rxeRecvOverflowRemInvReq: true };
-  }));
+  f = await H.openFabric(
+    H.twoDeviceConfig(1, (c) => {
+      c.quirks = { rxeRecvOverflowRemInvReq: true };
+    }),
+  );
 });
 afterAll(async () => f?.close());
 
@@ -25,7 +27,10 @@ describe('rxeRecvOverflowRemInvReq', () => {
     H.postSend(p.a, H.wrSend({ wrId: 10n, sge: [src.sge(0, 2000)] }));
     H.expectWc(await H.poll1(p.a.scq, 'the SEND'), { wr_id: 10n, status: IBV_WC_REM_INV_REQ_ERR }, 'requester');
     const rw = await H.pollN(p.b.rcq, 2, 'the short receive and the flushed one');
-    expect(rw.map((w) => [w.wr_id, w.status])).toEqual([[1n, IBV_WC_REM_INV_REQ_ERR], [2n, IBV_WC_WR_FLUSH_ERR]]);
+    expect(rw.map((w) => [w.wr_id, w.status])).toEqual([
+      [1n, IBV_WC_REM_INV_REQ_ERR],
+      [2n, IBV_WC_WR_FLUSH_ERR],
+    ]);
     small.checkGuards('guards around the short receive buffer');
   });
 });

@@ -70,7 +70,6 @@ import * as H from './harness.js';
 const MODES = process.env.E2E_WORKERS !== undefined ? [Number(process.env.E2E_WORKERS)] : [1, 0];
 const MTU = H.pathMtuBytes(IBV_MTU_1024);
 
-
 describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
   let f: H.Fabric;
   beforeAll(async () => {
@@ -183,7 +182,10 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       expect(bad.wr).toBe(wr);
       const rn = p.b.initCap.max_recv_sge + 1;
       const dst = R(f.b, 64);
-      const rwr = H.recvWr(1n, Array.from({ length: rn }, (_, i) => dst.sge(i, 1)));
+      const rwr = H.recvWr(
+        1n,
+        Array.from({ length: rn }, (_, i) => dst.sge(i, 1)),
+      );
       const rbad: BadWr<ibv_recv_wr> = {};
       expect(ibv_post_recv(p.b.qp, rwr, rbad)).toBe(errno.EINVAL);
       expect(rbad.wr).toBe(rwr);
@@ -236,7 +238,10 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       toErr(p.b);
       await H.sleep(10);
       // ibv_post_send / ibv_post_recv accept WRs in ERR (rxe, mlx5); the device flushes them.
-      H.postSend(p.a, [H.wrSend({ wrId: 13n, sge: [buf.sge(0, 8)] }), H.wrWrite({ wrId: 14n, sge: [buf.sge(0, 8)], remote: { addr: rbuf.addr, rkey: rbuf.rkey }, flags: 0 })]);
+      H.postSend(p.a, [
+        H.wrSend({ wrId: 13n, sge: [buf.sge(0, 8)] }),
+        H.wrWrite({ wrId: 14n, sge: [buf.sge(0, 8)], remote: { addr: rbuf.addr, rkey: rbuf.rkey }, flags: 0 }),
+      ]);
       H.postRecv(p.b, H.recvWr(2n, [rbuf.sge()]));
       const [s, r] = await Promise.all([
         H.pollN(p.a.scq, 2, 'two sends posted in ERR, flushed').catch((e: Error) => e),
@@ -409,9 +414,17 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
         const ca = H.counters(f.a);
         const cb = H.counters(f.b);
         wr.wr_id = 50n;
-        H.postSend(p.a, [wr, H.wrSend({ wrId: 51n, sge: [local.sge(0, 4)] }), H.wrWrite({ wrId: 52n, sge: [local.sge(0, 4)], remote: { addr: 0n, rkey: 0 }, flags: 0 })]);
+        H.postSend(p.a, [
+          wr,
+          H.wrSend({ wrId: 51n, sge: [local.sge(0, 4)] }),
+          H.wrWrite({ wrId: 52n, sge: [local.sge(0, 4)], remote: { addr: 0n, rkey: 0 }, flags: 0 }),
+        ]);
         const sw = await H.pollN(p.a.scq, 3, `${c.name}: the error and two flushes`);
-        expect(statuses(sw), c.name).toEqual([`50:${ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)}`, `51:${ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR)}`, `52:${ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR)}`]);
+        expect(statuses(sw), c.name).toEqual([
+          `50:${ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)}`,
+          `51:${ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR)}`,
+          `52:${ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR)}`,
+        ]);
         await expectBothErrAndRecvFlushed(p, [1n], c.name);
         try {
           expectUnchanged(target, before, c.name);
@@ -430,9 +443,21 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
 
   describe('remote invalid request (REM_INV_REQ_ERR, NAK 0x61)', () => {
     const qpAccessCases: [string, number, (l: H.Region, t: H.Region) => ibv_send_wr][] = [
-      ['READ to a QP without REMOTE_READ in qp_access_flags', IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC, (l, t) => H.wrRead({ wrId: 60n, sge: [l.sge(0, 16)], remote: { addr: t.addr, rkey: t.rkey } })],
-      ['WRITE to a QP without REMOTE_WRITE in qp_access_flags', IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, (l, t) => H.wrWrite({ wrId: 60n, sge: [l.sge(0, 16)], remote: { addr: t.addr, rkey: t.rkey } })],
-      ['atomic to a QP without REMOTE_ATOMIC in qp_access_flags', IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, (l, t) => H.wrFaa({ wrId: 60n, sge: [l.sge(0, 8)], atomic: { addr: t.addr, rkey: t.rkey, compareAdd: 1n } })],
+      [
+        'READ to a QP without REMOTE_READ in qp_access_flags',
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+        (l, t) => H.wrRead({ wrId: 60n, sge: [l.sge(0, 16)], remote: { addr: t.addr, rkey: t.rkey } }),
+      ],
+      [
+        'WRITE to a QP without REMOTE_WRITE in qp_access_flags',
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+        (l, t) => H.wrWrite({ wrId: 60n, sge: [l.sge(0, 16)], remote: { addr: t.addr, rkey: t.rkey } }),
+      ],
+      [
+        'atomic to a QP without REMOTE_ATOMIC in qp_access_flags',
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE,
+        (l, t) => H.wrFaa({ wrId: 60n, sge: [l.sge(0, 8)], atomic: { addr: t.addr, rkey: t.rkey, compareAdd: 1n } }),
+      ],
     ];
     for (const [name, access, mk] of qpAccessCases) {
       it(name, async () => {
@@ -558,7 +583,13 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       ]);
       const sw = await H.pollN(p.a.scq, 5, 'one success, one error, three flushes');
       const F = ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR);
-      expect(statuses(sw)).toEqual([`100:${ibv_wc_status_str(IBV_WC_SUCCESS)}`, `101:${ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)}`, `102:${F}`, `103:${F}`, `104:${F}`]);
+      expect(statuses(sw)).toEqual([
+        `100:${ibv_wc_status_str(IBV_WC_SUCCESS)}`,
+        `101:${ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)}`,
+        `102:${F}`,
+        `103:${F}`,
+        `104:${F}`,
+      ]);
       for (const w of sw) expect(w.qp_num).toBe(p.a.qp.qp_num);
       await expectBothErrAndRecvFlushed(p, [1n, 2n], 'after REM_ACCESS_ERR');
       await H.expectNoCqe(p.a.scq, 30, 'nothing completes twice');
@@ -628,7 +659,13 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       expectRejected(e, rtrAttr(peer.qp.qp_num), RTR_MASK & ~IBV_QP_MIN_RNR_TIMER, IBV_QPS_INIT, 'INIT→RTR (RC) without MIN_RNR_TIMER');
       expectRejected(e, { ...rtrAttr(peer.qp.qp_num), path_mtu: 6 }, RTR_MASK, IBV_QPS_INIT, 'INIT→RTR with path_mtu 6');
       expectRejected(e, { ...rtrAttr(peer.qp.qp_num), min_rnr_timer: 32 }, RTR_MASK, IBV_QPS_INIT, 'INIT→RTR with min_rnr_timer 32');
-      expectRejected(e, { ...rtrAttr(peer.qp.qp_num), ah_attr: { ...H.avTo(f.a, f.b), grh: { ...H.avTo(f.a, f.b).grh, sgid_index: 200 } } }, RTR_MASK, IBV_QPS_INIT, 'INIT→RTR with an empty source GID index');
+      expectRejected(
+        e,
+        { ...rtrAttr(peer.qp.qp_num), ah_attr: { ...H.avTo(f.a, f.b), grh: { ...H.avTo(f.a, f.b).grh, sgid_index: 200 } } },
+        RTR_MASK,
+        IBV_QPS_INIT,
+        'INIT→RTR with an empty source GID index',
+      );
       H.modifyOk(e.qp, rtrAttr(peer.qp.qp_num), RTR_MASK, 'INIT→RTR');
       // RTR →
       expectRejected(e, rtsAttr(), RTS_MASK & ~IBV_QP_RETRY_CNT, IBV_QPS_RTR, 'RTR→RTS without RETRY_CNT');
@@ -664,9 +701,20 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       expectRejected(uc, rtsAttr(), RTS_MASK, IBV_QPS_RTR, 'UC RTR→RTS with RC-only attributes');
       H.modifyOk(uc.qp, { qp_state: IBV_QPS_RTS, sq_psn: 5 }, IBV_QP_STATE | IBV_QP_SQ_PSN, 'UC RTR→RTS');
       const ud = H.createQp(f.a, IBV_QPT_UD);
-      expectRejected(ud, { qp_state: IBV_QPS_INIT, pkey_index: 0, port_num: 1 }, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT, IBV_QPS_RESET, 'UD RESET→INIT without QKEY');
+      expectRejected(
+        ud,
+        { qp_state: IBV_QPS_INIT, pkey_index: 0, port_num: 1 },
+        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT,
+        IBV_QPS_RESET,
+        'UD RESET→INIT without QKEY',
+      );
       expectRejected(ud, { ...initAttr(), qkey: 1 }, INIT_MASK | IBV_QP_QKEY, IBV_QPS_RESET, 'UD RESET→INIT with ACCESS_FLAGS');
-      H.modifyOk(ud.qp, { qp_state: IBV_QPS_INIT, pkey_index: 0, port_num: 1, qkey: 1 }, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 'UD RESET→INIT');
+      H.modifyOk(
+        ud.qp,
+        { qp_state: IBV_QPS_INIT, pkey_index: 0, port_num: 1, qkey: 1 },
+        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+        'UD RESET→INIT',
+      );
       expectRejected(ud, rtrAttr(1), IBV_QP_STATE | IBV_QP_AV, IBV_QPS_INIT, 'UD INIT→RTR with an AV');
       H.modifyOk(ud.qp, { qp_state: IBV_QPS_RTR }, IBV_QP_STATE, 'UD INIT→RTR');
       expectRejected(ud, { qp_state: IBV_QPS_RTS }, IBV_QP_STATE, IBV_QPS_RTR, 'UD RTR→RTS without SQ_PSN');

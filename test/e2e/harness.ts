@@ -369,7 +369,7 @@ export function toInit(ep: Ep, o: ConnOpts = {}): void {
     attr.qkey = o.qkey ?? QKEY;
     mask |= IBV_QP_QKEY;
   } else {
-    attr.qp_access_flags = o.access ?? (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+    attr.qp_access_flags = o.access ?? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
     mask |= IBV_QP_ACCESS_FLAGS;
   }
   modifyOk(ep.qp, attr, mask, 'RESET→INIT');
@@ -585,7 +585,9 @@ export async function pollN(cq: ibv_cq, n: number, what: string, timeoutMs = POL
     }
     const el = Date.now() - start;
     if (el > timeoutMs) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${out.length} of ${n} completions arrived${out.length ? ': ' + out.map(wcText).join(', ') : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}: ${out.length} of ${n} completions arrived${out.length ? ': ' + out.map(wcText).join(', ') : ''}`,
+      );
     }
     // Spin on the event loop for a while, then back off to timers.
     if (++spins < 200) await tick();
@@ -716,12 +718,19 @@ export function counterDelta(before: Record<string, bigint>, after: Record<strin
  * Counters are written by the device thread: wait (bounded) until `pred`
  * holds for the delta since `before`, then return that delta.
  */
-export async function waitCounters(dev: Dev, before: Record<string, bigint>, pred: (d: Record<string, bigint>) => boolean, what: string, timeoutMs = 2000): Promise<Record<string, bigint>> {
+export async function waitCounters(
+  dev: Dev,
+  before: Record<string, bigint>,
+  pred: (d: Record<string, bigint>) => boolean,
+  what: string,
+  timeoutMs = 2000,
+): Promise<Record<string, bigint>> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const d = counterDelta(before, counters(dev));
     if (pred(d)) return d;
-    if (Date.now() > end) throw new Error(`timed out waiting for counters on ${dev.name}: ${what}; delta ${JSON.stringify(d, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))}`);
+    if (Date.now() > end)
+      throw new Error(`timed out waiting for counters on ${dev.name}: ${what}; delta ${JSON.stringify(d, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))}`);
     await sleep(2);
   }
 }

@@ -6,7 +6,17 @@
  * packet (rx_unknown_qp); and the errors rxe gives for attach / detach.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IBV_QPT_RC, IBV_QPT_UD, IBV_WC_SUCCESS, errno, ibv_attach_mcast, ibv_destroy_qp, ibv_detach_mcast, ibv_query_device, newDeviceAttr } from '../../src/driver/verbs/index.js';
+import {
+  IBV_QPT_RC,
+  IBV_QPT_UD,
+  IBV_WC_SUCCESS,
+  errno,
+  ibv_attach_mcast,
+  ibv_destroy_qp,
+  ibv_detach_mcast,
+  ibv_query_device,
+  newDeviceAttr,
+} from '../../src/driver/verbs/index.js';
 import type { ibv_gid } from '../../src/driver/verbs/index.js';
 import * as H from './harness.js';
 

@@ -108,7 +108,12 @@ describe('ibv_create_ah_from_wc, fork, and the verbs of what is not modelled', (
   });
 
   it('ibv_create_srq_ex: a basic SRQ takes the receives of an RC QP; XRC is EOPNOTSUPP, a missing PD EINVAL', async () => {
-    const srq = ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD, srq_type: IBV_SRQT_BASIC, pd: f.b.pd, attr: { max_wr: 16, max_sge: 1, srq_limit: 0 } });
+    const srq = ibv_create_srq_ex(f.b.ctx, {
+      comp_mask: IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
+      srq_type: IBV_SRQT_BASIC,
+      pd: f.b.pd,
+      attr: { max_wr: 16, max_sge: 1, srq_limit: 0 },
+    });
     f.b.cleanup.push(() => void ibv_destroy_srq(srq));
     const p = H.makePair(f, IBV_QPT_RC, { qpB: { srq } });
     const s = H.region(f.a, 64, H.ALL_ACCESS, { fill: (i) => i + 9 });
@@ -121,10 +126,16 @@ describe('ibv_create_ah_from_wc, fork, and the verbs of what is not modelled', (
     expect(ibv_get_srq_num(srq, { srq_num: 0 }), 'libibverbs has an SRQ number only for XRC SRQs').toBe(errno.EOPNOTSUPP);
     expect(ibv_get_srq_num(null as never, { srq_num: 0 })).toBe(errno.EINVAL);
     const attr = { max_wr: 4, max_sge: 1, srq_limit: 0 };
-    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD, srq_type: IBV_SRQT_XRC, pd: f.b.pd, attr })).toThrow(expect.objectContaining({ code: 'EOPNOTSUPP' }));
-    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD, pd: f.b.pd, attr })).toThrow(expect.objectContaining({ code: 'EOPNOTSUPP' }));
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD, srq_type: IBV_SRQT_XRC, pd: f.b.pd, attr })).toThrow(
+      expect.objectContaining({ code: 'EOPNOTSUPP' }),
+    );
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD, pd: f.b.pd, attr })).toThrow(
+      expect.objectContaining({ code: 'EOPNOTSUPP' }),
+    );
     expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: 0, attr }), 'no PD').toThrow(expect.objectContaining({ code: 'EINVAL' }));
-    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_PD, pd: f.a.pd, attr }), 'a PD of another context').toThrow(expect.objectContaining({ code: 'EINVAL' }));
+    expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: IBV_SRQ_INIT_ATTR_PD, pd: f.a.pd, attr }), 'a PD of another context').toThrow(
+      expect.objectContaining({ code: 'EINVAL' }),
+    );
     expect(() => ibv_create_srq_ex(f.b.ctx, { comp_mask: 1 << 9, attr }), 'unknown comp_mask').toThrow(expect.objectContaining({ code: 'EINVAL' }));
   });
 

@@ -74,7 +74,7 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
     const BIG = 1 << 20;
 
     beforeAll(() => {
-      src = H.region(f.a, BIG + 64, H.ALL_ACCESS, { fill: (i) => (i * 131 + (i >> 8)) });
+      src = H.region(f.a, BIG + 64, H.ALL_ACCESS, { fill: (i) => i * 131 + (i >> 8) });
       dst = H.region(f.b, BIG + 64, H.ALL_ACCESS);
     });
     // A fresh connection per test, so one failure does not leave completions for the next.
@@ -90,7 +90,18 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       const s = await H.poll1(p.a.scq, `SEND ${len} B completion`);
       const r = await H.poll1(p.b.rcq, `RECV of ${len} B`);
       H.expectWc(s, { wr_id: BigInt(len), status: IBV_WC_SUCCESS, opcode: IBV_WC_SEND, qp_num: p.a.qp.qp_num }, 'send completion');
-      H.expectWc(r, { wr_id: 100n + BigInt(len), status: IBV_WC_SUCCESS, opcode: IBV_WC_RECV, byte_len: len, qp_num: p.b.qp.qp_num, wc_flags: o.imm !== undefined ? IBV_WC_WITH_IMM : 0 }, 'recv completion');
+      H.expectWc(
+        r,
+        {
+          wr_id: 100n + BigInt(len),
+          status: IBV_WC_SUCCESS,
+          opcode: IBV_WC_RECV,
+          byte_len: len,
+          qp_num: p.b.qp.qp_num,
+          wc_flags: o.imm !== undefined ? IBV_WC_WITH_IMM : 0,
+        },
+        'recv completion',
+      );
       if (o.imm !== undefined) expect(r.imm_data >>> 0).toBe(o.imm >>> 0);
       const off = o.srcOff ?? 0;
       H.expectBytes(dst.data.subarray(0, len), src.data.subarray(off, off + len), `SEND ${len} B payload`);
@@ -133,7 +144,11 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       r1.data.fill(0x11);
       r2.data.fill(0x22);
       // 50 + 70 + 30 = 150 bytes from three places.
-      const parts: [number, number][] = [[1000, 50], [20, 70], [5000, 30]];
+      const parts: [number, number][] = [
+        [1000, 50],
+        [20, 70],
+        [5000, 30],
+      ];
       const expected = new Uint8Array(150);
       let k = 0;
       for (const [o, l] of parts) {
@@ -146,8 +161,14 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       H.expectWc(await H.poll1(p.b.rcq, 'scatter RECV'), { wr_id: 7n, status: IBV_WC_SUCCESS, byte_len: 150 }, 'recv');
       H.expectBytes(r1.data, expected.subarray(0, 100), 'first receive SGE');
       H.expectBytes(r2.data.subarray(10, 60), expected.subarray(100, 150), 'second receive SGE');
-      expect(r2.data.subarray(0, 10).every((x) => x === 0x22), 'bytes before the second SGE').toBe(true);
-      expect(r2.data.subarray(60).every((x) => x === 0x22), 'bytes after the scattered data').toBe(true);
+      expect(
+        r2.data.subarray(0, 10).every((x) => x === 0x22),
+        'bytes before the second SGE',
+      ).toBe(true);
+      expect(
+        r2.data.subarray(60).every((x) => x === 0x22),
+        'bytes after the scattered data',
+      ).toBe(true);
       r1.checkGuards();
       r2.checkGuards();
     });
@@ -197,9 +218,16 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       H.postSend(p.a, H.wrWrite({ wrId: 31n, sge: [src.sge(0, len)], remote: { addr: dst.at(8), rkey: dst.rkey }, imm: 0x01020304 }));
       H.expectWc(await H.poll1(p.a.scq, 'WRITE_WITH_IMM'), { wr_id: 31n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
       const r = await H.poll1(p.b.rcq, 'RECV_RDMA_WITH_IMM');
-      H.expectWc(r, { wr_id: 30n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RECV_RDMA_WITH_IMM, byte_len: len, imm_data: 0x01020304, wc_flags: IBV_WC_WITH_IMM }, 'recv');
+      H.expectWc(
+        r,
+        { wr_id: 30n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RECV_RDMA_WITH_IMM, byte_len: len, imm_data: 0x01020304, wc_flags: IBV_WC_WITH_IMM },
+        'recv',
+      );
       H.expectBytes(dst.data.subarray(8, 8 + len), src.data.subarray(0, len), 'WRITE_WITH_IMM payload');
-      expect(rbuf.data.every((x) => x === 0x44), 'the receive buffer is not written by WRITE_WITH_IMM').toBe(true);
+      expect(
+        rbuf.data.every((x) => x === 0x44),
+        'the receive buffer is not written by WRITE_WITH_IMM',
+      ).toBe(true);
     });
 
     it('RDMA READ small and multi-MTU', async () => {
@@ -232,7 +260,10 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       H.expectBytes(l1.data, remote.data.subarray(0, 700), 'READ into SGE 1');
       H.expectBytes(l2.data, remote.data.subarray(700, 2200), 'READ into SGE 2');
       H.expectBytes(l3.data.subarray(0, 800), remote.data.subarray(2200, 3000), 'READ into SGE 3');
-      expect(l3.data.subarray(800).every((x) => x === 0), 'SGE 3 beyond the read').toBe(true);
+      expect(
+        l3.data.subarray(800).every((x) => x === 0),
+        'SGE 3 beyond the read',
+      ).toBe(true);
       // WRITE back 1500 (l2) + 300 (l1) gathered to another place.
       H.postSend(p.a, H.wrWrite({ wrId: 43n, sge: [l2.sge(), l1.sge(0, 300)], remote: { addr: remote.at(2 * MTU), rkey: remote.rkey } }));
       H.expectWc(await H.poll1(p.a.scq, 'gathered WRITE'), { wr_id: 43n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
@@ -245,11 +276,21 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       const remote = H.region(f.b, 64);
       const local = H.region(f.a, 64);
       setU64(remote, 8, 0x1111222233334444n);
-      H.postSend(p.a, H.wrCas({ wrId: 50n, sge: [local.sge(0, 8)], atomic: { addr: remote.at(8), rkey: remote.rkey, compareAdd: 0x1111222233334444n, swap: 0xaaaabbbbccccddddn } }));
+      H.postSend(
+        p.a,
+        H.wrCas({
+          wrId: 50n,
+          sge: [local.sge(0, 8)],
+          atomic: { addr: remote.at(8), rkey: remote.rkey, compareAdd: 0x1111222233334444n, swap: 0xaaaabbbbccccddddn },
+        }),
+      );
       H.expectWc(await H.poll1(p.a.scq, 'CMP&SWP (equal)'), { wr_id: 50n, status: IBV_WC_SUCCESS, opcode: IBV_WC_COMP_SWAP, byte_len: 8 }, 'cas');
       expect(u64(local, 0), 'original returned').toBe(0x1111222233334444n);
       expect(u64(remote, 8), 'swapped').toBe(0xaaaabbbbccccddddn);
-      H.postSend(p.a, H.wrCas({ wrId: 51n, sge: [local.sge(8, 8)], atomic: { addr: remote.at(8), rkey: remote.rkey, compareAdd: 0x1111222233334444n, swap: 0x5n } }));
+      H.postSend(
+        p.a,
+        H.wrCas({ wrId: 51n, sge: [local.sge(8, 8)], atomic: { addr: remote.at(8), rkey: remote.rkey, compareAdd: 0x1111222233334444n, swap: 0x5n } }),
+      );
       H.expectWc(await H.poll1(p.a.scq, 'CMP&SWP (not equal)'), { wr_id: 51n, status: IBV_WC_SUCCESS, opcode: IBV_WC_COMP_SWAP }, 'cas');
       expect(u64(local, 8), 'original returned').toBe(0xaaaabbbbccccddddn);
       expect(u64(remote, 8), 'not swapped').toBe(0xaaaabbbbccccddddn);
@@ -283,7 +324,9 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       const local = H.region(f.a, 64);
       for (let i = 0; i < 4; i++) local.data[i] = i + 1;
       // Four writes of one byte each to the same place, unsignaled: the last wins.
-      const wrs = [0, 1, 2, 3].map((i) => H.wrWrite({ wrId: BigInt(200 + i), sge: [local.sge(i, 1)], remote: { addr: remote.at(0), rkey: remote.rkey }, flags: 0 }));
+      const wrs = [0, 1, 2, 3].map((i) =>
+        H.wrWrite({ wrId: BigInt(200 + i), sge: [local.sge(i, 1)], remote: { addr: remote.at(0), rkey: remote.rkey }, flags: 0 }),
+      );
       H.postSend(q.a, wrs);
       await H.expectNoCqe(q.a.scq, 100, 'unsignaled WRITEs');
       expect(remote.data[0], 'the last of the unsignaled writes wins').toBe(4);
@@ -294,7 +337,9 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       await H.expectNoCqe(q.a.scq, 30, 'nothing more');
       // The queue's slots were freed: 3 × 64 more unsignaled+signaled rounds fit.
       for (let round = 0; round < 3; round++) {
-        const batch = Array.from({ length: 63 }, (_, i) => H.wrWrite({ wrId: BigInt(1000 + i), sge: [local.sge(0, 1)], remote: { addr: remote.at(1), rkey: remote.rkey }, flags: 0 }));
+        const batch = Array.from({ length: 63 }, (_, i) =>
+          H.wrWrite({ wrId: BigInt(1000 + i), sge: [local.sge(0, 1)], remote: { addr: remote.at(1), rkey: remote.rkey }, flags: 0 }),
+        );
         batch.push(H.wrWrite({ wrId: BigInt(5000 + round), sge: [local.sge(1, 1)], remote: { addr: remote.at(1), rkey: remote.rkey } }));
         H.postSend(q.a, batch);
         H.expectWc(await H.poll1(q.a.scq, `round ${round} signaled WRITE`), { wr_id: BigInt(5000 + round), status: IBV_WC_SUCCESS }, 'write');
@@ -309,8 +354,16 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       setU64(remote, 8 * 2 * MTU, 100n);
       const wrs: ibv_send_wr[] = [];
       for (let i = 0; i < 8; i++) {
-        wrs.push(H.wrRead({ wrId: BigInt(2 * i), sge: [local.sge(i * 2 * MTU, 2 * MTU - i)], remote: { addr: remote.at(i * 2 * MTU + i), rkey: remote.rkey } }));
-        wrs.push(H.wrFaa({ wrId: BigInt(2 * i + 1), sge: [local.sge(8 * 2 * MTU + 8 * i, 8)], atomic: { addr: remote.at(8 * 2 * MTU), rkey: remote.rkey, compareAdd: 1n } }));
+        wrs.push(
+          H.wrRead({ wrId: BigInt(2 * i), sge: [local.sge(i * 2 * MTU, 2 * MTU - i)], remote: { addr: remote.at(i * 2 * MTU + i), rkey: remote.rkey } }),
+        );
+        wrs.push(
+          H.wrFaa({
+            wrId: BigInt(2 * i + 1),
+            sge: [local.sge(8 * 2 * MTU + 8 * i, 8)],
+            atomic: { addr: remote.at(8 * 2 * MTU), rkey: remote.rkey, compareAdd: 1n },
+          }),
+        );
       }
       H.postSend(q.a, wrs);
       const wcs = await H.pollN(q.a.scq, 16, '8 READs + 8 FETCH&ADDs with one outstanding at a time');
@@ -342,14 +395,26 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       const pairs = Array.from({ length: N }, () => H.makePair(f, IBV_QPT_RC, { maxSendWr: M, maxRecvWr: M }));
       const sbuf = H.region(f.a, N * LEN, H.ALL_ACCESS, { fill: (i) => i * 17 + (i >> 11) });
       const rbuf = H.region(f.b, N * M * LEN);
-      pairs.forEach((q, k) => H.postRecv(q.b, Array.from({ length: M }, (_, j) => H.recvWr(BigInt(j), [rbuf.sge((k * M + j) * LEN, LEN)]))));
-      for (let j = 0; j < M; j++) pairs.forEach((q, k) => H.postSend(q.a, H.wrSend({ wrId: BigInt(j), sge: [sbuf.sge(k * LEN, LEN - (j % 7))], flags: j === M - 1 ? IBV_SEND_SIGNALED : 0 })));
+      pairs.forEach((q, k) =>
+        H.postRecv(
+          q.b,
+          Array.from({ length: M }, (_, j) => H.recvWr(BigInt(j), [rbuf.sge((k * M + j) * LEN, LEN)])),
+        ),
+      );
+      for (let j = 0; j < M; j++)
+        pairs.forEach((q, k) =>
+          H.postSend(q.a, H.wrSend({ wrId: BigInt(j), sge: [sbuf.sge(k * LEN, LEN - (j % 7))], flags: j === M - 1 ? IBV_SEND_SIGNALED : 0 })),
+        );
       for (const [k, q] of pairs.entries()) {
         H.expectWc(await H.poll1(q.a.scq, `connection ${k}: the last signaled SEND`), { wr_id: BigInt(M - 1), status: IBV_WC_SUCCESS }, `conn ${k}`);
         const r = await H.pollN(q.b.rcq, M, `connection ${k}: ${M} receives`);
         r.forEach((w, j) => {
           H.expectWc(w, { wr_id: BigInt(j), status: IBV_WC_SUCCESS, byte_len: LEN - (j % 7), qp_num: q.b.qp.qp_num }, `conn ${k} recv ${j}`);
-          H.expectBytes(rbuf.data.subarray((k * M + j) * LEN, (k * M + j) * LEN + LEN - (j % 7)), sbuf.data.subarray(k * LEN, k * LEN + LEN - (j % 7)), `conn ${k} message ${j}`);
+          H.expectBytes(
+            rbuf.data.subarray((k * M + j) * LEN, (k * M + j) * LEN + LEN - (j % 7)),
+            sbuf.data.subarray(k * LEN, k * LEN + LEN - (j % 7)),
+            `conn ${k} message ${j}`,
+          );
         });
       }
     });
@@ -432,7 +497,11 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       H.postRecv(p.b, H.recvWr(4n, [dst.sge(0, 16)]));
       H.postSend(p.a, H.wrWrite({ wrId: 5n, sge: [src.sge(0, 100)], remote: { addr: dst.at(4096), rkey: dst.rkey }, imm: 0xcafe }));
       H.expectWc(await H.poll1(p.a.scq, 'UC WRITE_WITH_IMM'), { wr_id: 5n, status: IBV_WC_SUCCESS }, 'write imm');
-      H.expectWc(await H.poll1(p.b.rcq, 'UC RECV_RDMA_WITH_IMM'), { wr_id: 4n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RECV_RDMA_WITH_IMM, byte_len: 100, imm_data: 0xcafe, wc_flags: IBV_WC_WITH_IMM }, 'recv');
+      H.expectWc(
+        await H.poll1(p.b.rcq, 'UC RECV_RDMA_WITH_IMM'),
+        { wr_id: 4n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RECV_RDMA_WITH_IMM, byte_len: 100, imm_data: 0xcafe, wc_flags: IBV_WC_WITH_IMM },
+        'recv',
+      );
       H.expectBytes(dst.data.subarray(4096, 4196), src.data.subarray(0, 100), 'UC WRITE_WITH_IMM payload');
     });
 
@@ -510,7 +579,11 @@ describe.each(MODES)('devices on %i worker thread(s)', (workers) => {
       H.postSend(a, H.wrSend({ wrId: 4n, sge: [src.sge()], ud: { ah, qpn: b.qp.qp_num, qkey: H.QKEY }, imm: 0x600d }));
       H.expectWc(await H.poll1(a.scq, 'UD SEND v6'), { wr_id: 4n, status: IBV_WC_SUCCESS }, 'send');
       const r = await H.poll1(b.rcq, 'UD RECV v6');
-      H.expectWc(r, { wr_id: 3n, status: IBV_WC_SUCCESS, byte_len: 40 + len, src_qp: a.qp.qp_num, imm_data: 0x600d, wc_flags: IBV_WC_GRH | IBV_WC_WITH_IMM }, 'recv');
+      H.expectWc(
+        r,
+        { wr_id: 3n, status: IBV_WC_SUCCESS, byte_len: 40 + len, src_qp: a.qp.qp_num, imm_data: 0x600d, wc_flags: IBV_WC_GRH | IBV_WC_WITH_IMM },
+        'recv',
+      );
       const g = rbuf.data.subarray(0, 40);
       expect(g[0]! >> 4, 'IPv6 version').toBe(6);
       expect((g[4]! << 8) | g[5]!, 'payload length = UDP 8 + BTH 12 + DETH 8 + ImmDt 4 + payload + ICRC 4').toBe(8 + 12 + 8 + 4 + len + 4);

@@ -60,8 +60,13 @@ import * as H from './harness.js';
 
 const MODES = process.env.E2E_WORKERS !== undefined ? [Number(process.env.E2E_WORKERS)] : [1, 0];
 const RC_OPS =
-  IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ
-  | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  IBV_QP_EX_WITH_SEND |
+  IBV_QP_EX_WITH_SEND_WITH_IMM |
+  IBV_QP_EX_WITH_RDMA_WRITE |
+  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+  IBV_QP_EX_WITH_RDMA_READ |
+  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 const OPS: Record<number, number> = {
   [IBV_QPT_RC]: RC_OPS,
   [IBV_QPT_UC]: IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
@@ -73,8 +78,14 @@ function initEx(dev: H.Dev, type: number, sendOps: number, maxSendWr = 64): ibv_
   Object.assign(cap, { max_send_wr: maxSendWr, max_recv_wr: 64, max_send_sge: 4, max_recv_sge: 4, max_inline_data: 128 });
   const cq = H.createCq(dev);
   return {
-    send_cq: cq, recv_cq: cq, cap, qp_type: type, sq_sig_all: 0,
-    comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, pd: dev.pd, send_ops_flags: sendOps,
+    send_cq: cq,
+    recv_cq: cq,
+    cap,
+    qp_type: type,
+    sq_sig_all: 0,
+    comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+    pd: dev.pd,
+    send_ops_flags: sendOps,
   };
 }
 
@@ -131,7 +142,10 @@ describe.each(MODES)('extended QP, devices on %i worker thread(s)', (workers) =>
     ibv_wr_set_inline_data(q, src.at(50), 100);
     q.wr_id = 5n;
     ibv_wr_send(q);
-    ibv_wr_set_inline_data_list(q, 2, [{ addr: src.at(7), length: 5 }, { addr: src.at(700), length: 9 }]);
+    ibv_wr_set_inline_data_list(q, 2, [
+      { addr: src.at(7), length: 5 },
+      { addr: src.at(700), length: 9 },
+    ]);
     q.wr_id = 6n;
     ibv_wr_rdma_read(q, dst.rkey, dst.at(500));
     ibv_wr_set_sge(q, src.lkey, src.at(5000), 64);
@@ -146,12 +160,21 @@ describe.each(MODES)('extended QP, devices on %i worker thread(s)', (workers) =>
 
     const sends = await H.pollN(a.ep.scq, 8, 'the 8 requests');
     expect(sends.map((w) => [Number(w.wr_id), w.status, w.opcode])).toEqual([
-      [1, IBV_WC_SUCCESS, IBV_WC_SEND], [2, IBV_WC_SUCCESS, IBV_WC_SEND], [3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE], [4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE],
-      [5, IBV_WC_SUCCESS, IBV_WC_SEND], [6, IBV_WC_SUCCESS, IBV_WC_RDMA_READ], [7, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD], [8, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP],
+      [1, IBV_WC_SUCCESS, IBV_WC_SEND],
+      [2, IBV_WC_SUCCESS, IBV_WC_SEND],
+      [3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE],
+      [4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE],
+      [5, IBV_WC_SUCCESS, IBV_WC_SEND],
+      [6, IBV_WC_SUCCESS, IBV_WC_RDMA_READ],
+      [7, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD],
+      [8, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP],
     ]);
     const recvs = await H.pollN(b.ep.rcq, 4, 'the 4 receives');
     expect(recvs.map((w) => [Number(w.wr_id), w.status, w.opcode, w.byte_len])).toEqual([
-      [100, IBV_WC_SUCCESS, IBV_WC_RECV, 300], [101, IBV_WC_SUCCESS, IBV_WC_RECV, 50], [102, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 100], [103, IBV_WC_SUCCESS, IBV_WC_RECV, 14],
+      [100, IBV_WC_SUCCESS, IBV_WC_RECV, 300],
+      [101, IBV_WC_SUCCESS, IBV_WC_RECV, 50],
+      [102, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 100],
+      [103, IBV_WC_SUCCESS, IBV_WC_RECV, 14],
     ]);
     expect(recvs[1]!.imm_data >>> 0).toBe(0x12345678);
     expect(recvs[1]!.wc_flags & IBV_WC_WITH_IMM).toBe(IBV_WC_WITH_IMM);
@@ -192,7 +215,10 @@ describe.each(MODES)('extended QP, devices on %i worker thread(s)', (workers) =>
     ibv_wr_send_imm(ua.qpx, 77);
     ibv_wr_set_sge(ua.qpx, src.lkey, src.at(100), 200);
     expect(ibv_wr_complete(ua.qpx)).toBe(0);
-    expect((await H.pollN(ua.ep.scq, 2, 'UC sends')).map((w) => [Number(w.wr_id), w.status])).toEqual([[1, 0], [2, 0]]);
+    expect((await H.pollN(ua.ep.scq, 2, 'UC sends')).map((w) => [Number(w.wr_id), w.status])).toEqual([
+      [1, 0],
+      [2, 0],
+    ]);
     const r = await H.poll1(ub.ep.rcq, 'UC receive');
     expect([Number(r.wr_id), r.opcode, r.byte_len, r.imm_data]).toEqual([9, IBV_WC_RECV, 200, 77]);
     H.expectBytes(dst.data.subarray(0, 1000), src.data.subarray(0, 1000), 'UC write');
@@ -221,9 +247,15 @@ describe.each(MODES)('extended QP, devices on %i worker thread(s)', (workers) =>
     ibv_wr_set_inline_data(da.qpx, src.at(1000), 33);
     ibv_wr_set_ud_addr(da.qpx, ah, db.ep.qp.qp_num, H.QKEY);
     expect(ibv_wr_complete(da.qpx)).toBe(0);
-    expect((await H.pollN(da.ep.scq, 2, 'UD sends')).map((w) => [Number(w.wr_id), w.status])).toEqual([[5, 0], [6, 0]]);
+    expect((await H.pollN(da.ep.scq, 2, 'UD sends')).map((w) => [Number(w.wr_id), w.status])).toEqual([
+      [5, 0],
+      [6, 0],
+    ]);
     const ur = await H.pollN(db.ep.rcq, 2, 'UD receives');
-    expect(ur.map((w) => [Number(w.wr_id), w.status, w.byte_len, w.src_qp])).toEqual([[50, 0, 40 + 512, da.ep.qp.qp_num], [51, 0, 40 + 33, da.ep.qp.qp_num]]);
+    expect(ur.map((w) => [Number(w.wr_id), w.status, w.byte_len, w.src_qp])).toEqual([
+      [50, 0, 40 + 512, da.ep.qp.qp_num],
+      [51, 0, 40 + 33, da.ep.qp.qp_num],
+    ]);
     expect(ur[1]!.imm_data).toBe(0x42);
     H.expectBytes(ubuf.data.subarray(40, 552), src.data.subarray(0, 512), 'UD payload');
     H.expectBytes(ubuf.data.subarray(1064, 1097), src.data.subarray(1000, 1033), 'UD inline payload');
@@ -283,7 +315,10 @@ describe.each(MODES)('extended QP, devices on %i worker thread(s)', (workers) =>
     write(7, 0);
     write(8, 16);
     expect(ibv_wr_complete(q)).toBe(0);
-    expect((await H.pollN(a.ep.scq, 2, 'the good batch')).map((w) => [Number(w.wr_id), w.status])).toEqual([[7, 0], [8, 0]]);
+    expect((await H.pollN(a.ep.scq, 2, 'the good batch')).map((w) => [Number(w.wr_id), w.status])).toEqual([
+      [7, 0],
+      [8, 0],
+    ]);
     H.expectBytes(dst.data.subarray(0, 32), src.data.subarray(0, 32), 'the good batch');
     expect(dst.data.subarray(32, 256).every((x) => x === 0)).toBe(true);
   });
@@ -291,19 +326,32 @@ describe.each(MODES)('extended QP, devices on %i worker thread(s)', (workers) =>
   it('the API out of sequence throws EINVAL; create_qp_ex refuses what is not modelled', () => {
     const a = createEx(f.a, IBV_QPT_RC);
     const q = a.qpx;
-    expect(errnoOf(() => ibv_wr_send(q)), 'a builder outside a batch').toBe(errno.EINVAL);
-    expect(errnoOf(() => ibv_wr_complete(q)), 'complete without start').toBe(errno.EINVAL);
+    expect(
+      errnoOf(() => ibv_wr_send(q)),
+      'a builder outside a batch',
+    ).toBe(errno.EINVAL);
+    expect(
+      errnoOf(() => ibv_wr_complete(q)),
+      'complete without start',
+    ).toBe(errno.EINVAL);
     ibv_wr_start(q);
-    expect(errnoOf(() => ibv_wr_start(q)), 'a second start').toBe(errno.EINVAL);
-    expect(errnoOf(() => ibv_wr_set_sge(q, 0, 0n, 0)), 'a setter before any builder').toBe(errno.EINVAL);
+    expect(
+      errnoOf(() => ibv_wr_start(q)),
+      'a second start',
+    ).toBe(errno.EINVAL);
+    expect(
+      errnoOf(() => ibv_wr_set_sge(q, 0, 0n, 0)),
+      'a setter before any builder',
+    ).toBe(errno.EINVAL);
     ibv_wr_abort(q);
     expect(errnoOf(() => ibv_wr_start({} as ibv_qp_ex))).toBe(errno.EINVAL);
     // A QP from ibv_create_qp has no ibv_qp_ex.
     expect(errnoOf(() => ibv_qp_to_qp_ex(H.createQp(f.a, IBV_QPT_RC).qp))).toBe(errno.EINVAL);
-    const create = (patch: Partial<ibv_qp_init_attr_ex>, type = IBV_QPT_RC) => errnoOf(() => {
-      const qp = ibv_create_qp_ex(f.a.ctx, { ...initEx(f.a, type, OPS[type]!), ...patch });
-      ibv_destroy_qp(qp);
-    });
+    const create = (patch: Partial<ibv_qp_init_attr_ex>, type = IBV_QPT_RC) =>
+      errnoOf(() => {
+        const qp = ibv_create_qp_ex(f.a.ctx, { ...initEx(f.a, type, OPS[type]!), ...patch });
+        ibv_destroy_qp(qp);
+      });
     expect(create({ send_ops_flags: IBV_QP_EX_WITH_BIND_MW }), 'BIND_MW builder').toBe(errno.EOPNOTSUPP);
     expect(create({ send_ops_flags: IBV_QP_EX_WITH_RDMA_READ }, IBV_QPT_UD), 'READ on UD').toBe(errno.EOPNOTSUPP);
     expect(create({ send_ops_flags: IBV_QP_EX_WITH_RDMA_READ }, IBV_QPT_UC), 'READ on UC').toBe(errno.EOPNOTSUPP);

@@ -53,7 +53,7 @@ describe.each(MODES)('extended queries, devices on %i worker thread(s)', (worker
     await f?.close();
   });
 
-  it('ibv_query_device_ex: orig_attr is ibv_query_device; the clock, moderation and port count are filled; vendor_id is rxe\'s', () => {
+  it("ibv_query_device_ex: orig_attr is ibv_query_device; the clock, moderation and port count are filled; vendor_id is rxe's", () => {
     const ctx = f.a.ctx;
     const attr = newDeviceAttr();
     expect(ibv_query_device(ctx, attr)).toBe(0);
@@ -84,7 +84,10 @@ describe.each(MODES)('extended queries, devices on %i worker thread(s)', (worker
       const g = newGid();
       expect(ibv_query_gid(ctx, H.PORT, i, g)).toBe(0);
       if (rc === errno.ENODATA) {
-        expect(g.raw.every((b) => b === 0), `empty GID ${i} reads as zero through ibv_query_gid`).toBe(true);
+        expect(
+          g.raw.every((b) => b === 0),
+          `empty GID ${i} reads as zero through ibv_query_gid`,
+        ).toBe(true);
         continue;
       }
       expect(rc, `ibv_query_gid_ex(${i})`).toBe(0);

@@ -21,13 +21,17 @@ beforeAll(async () => {
       { name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] },
       { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'] }] },
     ],
-    cables: [{
-      kind: 'wire', a: 'rnic0:1', b: 'rnic1:1',
-      faults: [
-        { action: 'drop', direction: 'both', probability: 0.02 },
-        { action: 'corrupt', direction: 'a->b', probability: 0.01 },
-      ],
-    }],
+    cables: [
+      {
+        kind: 'wire',
+        a: 'rnic0:1',
+        b: 'rnic1:1',
+        faults: [
+          { action: 'drop', direction: 'both', probability: 0.02 },
+          { action: 'corrupt', direction: 'a->b', probability: 0.01 },
+        ],
+      },
+    ],
   });
   f = await H.openFabric(config);
 });
@@ -35,9 +39,13 @@ afterAll(async () => f?.close());
 
 describe('realtime faults from the configuration', () => {
   it('rejects a bad rule with its path', () => {
-    const devices = [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01' }] }, { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02' }] }];
-    expect(() => parseConfig({ devices, cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1', faults: [{ action: 'explode' }] }] }))
-      .toThrow(/cables\[0\]\.faults/);
+    const devices = [
+      { name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01' }] },
+      { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02' }] },
+    ];
+    expect(() => parseConfig({ devices, cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1', faults: [{ action: 'explode' }] }] })).toThrow(
+      /cables\[0\]\.faults/,
+    );
   });
 
   // READs behind WRITEs on one QP: this once ended in RETRY_EXC_ERR about one
@@ -56,10 +64,24 @@ describe('realtime faults from the configuration', () => {
     const beforeB = H.counters(f.b);
     const wrs = [];
     for (let i = 0; i < n; i++) {
-      wrs.push(H.sendWr(IBV_WR_RDMA_WRITE, { wrId: BigInt(i), flags: IBV_SEND_SIGNALED, sge: [src.sge(i * size, size)], remote: { addr: dst.addr + BigInt(i * size), rkey: dst.rkey } }));
+      wrs.push(
+        H.sendWr(IBV_WR_RDMA_WRITE, {
+          wrId: BigInt(i),
+          flags: IBV_SEND_SIGNALED,
+          sge: [src.sge(i * size, size)],
+          remote: { addr: dst.addr + BigInt(i * size), rkey: dst.rkey },
+        }),
+      );
     }
     for (let i = 0; withReads && i < n; i++) {
-      wrs.push(H.sendWr(IBV_WR_RDMA_READ, { wrId: BigInt(n + i), flags: IBV_SEND_SIGNALED, sge: [back.sge(i * size, size)], remote: { addr: dst.addr + BigInt(i * size), rkey: dst.rkey } }));
+      wrs.push(
+        H.sendWr(IBV_WR_RDMA_READ, {
+          wrId: BigInt(n + i),
+          flags: IBV_SEND_SIGNALED,
+          sge: [back.sge(i * size, size)],
+          remote: { addr: dst.addr + BigInt(i * size), rkey: dst.rkey },
+        }),
+      );
     }
     for (let k = 0; k < wrs.length; k += 16) H.postSend(p.a, wrs.slice(k, k + 16));
     const total = withReads ? 2 * n : n;

@@ -29,9 +29,18 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
     await f?.close();
   });
 
-  it(`${WRITES} × 64 KiB WRITEs ${DEPTH} deep, 64 KiB READs back, SENDs: every byte, no PSN gap, perf write_bw and read_bw complete`, { timeout: 4 * HANG_MS }, async () => {
+  it(`${WRITES} × 64 KiB WRITEs ${DEPTH} deep, 64 KiB READs back, SENDs: every byte, no PSN gap, perf write_bw and read_bw complete`, {
+    timeout: 4 * HANG_MS,
+  }, async () => {
     f = await H.openFabric(H.twoDeviceConfig(workers));
-    const { a, b } = H.makePair(f, IBV_QPT_RC, { mtu: 5 /* IBV_MTU_4096 */, timeout: PATIENT_QP_TIMEOUT, maxSendWr: 64, maxRecvWr: 64, maxRdAtomic: 16, maxDestRdAtomic: 16 });
+    const { a, b } = H.makePair(f, IBV_QPT_RC, {
+      mtu: 5 /* IBV_MTU_4096 */,
+      timeout: PATIENT_QP_TIMEOUT,
+      maxSendWr: 64,
+      maxRecvWr: 64,
+      maxRdAtomic: 16,
+      maxDestRdAtomic: 16,
+    });
     const src = H.region(f.a, WRITES * MSG, H.ALL_ACCESS);
     src.data.set(H.pattern(WRITES * MSG, workers + 1));
     const dst = H.region(f.b, WRITES * MSG, H.ALL_ACCESS);
@@ -55,7 +64,12 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
     // READ it all back into a fresh region, 16 READs of 3 × 64 KiB.
     const back = H.region(f.a, WRITES * MSG, H.ALL_ACCESS);
     const chunk = 3 * MSG;
-    H.postSend(a, Array.from({ length: WRITES / 3 }, (_, i) => H.wrRead({ wrId: 1000n + BigInt(i), sge: [back.sge(i * chunk, chunk)], remote: { addr: dst.at(i * chunk), rkey: dst.rkey } })));
+    H.postSend(
+      a,
+      Array.from({ length: WRITES / 3 }, (_, i) =>
+        H.wrRead({ wrId: 1000n + BigInt(i), sge: [back.sge(i * chunk, chunk)], remote: { addr: dst.at(i * chunk), rkey: dst.rkey } }),
+      ),
+    );
     const reads = await H.pollN(a.scq, WRITES / 3, 'READs', HANG_MS);
     reads.forEach((wc, i) => H.expectWc(wc, { wr_id: 1000n + BigInt(i), status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_READ, byte_len: chunk }, `read ${i}`));
     H.expectBytes(back.data, src.data, 'bytes READ back');
@@ -63,8 +77,14 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
 
     // SENDs the other way, 8 × 16 KiB.
     const rbuf = H.region(f.a, 8 * 16384, H.ALL_ACCESS);
-    H.postRecv(a, Array.from({ length: 8 }, (_, i) => H.recvWr(BigInt(i), [rbuf.sge(i * 16384, 16384)])));
-    H.postSend(b, Array.from({ length: 8 }, (_, i) => H.wrSend({ wrId: BigInt(i), sge: [dst.sge(i * 16384, 16384)] })));
+    H.postRecv(
+      a,
+      Array.from({ length: 8 }, (_, i) => H.recvWr(BigInt(i), [rbuf.sge(i * 16384, 16384)])),
+    );
+    H.postSend(
+      b,
+      Array.from({ length: 8 }, (_, i) => H.wrSend({ wrId: BigInt(i), sge: [dst.sge(i * 16384, 16384)] })),
+    );
     const sent = await H.pollN(b.scq, 8, 'SENDs', HANG_MS);
     sent.forEach((wc, i) => H.expectWc(wc, { wr_id: BigInt(i), status: IBV_WC_SUCCESS, opcode: IBV_WC_SEND }, `send ${i}`));
     const recvd = await H.pollN(a.rcq, 8, 'receives', HANG_MS);
@@ -84,7 +104,10 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
     // perftest itself, as `rnic perf … --loopback` runs it.
     for (const test of ['write_bw', 'read_bw']) {
       const io = new BufferIo();
-      const rc = await perfMain([test, '--loopback', '-d', 'rnic0', '--peer-ib-dev', 'rnic1', '-x', '3', '-s', '65536', '-n', '200', '-u', String(PATIENT_QP_TIMEOUT)], { io });
+      const rc = await perfMain(
+        [test, '--loopback', '-d', 'rnic0', '--peer-ib-dev', 'rnic1', '-x', '3', '-s', '65536', '-n', '200', '-u', String(PATIENT_QP_TIMEOUT)],
+        { io },
+      );
       expect({ rc, err: io.stderr }, `${test} with workers: ${workers}`).toEqual({ rc: 0, err: '' });
       expect(io.stdout).toMatch(/^ 65536\s+200\s+[\d.]+\s+[\d.]+/m);
     }

@@ -27,7 +27,6 @@ import { freeTcpPort, freeUdpPort } from '../helpers/ports.js';
 const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 const HANG_MS = 120_000;
 
-
 interface Run {
   code: number | null;
   signal: string | null;
@@ -99,50 +98,54 @@ describe('two rnic processes on one host', () => {
     expect(again.map((r) => r.code)).toEqual([0, 0]);
   });
 
-  it.each([1, 0])('rc_pingpong -e exits 0 (workers: %i), and each capture is complete, with the ACK of the last SEND', { timeout: 3 * HANG_MS }, async (workers) => {
-    const [pa, pb] = [await freeUdpPort(), await freeUdpPort()];
-    // The subject is -e and the captures, not the retry budget: rc_pingpong's
-    // retry_cnt 7 retries forever (as rxe does), so a machine loaded enough to
-    // starve a process for the whole IBTA budget (8 × 67 ms) only slows it.
-    const cfg = (n: number, local: number, remote: number) => ({
-      workers,
-      quirks: { rxeRetryCnt7Infinite: true },
-      devices: [{ name: 'rnic0', ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], capture: join(dir, `w${workers}-${n}.pcap`) }] }],
-      cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${local}`, remote: `127.0.0.1:${remote}` }],
-    });
-    writeFileSync(join(dir, `a${workers}.json`), JSON.stringify(cfg(1, pa, pb)));
-    writeFileSync(join(dir, `b${workers}.json`), JSON.stringify(cfg(2, pb, pa)));
-    const iters = 200;
-    const [server, client] = await pingpong(
-      ['-p', String(await freeTcpPort()), '-e', '-n', String(iters), '-s', '1024'],
-      { ...env, RNIC_CONFIG: join(dir, `a${workers}.json`) },
-      { ...env, RNIC_CONFIG: join(dir, `b${workers}.json`) },
-    );
-    expect({ code: server.code, err: server.err }, 'server').toEqual({ code: 0, err: '' });
-    expect({ code: client.code, err: client.err }, 'client').toEqual({ code: 0, err: '' });
-    for (const r of [server, client]) expect(r.out).toContain(`${iters} iters in`);
+  it.each([1, 0])(
+    'rc_pingpong -e exits 0 (workers: %i), and each capture is complete, with the ACK of the last SEND',
+    { timeout: 3 * HANG_MS },
+    async (workers) => {
+      const [pa, pb] = [await freeUdpPort(), await freeUdpPort()];
+      // The subject is -e and the captures, not the retry budget: rc_pingpong's
+      // retry_cnt 7 retries forever (as rxe does), so a machine loaded enough to
+      // starve a process for the whole IBTA budget (8 × 67 ms) only slows it.
+      const cfg = (n: number, local: number, remote: number) => ({
+        workers,
+        quirks: { rxeRetryCnt7Infinite: true },
+        devices: [{ name: 'rnic0', ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], capture: join(dir, `w${workers}-${n}.pcap`) }] }],
+        cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${local}`, remote: `127.0.0.1:${remote}` }],
+      });
+      writeFileSync(join(dir, `a${workers}.json`), JSON.stringify(cfg(1, pa, pb)));
+      writeFileSync(join(dir, `b${workers}.json`), JSON.stringify(cfg(2, pb, pa)));
+      const iters = 200;
+      const [server, client] = await pingpong(
+        ['-p', String(await freeTcpPort()), '-e', '-n', String(iters), '-s', '1024'],
+        { ...env, RNIC_CONFIG: join(dir, `a${workers}.json`) },
+        { ...env, RNIC_CONFIG: join(dir, `b${workers}.json`) },
+      );
+      expect({ code: server.code, err: server.err }, 'server').toEqual({ code: 0, err: '' });
+      expect({ code: client.code, err: client.err }, 'client').toEqual({ code: 0, err: '' });
+      for (const r of [server, client]) expect(r.out).toContain(`${iters} iters in`);
 
-    for (const n of [1, 2]) {
-      const bytes = readFileSync(join(dir, `w${workers}-${n}.pcap`));
-      // iteratePcap throws on a record cut short: the file must read to its end.
-      const sends: number[] = [];
-      const acked: number[] = [];
-      let frames = 0;
-      for (const r of iteratePcap(bytes)) {
-        frames++;
-        const d = decodePacket(r.data);
-        if (!d.ok) continue;
-        const fromMe = r.data[11] === n; // source MAC 02:00:00:00:00:0n
-        const { opcode, psn } = d.packet.bth;
-        if (!fromMe && opcode === Op.RC_SEND_ONLY) sends.push(psn);
-        if (fromMe && opcode === Op.RC_ACKNOWLEDGE) acked.push(psn);
+      for (const n of [1, 2]) {
+        const bytes = readFileSync(join(dir, `w${workers}-${n}.pcap`));
+        // iteratePcap throws on a record cut short: the file must read to its end.
+        const sends: number[] = [];
+        const acked: number[] = [];
+        let frames = 0;
+        for (const r of iteratePcap(bytes)) {
+          frames++;
+          const d = decodePacket(r.data);
+          if (!d.ok) continue;
+          const fromMe = r.data[11] === n; // source MAC 02:00:00:00:00:0n
+          const { opcode, psn } = d.packet.bth;
+          if (!fromMe && opcode === Op.RC_SEND_ONLY) sends.push(psn);
+          if (fromMe && opcode === Op.RC_ACKNOWLEDGE) acked.push(psn);
+        }
+        expect(frames, `frames in capture ${n}`).toBeGreaterThanOrEqual(4 * iters);
+        expect(new Set(sends).size, `SENDs received by host ${n}`).toBe(iters);
+        // The last SEND the peer made was acknowledged on the wire, even though the program ended right after it.
+        expect(acked, `host ${n}'s ACKs`).toContain(sends[sends.length - 1]);
       }
-      expect(frames, `frames in capture ${n}`).toBeGreaterThanOrEqual(4 * iters);
-      expect(new Set(sends).size, `SENDs received by host ${n}`).toBe(iters);
-      // The last SEND the peer made was acknowledged on the wire, even though the program ended right after it.
-      expect(acked, `host ${n}'s ACKs`).toContain(sends[sends.length - 1]);
-    }
-  });
+    },
+  );
 
   it('SIGINT / SIGTERM in the middle of a run: exit 130 / 143, and the captures are complete up to then', { timeout: 3 * HANG_MS }, async () => {
     const [pa, pb] = [await freeUdpPort(), await freeUdpPort()];

@@ -116,7 +116,13 @@ async function main(): Promise<void> {
   /** A new RC QP in INIT with its MR and one receive posted. */
   function newSession(id: number): void {
     const cq = ibv_create_cq(ctx, 64, null, null, 0);
-    const qp = ibv_create_qp(pd, { send_cq: cq, recv_cq: cq, cap: { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }, qp_type: IBV_QPT_RC, sq_sig_all: 0 });
+    const qp = ibv_create_qp(pd, {
+      send_cq: cq,
+      recv_cq: cq,
+      cap: { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
+    });
     const region = rnic_alloc_buf(ctx, 2 * HALF, 64);
     region.fill(0);
     region.set(pattern(HALF, 77), HALF);
@@ -147,7 +153,10 @@ async function main(): Promise<void> {
     a.ah_attr.grh.dgid = { raw: Uint8Array.from(Buffer.from(m.gid, 'hex')) };
     a.ah_attr.grh.sgid_index = GID_INDEX;
     a.ah_attr.grh.hop_limit = 64;
-    must(ibv_modify_qp(s.qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 'modify RTR');
+    must(
+      ibv_modify_qp(s.qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+      'modify RTR',
+    );
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = PSN;
     // ~17 s: the test is about bytes crossing processes, not about timing on a busy machine.
@@ -169,7 +178,8 @@ async function main(): Promise<void> {
         const s = sessions.get(m.id)!;
         s.echo = (m as unknown as { count: number }).count;
         s.reported = true;
-      } else if (m.type === 'counters') send({ type: 'counters', id: m.id, counters: Object.fromEntries(Object.entries(rnic_read_counters(ctx)).map(([k, v]) => [k, String(v)])) });
+      } else if (m.type === 'counters')
+        send({ type: 'counters', id: m.id, counters: Object.fromEntries(Object.entries(rnic_read_counters(ctx)).map(([k, v]) => [k, String(v)])) });
       else if (m.type === 'exit') stop = true;
     } catch (e) {
       send({ type: 'error', message: `${(e as Error).message}\n${(e as Error).stack}` });
@@ -190,7 +200,21 @@ async function main(): Promise<void> {
           if (w.status !== 0) throw new Error(`echo: completion status ${w.status}`);
           if (w.wr_id !== 1n) continue; // our SEND done
           must(ibv_post_recv(s.qp, { wr_id: 1n, next: null, sg_list: [{ addr: s.raddr, length: RECV_LEN, lkey: s.rlkey }], num_sge: 1 }, {}), 'post_recv');
-          must(ibv_post_send(s.qp, { wr_id: 2n, next: null, sg_list: [{ addr: s.raddr, length: w.byte_len, lkey: s.rlkey }], num_sge: 1, opcode: IBV_WR_SEND, send_flags: IBV_SEND_SIGNALED }, {}), 'post_send');
+          must(
+            ibv_post_send(
+              s.qp,
+              {
+                wr_id: 2n,
+                next: null,
+                sg_list: [{ addr: s.raddr, length: w.byte_len, lkey: s.rlkey }],
+                num_sge: 1,
+                opcode: IBV_WR_SEND,
+                send_flags: IBV_SEND_SIGNALED,
+              },
+              {},
+            ),
+            'post_send',
+          );
           s.echo--;
         }
         continue;
@@ -200,7 +224,17 @@ async function main(): Promise<void> {
       if (n < 0) throw new Error(`ibv_poll_cq: ${n}`);
       if (n > 0) {
         const w = wc[0]!;
-        send({ type: 'recv', id: s.id, status: w.status, byteLen: w.byte_len, imm: w.imm_data >>> 0, flags: w.wc_flags, wrId: String(w.wr_id), payload: hex(s.rbuf.subarray(0, Math.min(w.byte_len, RECV_LEN))), region: hex(s.region.subarray(0, HALF)) });
+        send({
+          type: 'recv',
+          id: s.id,
+          status: w.status,
+          byteLen: w.byte_len,
+          imm: w.imm_data >>> 0,
+          flags: w.wc_flags,
+          wrId: String(w.wr_id),
+          payload: hex(s.rbuf.subarray(0, Math.min(w.byte_len, RECV_LEN))),
+          region: hex(s.region.subarray(0, HALF)),
+        });
         s.reported = true;
       }
     }

@@ -26,7 +26,6 @@ const HANG_MS = 60_000;
 /** ~17 s transport timeout: timing is not what is tested. */
 const PATIENT = { timeout: 22 };
 
-
 interface Msg {
   type: string;
   [k: string]: unknown;
@@ -37,7 +36,10 @@ class Mailbox {
   private readonly queue: Msg[] = [];
   private waiter: (() => void) | null = null;
   private exited: string | null = null;
-  constructor(readonly child: ChildProcess, private readonly stderr: () => string) {
+  constructor(
+    readonly child: ChildProcess,
+    private readonly stderr: () => string,
+  ) {
     child.on('message', (m: Msg) => {
       this.queue.push(m);
       this.waiter?.();
@@ -81,7 +83,15 @@ describe('two processes over a UDP cable', () => {
     const [pa, pb] = [await freeUdpPort(), await freeUdpPort()];
     const device = (name: string, n: number) => ({
       name,
-      ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], ipv6: [`fd00::${n}`], mtu: 4096, ...(process.env.E2E_CAPTURE ? { capture: `${process.env.E2E_CAPTURE}-${name}.pcap` } : {}) }],
+      ports: [
+        {
+          mac: `02:00:00:00:00:0${n}`,
+          ipv4: [`192.0.2.${n}`],
+          ipv6: [`fd00::${n}`],
+          mtu: 4096,
+          ...(process.env.E2E_CAPTURE ? { capture: `${process.env.E2E_CAPTURE}-${name}.pcap` } : {}),
+        },
+      ],
     });
     const cfgA = { workers: 1, devices: [device('rnic0', 1)], cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${pa}`, remote: `127.0.0.1:${pb}` }] };
     const cfgB = { workers: 1, devices: [device('rnic1', 2)], cables: [{ kind: 'udp', port: 'rnic1:1', local: `127.0.0.1:${pb}`, remote: `127.0.0.1:${pa}` }] };
@@ -137,7 +147,11 @@ describe('two processes over a UDP cable', () => {
     const s = await session();
     const src = H.region(dev, 4096, H.ALL_ACCESS, { fill: (i) => i ^ 0xa5 });
     H.postSend(s.ep, H.wrWrite({ wrId: 1n, sge: [src.sge(0, 3000)], remote: { addr: s.raddr, rkey: s.rkey } }));
-    H.expectWc(await H.poll1(s.ep.scq, 'the first WRITE to the other process (ARP, then 3 packets)', HANG_MS), { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
+    H.expectWc(
+      await H.poll1(s.ep.scq, 'the first WRITE to the other process (ARP, then 3 packets)', HANG_MS),
+      { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE },
+      'write',
+    );
     child!.send({ type: 'region', id: s.id });
     const r = await box.next('region', s.id);
     const region = Uint8Array.from(Buffer.from(r['region'] as string, 'hex'));
@@ -217,7 +231,14 @@ describe('two processes over a UDP cable', () => {
     const d = H.counterDelta(before, H.counters(dev));
     const dc = Object.fromEntries(Object.keys(childAfter).map((k) => [k, BigInt(childAfter[k]!) - BigInt(childBefore[k] ?? '0')]));
     // 20 SENDs and 20 ACKs each way: one packet per message, none twice.
-    expect({ sent: d['sent_pkts'], rcvd: d['rcvd_pkts'], dup: d['duplicate_request'] ?? 0n, timeouts: d['local_ack_timeout_err'] ?? 0n }, 'rnic0').toEqual({ sent: 40n, rcvd: 40n, dup: 0n, timeouts: 0n });
-    expect({ sent: dc['sent_pkts'], rcvd: dc['rcvd_pkts'], dup: dc['duplicate_request'], timeouts: dc['local_ack_timeout_err'] }, 'rnic1 in the child').toEqual({ sent: 40n, rcvd: 40n, dup: 0n, timeouts: 0n });
+    expect({ sent: d['sent_pkts'], rcvd: d['rcvd_pkts'], dup: d['duplicate_request'] ?? 0n, timeouts: d['local_ack_timeout_err'] ?? 0n }, 'rnic0').toEqual({
+      sent: 40n,
+      rcvd: 40n,
+      dup: 0n,
+      timeouts: 0n,
+    });
+    expect({ sent: dc['sent_pkts'], rcvd: dc['rcvd_pkts'], dup: dc['duplicate_request'], timeouts: dc['local_ack_timeout_err'] }, 'rnic1 in the child').toEqual(
+      { sent: 40n, rcvd: 40n, dup: 0n, timeouts: 0n },
+    );
   });
 });

@@ -28,7 +28,6 @@ import { freeTcpPort, freeUdpPort } from '../helpers/ports.js';
 const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 const HANG_MS = 180_000;
 
-
 const host = (n: number, local: number, remote: number, extra: Record<string, unknown> = {}) => ({
   devices: [{ name: 'rnic0', ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`] }] }],
   cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${local}`, remote: `127.0.0.1:${remote}`, ...extra }],
@@ -45,13 +44,31 @@ afterAll(async () => {
 
 describe('UDP cable settings', () => {
   it('socketBufferBytes: a size, 1 KiB..1 GiB, on udp cables only', () => {
-    const cfg = (c: Record<string, unknown>) => parseConfig({ devices: [{ name: 'd', ports: [{ mac: '02:00:00:00:00:01' }] }], cables: [{ kind: 'udp', port: 'd:1', local: '127.0.0.1:1', remote: '127.0.0.1:2', ...c }] }, 'f');
+    const cfg = (c: Record<string, unknown>) =>
+      parseConfig(
+        {
+          devices: [{ name: 'd', ports: [{ mac: '02:00:00:00:00:01' }] }],
+          cables: [{ kind: 'udp', port: 'd:1', local: '127.0.0.1:1', remote: '127.0.0.1:2', ...c }],
+        },
+        'f',
+      );
     expect(cfg({ socketBufferBytes: '8MiB' }).cables[0]).toMatchObject({ socketBufferBytes: 8 << 20 });
     expect(cfg({ socketBufferBytes: 65536 }).cables[0]).toMatchObject({ socketBufferBytes: 65536 });
     expect(cfg({}).cables[0]).not.toHaveProperty('socketBufferBytes');
     expect(() => cfg({ socketBufferBytes: 100 })).toThrow('f.cables[0].socketBufferBytes: expected 1KiB..1GiB, got 100');
     expect(() => cfg({ socketBufferBytes: 'lots' })).toThrow('f.cables[0].socketBufferBytes: expected a size such as 64MiB');
-    expect(() => parseConfig({ devices: [{ name: 'd', ports: [{ mac: '02:00:00:00:00:01' }] }, { name: 'e', ports: [{ mac: '02:00:00:00:00:02' }] }], cables: [{ kind: 'wire', a: 'd:1', b: 'e:1', socketBufferBytes: 4096 }] }, 'f')).toThrow('f.cables[0].socketBufferBytes: unknown setting');
+    expect(() =>
+      parseConfig(
+        {
+          devices: [
+            { name: 'd', ports: [{ mac: '02:00:00:00:00:01' }] },
+            { name: 'e', ports: [{ mac: '02:00:00:00:00:02' }] },
+          ],
+          cables: [{ kind: 'wire', a: 'd:1', b: 'e:1', socketBufferBytes: 4096 }],
+        },
+        'f',
+      ),
+    ).toThrow('f.cables[0].socketBufferBytes: unknown setting');
   });
 
   it('the socket gets what was asked (Linux grants twice the request), 4 MiB by default', async () => {
@@ -84,7 +101,10 @@ describe('write_bw -s 65536 between two processes over a UDP cable', () => {
     const tcp = await freeTcpPort();
     const iters = 300;
     const args = ['write_bw', '-s', '65536', '-n', String(iters), '-x', '3', '-u', String(PATIENT_QP_TIMEOUT), '-p', String(tcp)];
-    const server = spawn(process.execPath, [CLI, 'perf', ...args], { env: { ...process.env, RNIC_CONFIG: join(dir, 'server.json') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(process.execPath, [CLI, 'perf', ...args], {
+      env: { ...process.env, RNIC_CONFIG: join(dir, 'server.json') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let sout = '';
     server.stdout!.on('data', (d: Buffer) => (sout += d.toString()));
     server.stderr!.on('data', (d: Buffer) => (sout += d.toString()));

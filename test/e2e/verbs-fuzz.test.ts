@@ -182,7 +182,8 @@ function show(v: unknown, depth = 0): string {
   if (typeof v !== 'object' || v === null) return String(v);
   if (v instanceof Uint8Array) return `Uint8Array(${v.length})`;
   const name = v.constructor?.name ?? 'Object';
-  if (name.startsWith('Model')) return `${name}#${typeof (v as { handle?: unknown }).handle === 'number' ? (v as { handle: number }).handle : ''}${(v as { destroyed?: boolean; closed?: boolean }).destroyed || (v as { closed?: boolean }).closed ? '(dead)' : ''}`;
+  if (name.startsWith('Model'))
+    return `${name}#${typeof (v as { handle?: unknown }).handle === 'number' ? (v as { handle: number }).handle : ''}${(v as { destroyed?: boolean; closed?: boolean }).destroyed || (v as { closed?: boolean }).closed ? '(dead)' : ''}`;
   if (depth > 1) return name;
   if (Array.isArray(v)) return `[${v.map((x) => show(x, depth + 1)).join(', ')}]`;
   const keys = Object.keys(v).slice(0, 8);
@@ -276,7 +277,14 @@ describe('verbs misuse fuzz', () => {
     const chD = ibv_create_comp_channel(a.ctx);
     expect(ibv_destroy_comp_channel(chD)).toBe(0);
     const cqD = ibv_create_cq(a.ctx, 4, null, null, 0);
-    const qpD = ibv_create_qp(pdD, { send_cq: cqD, recv_cq: cqD, srq: null, qp_type: IBV_QPT_RC, sq_sig_all: 0, cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 } });
+    const qpD = ibv_create_qp(pdD, {
+      send_cq: cqD,
+      recv_cq: cqD,
+      srq: null,
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
+      cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+    });
     expect(ibv_destroy_qp(qpD)).toBe(0);
     expect(ibv_destroy_cq(cqD)).toBe(0);
     const srqD = ibv_create_srq(pdD, { srq_context: null, attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } });
@@ -292,7 +300,14 @@ describe('verbs misuse fuzz', () => {
     const mrC = ibv_reg_mr(pdC, bufC, 1);
     const chC = ibv_create_comp_channel(ctxC);
     const cqC = ibv_create_cq(ctxC, 4, null, chC, 0);
-    const qpC = ibv_create_qp(pdC, { send_cq: cqC, recv_cq: cqC, srq: null, qp_type: IBV_QPT_RC, sq_sig_all: 0, cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 } });
+    const qpC = ibv_create_qp(pdC, {
+      send_cq: cqC,
+      recv_cq: cqC,
+      srq: null,
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
+      cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+    });
     const srqC = ibv_create_srq(pdC, { srq_context: null, attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } });
     const ahC = ibv_create_ah(pdC, H.avTo(a, b));
     expect(ibv_close_device(ctxC)).toBe(0);
@@ -320,17 +335,25 @@ describe('verbs misuse fuzz', () => {
       send_flags: IBV_SEND_SIGNALED,
       wr: { rdma: { remote_addr: dst.addr, rkey: dst.rkey } },
     });
-    const goodRecv = (): ibv_recv_wr => ({ wr_id: 1_000_000n + nextId++, next: null, sg_list: [{ addr: rbuf.addr, length: 4096, lkey: rbuf.lkey }], num_sge: 1 });
-    const withField = <T extends object>(make: () => T, patch: (w: T) => void) => () => {
-      const w = make();
-      patch(w);
-      return w;
-    };
+    const goodRecv = (): ibv_recv_wr => ({
+      wr_id: 1_000_000n + nextId++,
+      next: null,
+      sg_list: [{ addr: rbuf.addr, length: 4096, lkey: rbuf.lkey }],
+      num_sge: 1,
+    });
+    const withField =
+      <T extends object>(make: () => T, patch: (w: T) => void) =>
+      () => {
+        const w = make();
+        patch(w);
+        return w;
+      };
 
     /** Send WRs with one field wrong; each must be refused (EINVAL unless noted by its errno). */
     const badSends = (): { wr: unknown; errno?: number }[] => {
       const out: { wr: unknown; errno?: number }[] = NOT_OBJECT.filter((v) => v !== 0 && v !== 1 && v !== -1).map((wr) => ({ wr }));
-      const vary = (patch: (w: ibv_send_wr & Record<string, unknown>) => void, e?: number) => out.push({ wr: withField(goodSend, patch as (w: ibv_send_wr) => void)(), errno: e });
+      const vary = (patch: (w: ibv_send_wr & Record<string, unknown>) => void, e?: number) =>
+        out.push({ wr: withField(goodSend, patch as (w: ibv_send_wr) => void)(), errno: e });
       for (const v of BAD_U64) vary((w) => (w.wr_id = v as bigint));
       for (const v of [...BAD_U32, 16, 99, IBV_WR_BIND_MW]) vary((w) => (w.opcode = v as number));
       for (const v of [...BAD_COUNT.filter((x) => x !== undefined), 2, 255]) vary((w) => (w.num_sge = v as number));
@@ -410,13 +433,22 @@ describe('verbs misuse fuzz', () => {
       return out;
     };
 
-    const goodQpInit = () => ({ send_cq: rc.a.scq, recv_cq: rc.a.rcq, srq: null as ibv_srq | null, qp_type: IBV_QPT_RC, sq_sig_all: 0, cap: { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 } });
+    const goodQpInit = () => ({
+      send_cq: rc.a.scq,
+      recv_cq: rc.a.rcq,
+      srq: null as ibv_srq | null,
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
+      cap: { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+    });
     const badQpInits = (): { v: unknown; errno?: number }[] => {
       const out: { v: unknown; errno?: number }[] = NOT_OBJECT.map((v) => ({ v }));
-      const vary = (patch: (x: ReturnType<typeof goodQpInit> & Record<string, unknown>) => void, e?: number) => out.push({ v: withField(goodQpInit, patch as never)(), errno: e });
+      const vary = (patch: (x: ReturnType<typeof goodQpInit> & Record<string, unknown>) => void, e?: number) =>
+        out.push({ v: withField(goodQpInit, patch as never)(), errno: e });
       for (const v of [...NOT_OBJECT, ...fake(rc.a.scq), cqD, cqC, cqB]) vary((x) => (x.send_cq = v as ibv_cq));
       for (const v of [...NOT_OBJECT, cqD, cqC, cqB]) vary((x) => (x.recv_cq = v as ibv_cq));
-      for (const v of [...NOT_OBJECT.filter((x) => x !== undefined && x !== null && x !== 0), { ...srq }, srqD, srqC, srqB]) vary((x) => (x.srq = v as ibv_srq));
+      for (const v of [...NOT_OBJECT.filter((x) => x !== undefined && x !== null && x !== 0), { ...srq }, srqD, srqC, srqB])
+        vary((x) => (x.srq = v as ibv_srq));
       for (const v of [...BAD_U32, 99]) vary((x) => (x.qp_type = v as number));
       vary((x) => (x.qp_type = IBV_QPT_RAW_PACKET), errno.EOPNOTSUPP);
       for (const v of [5, 'x', SYM, 1n]) vary((x) => (x.cap = v as never));
@@ -429,7 +461,8 @@ describe('verbs misuse fuzz', () => {
     const badSrqInits = (): unknown[] => {
       const good = () => ({ srq_context: null, attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } });
       const out: unknown[] = [...NOT_OBJECT, { attr: null }, { attr: 5 }, { attr: SYM }];
-      for (const k of ['max_wr', 'max_sge', 'srq_limit'] as const) for (const v of [...BAD_COUNT, 1 << 30]) out.push(withField(good, (x) => ((x.attr as Record<string, unknown>)[k] = v))());
+      for (const k of ['max_wr', 'max_sge', 'srq_limit'] as const)
+        for (const v of [...BAD_COUNT, 1 << 30]) out.push(withField(good, (x) => ((x.attr as Record<string, unknown>)[k] = v))());
       out.push(withField(good, (x) => (x.attr.max_wr = 0))());
       out.push(withField(good, (x) => (x.attr.srq_limit = 5))());
       return out;
@@ -447,14 +480,28 @@ describe('verbs misuse fuzz', () => {
     /** One QP attribute wrong, with its mask bit set: on the RC QP in RTS each must be refused. */
     const badQpFields = (): { attr: unknown; mask: number }[] => {
       const fields: [string, number][] = [
-        ['path_mtu', IBV_QP_PATH_MTU], ['timeout', IBV_QP_TIMEOUT], ['retry_cnt', IBV_QP_RETRY_CNT], ['rnr_retry', IBV_QP_RNR_RETRY],
-        ['min_rnr_timer', IBV_QP_MIN_RNR_TIMER], ['max_rd_atomic', IBV_QP_MAX_QP_RD_ATOMIC], ['max_dest_rd_atomic', IBV_QP_MAX_DEST_RD_ATOMIC],
-        ['pkey_index', IBV_QP_PKEY_INDEX], ['port_num', IBV_QP_PORT], ['qp_access_flags', IBV_QP_ACCESS_FLAGS], ['dest_qp_num', IBV_QP_DEST_QPN],
-        ['rq_psn', IBV_QP_RQ_PSN], ['sq_psn', IBV_QP_SQ_PSN], ['qkey', IBV_QP_QKEY], ['path_mig_state', IBV_QP_PATH_MIG_STATE],
+        ['path_mtu', IBV_QP_PATH_MTU],
+        ['timeout', IBV_QP_TIMEOUT],
+        ['retry_cnt', IBV_QP_RETRY_CNT],
+        ['rnr_retry', IBV_QP_RNR_RETRY],
+        ['min_rnr_timer', IBV_QP_MIN_RNR_TIMER],
+        ['max_rd_atomic', IBV_QP_MAX_QP_RD_ATOMIC],
+        ['max_dest_rd_atomic', IBV_QP_MAX_DEST_RD_ATOMIC],
+        ['pkey_index', IBV_QP_PKEY_INDEX],
+        ['port_num', IBV_QP_PORT],
+        ['qp_access_flags', IBV_QP_ACCESS_FLAGS],
+        ['dest_qp_num', IBV_QP_DEST_QPN],
+        ['rq_psn', IBV_QP_RQ_PSN],
+        ['sq_psn', IBV_QP_SQ_PSN],
+        ['qkey', IBV_QP_QKEY],
+        ['path_mig_state', IBV_QP_PATH_MIG_STATE],
       ];
       const out: { attr: unknown; mask: number }[] = [];
-      for (const [k, bit] of fields) for (const v of [NaN, 1.5, '1', 1n, null, SYM, {}, Infinity]) out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, [k]: v }, mask: IBV_QP_STATE | bit });
-      for (const v of [null, 5, 'x', { ...H.avTo(a, b), grh: null }, { ...H.avTo(a, b), sl: NaN }]) out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, ah_attr: v }, mask: IBV_QP_STATE | IBV_QP_AV });
+      for (const [k, bit] of fields)
+        for (const v of [NaN, 1.5, '1', 1n, null, SYM, {}, Infinity])
+          out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, [k]: v }, mask: IBV_QP_STATE | bit });
+      for (const v of [null, 5, 'x', { ...H.avTo(a, b), grh: null }, { ...H.avTo(a, b), sl: NaN }])
+        out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, ah_attr: v }, mask: IBV_QP_STATE | IBV_QP_AV });
       for (const v of [5, 'x', { max_send_wr: NaN }]) out.push({ attr: { ...newQpAttr(), qp_state: IBV_QPS_RTS, cap: v }, mask: IBV_QP_STATE | IBV_QP_CAP });
       return out;
     };
@@ -464,9 +511,15 @@ describe('verbs misuse fuzz', () => {
     a.cleanup.push(() => void ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)));
     const cqR = H.createCq(a, 8);
     const goodQpEx = (): ibv_qp_init_attr_ex => ({
-      send_cq: cqR, recv_cq: cqR, srq: null, qp_type: IBV_QPT_RC, sq_sig_all: 0,
+      send_cq: cqR,
+      recv_cq: cqR,
+      srq: null,
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
       cap: { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
-      comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, pd: a.pd, send_ops_flags: IBV_QP_EX_WITH_RDMA_WRITE,
+      comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+      pd: a.pd,
+      send_ops_flags: IBV_QP_EX_WITH_RDMA_WRITE,
     });
     const qpxBase = ibv_create_qp_ex(a.ctx, goodQpEx());
     a.cleanup.push(() => void ibv_destroy_qp(qpxBase));
@@ -474,21 +527,58 @@ describe('verbs misuse fuzz', () => {
 
     const specs: Spec[] = [
       { name: 'ibv_get_device_name', kind: 'ptr', args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { name: 5 }] }], call: ibv_get_device_name },
-      { name: 'ibv_get_device_guid', kind: 'ptr', args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { provider: 5 }, { provider: {} }] }], call: ibv_get_device_guid },
-      { name: 'ibv_open_device', kind: 'ptr', args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { name: 'rnic0' }, { provider: 5 }, { provider: {} }] }], call: ibv_open_device },
+      {
+        name: 'ibv_get_device_guid',
+        kind: 'ptr',
+        args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { provider: 5 }, { provider: {} }] }],
+        call: ibv_get_device_guid,
+      },
+      {
+        name: 'ibv_open_device',
+        kind: 'ptr',
+        args: [{ good: () => devA, bad: () => [...NOT_OBJECT, {}, { name: 'rnic0' }, { provider: 5 }, { provider: {} }] }],
+        call: ibv_open_device,
+      },
       { name: 'ibv_close_device', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }], call: ibv_close_device },
-      { name: 'ibv_query_device', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }, { good: newDeviceAttr, bad: () => NOT_OBJECT }], call: ibv_query_device },
-      { name: 'ibv_query_port', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2, 255] }, { good: newPortAttr, bad: () => NOT_OBJECT }], call: ibv_query_port },
+      {
+        name: 'ibv_query_device',
+        kind: 'int',
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: newDeviceAttr, bad: () => NOT_OBJECT },
+        ],
+        call: ibv_query_device,
+      },
+      {
+        name: 'ibv_query_port',
+        kind: 'int',
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => 1, bad: () => [...BAD_U32, 0, 2, 255] },
+          { good: newPortAttr, bad: () => NOT_OBJECT },
+        ],
+        call: ibv_query_port,
+      },
       {
         name: 'ibv_query_gid',
         kind: 'minus1',
-        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0, bad: () => [...BAD_U32, 9999] }, { good: newGid, bad: () => NOT_OBJECT }],
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => 1, bad: () => [...BAD_U32, 0, 2] },
+          { good: () => 0, bad: () => [...BAD_U32, 9999] },
+          { good: newGid, bad: () => NOT_OBJECT },
+        ],
         call: ibv_query_gid,
       },
       {
         name: 'ibv_query_pkey',
         kind: 'minus1',
-        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0, bad: () => [...BAD_U32, 9999] }, { good: () => ({ pkey: 0 }), bad: () => NOT_OBJECT }],
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => 1, bad: () => [...BAD_U32, 0, 2] },
+          { good: () => 0, bad: () => [...BAD_U32, 9999] },
+          { good: () => ({ pkey: 0 }), bad: () => NOT_OBJECT },
+        ],
         call: ibv_query_pkey,
       },
       { name: 'ibv_alloc_pd', kind: 'ptr', args: [{ good: () => a.ctx, bad: badCtx }], call: ibv_alloc_pd },
@@ -507,13 +597,31 @@ describe('verbs misuse fuzz', () => {
       {
         name: 'rnic_alloc_buf',
         kind: 'ptr',
-        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 64, bad: () => [...BAD_U32.filter((x) => x !== 2 ** 32 && x !== 2 ** 53), 2 ** 60] }, { good: () => 64, bad: () => [0, 3, -1, NaN, 1.5, '64', 64n, 2 ** 31, null, SYM] }],
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => 64, bad: () => [...BAD_U32.filter((x) => x !== 2 ** 32 && x !== 2 ** 53), 2 ** 60] },
+          { good: () => 64, bad: () => [0, 3, -1, NaN, 1.5, '64', 64n, 2 ** 31, null, SYM] },
+        ],
         call: rnic_alloc_buf,
         errnos: [errno.EINVAL, errno.ENOMEM],
       },
-      { name: 'rnic_free_buf', kind: 'void', args: [{ good: () => a.ctx, bad: () => [...badCtx(), b.ctx] }, { good: () => bufA, bad: () => [...NOT_OBJECT, new Uint8Array(8), bufA.subarray(1), src.full.subarray(8), bufD] }], call: rnic_free_buf },
+      {
+        name: 'rnic_free_buf',
+        kind: 'void',
+        args: [
+          { good: () => a.ctx, bad: () => [...badCtx(), b.ctx] },
+          { good: () => bufA, bad: () => [...NOT_OBJECT, new Uint8Array(8), bufA.subarray(1), src.full.subarray(8), bufD] },
+        ],
+        call: rnic_free_buf,
+      },
       { name: 'ibv_create_comp_channel', kind: 'ptr', args: [{ good: () => a.ctx, bad: badCtx }], call: ibv_create_comp_channel },
-      { name: 'ibv_destroy_comp_channel', kind: 'int', args: [{ good: () => ch, bad: () => [...badCh(), undefined, null, ch] }], call: ibv_destroy_comp_channel, errnos: [errno.EINVAL, errno.EBUSY] },
+      {
+        name: 'ibv_destroy_comp_channel',
+        kind: 'int',
+        args: [{ good: () => ch, bad: () => [...badCh(), undefined, null, ch] }],
+        call: ibv_destroy_comp_channel,
+        errnos: [errno.EINVAL, errno.EBUSY],
+      },
       {
         name: 'ibv_create_cq',
         kind: 'ptr',
@@ -526,105 +634,350 @@ describe('verbs misuse fuzz', () => {
         ],
         call: ibv_create_cq,
       },
-      { name: 'ibv_destroy_cq', kind: 'int', args: [{ good: () => rc.a.scq, bad: () => [...badCq(), rc.a.scq, cqOnCh] }], call: ibv_destroy_cq, errnos: [errno.EINVAL, errno.EBUSY] },
-      { name: 'ibv_req_notify_cq', kind: 'int', args: [{ good: () => rc.a.scq, bad: badCq }, { good: () => 0, bad: () => [undefined, null, '1', 1n, SYM, {}] }], call: ibv_req_notify_cq },
+      {
+        name: 'ibv_destroy_cq',
+        kind: 'int',
+        args: [{ good: () => rc.a.scq, bad: () => [...badCq(), rc.a.scq, cqOnCh] }],
+        call: ibv_destroy_cq,
+        errnos: [errno.EINVAL, errno.EBUSY],
+      },
+      {
+        name: 'ibv_req_notify_cq',
+        kind: 'int',
+        args: [
+          { good: () => rc.a.scq, bad: badCq },
+          { good: () => 0, bad: () => [undefined, null, '1', 1n, SYM, {}] },
+        ],
+        call: ibv_req_notify_cq,
+      },
       { name: 'ibv_get_cq_event', kind: 'async', args: [{ good: () => ch, bad: badCh }], call: ibv_get_cq_event, errnos: [errno.EINVAL, errno.EBADF] },
-      { name: 'ibv_ack_cq_events', kind: 'void', args: [{ good: () => cqOnCh, bad: badCq }, { good: () => 0, bad: () => [...BAD_COUNT, 1, 5] }], call: ibv_ack_cq_events },
+      {
+        name: 'ibv_ack_cq_events',
+        kind: 'void',
+        args: [
+          { good: () => cqOnCh, bad: badCq },
+          { good: () => 0, bad: () => [...BAD_COUNT, 1, 5] },
+        ],
+        call: ibv_ack_cq_events,
+      },
       {
         name: 'ibv_poll_cq',
         kind: 'poll',
-        args: [{ good: () => cqB, bad: badCq }, { good: () => 4, bad: () => [...BAD_COUNT.filter((x) => x !== 2 ** 31), Infinity] }, { good: () => newWcArray(4), bad: () => [undefined, null, 5, 'x', {}, SYM, 1n] }],
+        args: [
+          { good: () => cqB, bad: badCq },
+          { good: () => 4, bad: () => [...BAD_COUNT.filter((x) => x !== 2 ** 31), Infinity] },
+          { good: () => newWcArray(4), bad: () => [undefined, null, 5, 'x', {}, SYM, 1n] },
+        ],
         call: ibv_poll_cq,
       },
-      { name: 'ibv_create_srq', kind: 'ptr', args: [{ good: () => a.pd, bad: badPd }, { good: () => ({ srq_context: null, attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } }), bad: badSrqInits }], call: ibv_create_srq },
+      {
+        name: 'ibv_create_srq',
+        kind: 'ptr',
+        args: [
+          { good: () => a.pd, bad: badPd },
+          { good: () => ({ srq_context: null, attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } }), bad: badSrqInits },
+        ],
+        call: ibv_create_srq,
+      },
       {
         name: 'ibv_modify_srq',
         kind: 'int',
-        args: [{ good: () => srq, bad: badSrq }, { good: () => ({ max_wr: 0, max_sge: 0, srq_limit: 1 }), bad: () => [...NOT_OBJECT, ...[NaN, -1, 1.5, '1', 1n, 1000].map((v) => ({ max_wr: 0, max_sge: 0, srq_limit: v }))] }, { good: () => IBV_SRQ_LIMIT, bad: () => [...badMasks(), IBV_SRQ_MAX_WR] }],
+        args: [
+          { good: () => srq, bad: badSrq },
+          {
+            good: () => ({ max_wr: 0, max_sge: 0, srq_limit: 1 }),
+            bad: () => [...NOT_OBJECT, ...[NaN, -1, 1.5, '1', 1n, 1000].map((v) => ({ max_wr: 0, max_sge: 0, srq_limit: v }))],
+          },
+          { good: () => IBV_SRQ_LIMIT, bad: () => [...badMasks(), IBV_SRQ_MAX_WR] },
+        ],
         call: ibv_modify_srq,
       },
-      { name: 'ibv_query_srq', kind: 'int', args: [{ good: () => srq, bad: badSrq }, { good: newSrqAttr, bad: () => NOT_OBJECT }], call: ibv_query_srq },
-      { name: 'ibv_destroy_srq', kind: 'int', args: [{ good: () => srq, bad: () => [...badSrq(), srq] }], call: ibv_destroy_srq, errnos: [errno.EINVAL, errno.EBUSY] },
-      { name: 'ibv_post_srq_recv', kind: 'int', args: [{ good: () => srqB, bad: badSrq }, { good: () => ({ wr_id: 1n, next: null, sg_list: [], num_sge: 0 }), bad: badRecvs }, { good: () => ({}), bad: badBadWr }], call: ibv_post_srq_recv },
-      { name: 'ibv_create_qp', kind: 'ptr', args: [{ good: () => a.pd, bad: badPd }, { good: goodQpInit, bad: () => badQpInits().map((x) => x.v) }], call: ibv_create_qp, errnos: [errno.EINVAL, errno.EOPNOTSUPP] },
+      {
+        name: 'ibv_query_srq',
+        kind: 'int',
+        args: [
+          { good: () => srq, bad: badSrq },
+          { good: newSrqAttr, bad: () => NOT_OBJECT },
+        ],
+        call: ibv_query_srq,
+      },
+      {
+        name: 'ibv_destroy_srq',
+        kind: 'int',
+        args: [{ good: () => srq, bad: () => [...badSrq(), srq] }],
+        call: ibv_destroy_srq,
+        errnos: [errno.EINVAL, errno.EBUSY],
+      },
+      {
+        name: 'ibv_post_srq_recv',
+        kind: 'int',
+        args: [
+          { good: () => srqB, bad: badSrq },
+          { good: () => ({ wr_id: 1n, next: null, sg_list: [], num_sge: 0 }), bad: badRecvs },
+          { good: () => ({}), bad: badBadWr },
+        ],
+        call: ibv_post_srq_recv,
+      },
+      {
+        name: 'ibv_create_qp',
+        kind: 'ptr',
+        args: [
+          { good: () => a.pd, bad: badPd },
+          { good: goodQpInit, bad: () => badQpInits().map((x) => x.v) },
+        ],
+        call: ibv_create_qp,
+        errnos: [errno.EINVAL, errno.EOPNOTSUPP],
+      },
       {
         name: 'ibv_modify_qp',
         kind: 'int',
-        args: [{ good: () => rc.a.qp, bad: () => [...badQp(), qpReset.qp] }, { good: () => ({ ...newQpAttr(), qp_state: IBV_QPS_RTS, sq_psn: 0x1000 }), bad: badQpAttrs }, { good: () => IBV_QP_STATE | IBV_QP_SQ_PSN, bad: badMasks }],
+        args: [
+          { good: () => rc.a.qp, bad: () => [...badQp(), qpReset.qp] },
+          { good: () => ({ ...newQpAttr(), qp_state: IBV_QPS_RTS, sq_psn: 0x1000 }), bad: badQpAttrs },
+          { good: () => IBV_QP_STATE | IBV_QP_SQ_PSN, bad: badMasks },
+        ],
         call: ibv_modify_qp,
       },
       {
         name: 'ibv_modify_qp(field)',
         kind: 'int',
-        args: [{ good: () => rc.a.qp, bad: () => [] }, { good: () => null, bad: badQpFields }],
+        args: [
+          { good: () => rc.a.qp, bad: () => [] },
+          { good: () => null, bad: badQpFields },
+        ],
         call: ((qp: ibv_qp, t: { attr: never; mask: number }) => ibv_modify_qp(qp, t.attr, t.mask)) as Spec['call'],
       },
       {
         name: 'ibv_query_qp',
         kind: 'int',
-        args: [{ good: () => rc.a.qp, bad: badQp }, { good: newQpAttr, bad: () => NOT_OBJECT }, { good: () => IBV_QP_STATE, bad: () => [undefined, null, '1', 1n, SYM, {}] }, { good: () => ({}), bad: () => NOT_OBJECT }],
+        args: [
+          { good: () => rc.a.qp, bad: badQp },
+          { good: newQpAttr, bad: () => NOT_OBJECT },
+          { good: () => IBV_QP_STATE, bad: () => [undefined, null, '1', 1n, SYM, {}] },
+          { good: () => ({}), bad: () => NOT_OBJECT },
+        ],
         call: ibv_query_qp,
       },
       { name: 'ibv_destroy_qp', kind: 'int', args: [{ good: () => rc.a.qp, bad: badQp }], call: ibv_destroy_qp },
       {
         name: 'ibv_post_send',
         kind: 'int',
-        args: [{ good: () => rc.a.qp, bad: () => [...badQp(), qpReset.qp, qpInit.qp, qpRtr.qp] }, { good: goodSend, bad: () => badSends().map((x) => x.wr) }, { good: () => ({}), bad: badBadWr }],
+        args: [
+          { good: () => rc.a.qp, bad: () => [...badQp(), qpReset.qp, qpInit.qp, qpRtr.qp] },
+          { good: goodSend, bad: () => badSends().map((x) => x.wr) },
+          { good: () => ({}), bad: badBadWr },
+        ],
         call: ibv_post_send,
         errnos: [errno.EINVAL, errno.EFAULT],
       },
-      { name: 'ibv_post_send(UD)', kind: 'int', args: [{ good: () => ud.a.qp, bad: () => [] }, { good: () => null, bad: badUdSends }], call: ibv_post_send },
-      { name: 'ibv_post_recv', kind: 'int', args: [{ good: () => rc.a.qp, bad: () => [...badQp(), qpReset.qp, qpSrq.qp] }, { good: goodRecv, bad: badRecvs }, { good: () => ({}), bad: badBadWr }], call: ibv_post_recv },
-      { name: 'ibv_create_ah', kind: 'ptr', args: [{ good: () => a.pd, bad: badPd }, { good: goodAh, bad: badAhAttrs }], call: ibv_create_ah },
+      {
+        name: 'ibv_post_send(UD)',
+        kind: 'int',
+        args: [
+          { good: () => ud.a.qp, bad: () => [] },
+          { good: () => null, bad: badUdSends },
+        ],
+        call: ibv_post_send,
+      },
+      {
+        name: 'ibv_post_recv',
+        kind: 'int',
+        args: [
+          { good: () => rc.a.qp, bad: () => [...badQp(), qpReset.qp, qpSrq.qp] },
+          { good: goodRecv, bad: badRecvs },
+          { good: () => ({}), bad: badBadWr },
+        ],
+        call: ibv_post_recv,
+      },
+      {
+        name: 'ibv_create_ah',
+        kind: 'ptr',
+        args: [
+          { good: () => a.pd, bad: badPd },
+          { good: goodAh, bad: badAhAttrs },
+        ],
+        call: ibv_create_ah,
+      },
       { name: 'ibv_destroy_ah', kind: 'int', args: [{ good: () => ah, bad: badAh }], call: ibv_destroy_ah },
-      { name: 'ibv_get_async_event', kind: 'async', args: [{ good: () => a.ctx, bad: badCtx }], call: ibv_get_async_event, errnos: [errno.EINVAL, errno.EBADF] },
+      {
+        name: 'ibv_get_async_event',
+        kind: 'async',
+        args: [{ good: () => a.ctx, bad: badCtx }],
+        call: ibv_get_async_event,
+        errnos: [errno.EINVAL, errno.EBADF],
+      },
       {
         name: 'ibv_ack_async_event',
         kind: 'void',
-        args: [{ good: () => null, bad: () => [...NOT_OBJECT, {}, { element: null }, { element: 5 }, { element: { qp: rc.a.qp }, event_type: 1 }, { element: { cq: rc.a.scq }, event_type: 1 }, { element: { srq }, event_type: 1 }, { element: { qp: { ...rc.a.qp } } }] }],
+        args: [
+          {
+            good: () => null,
+            bad: () => [
+              ...NOT_OBJECT,
+              {},
+              { element: null },
+              { element: 5 },
+              { element: { qp: rc.a.qp }, event_type: 1 },
+              { element: { cq: rc.a.scq }, event_type: 1 },
+              { element: { srq }, event_type: 1 },
+              { element: { qp: { ...rc.a.qp } } },
+            ],
+          },
+        ],
         call: ibv_ack_async_event,
       },
-      { name: 'rnic_read_counters', kind: 'ptr', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32.filter((x) => x !== undefined), 0, 2] }], call: rnic_read_counters },
+      {
+        name: 'rnic_read_counters',
+        kind: 'ptr',
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => 1, bad: () => [...BAD_U32.filter((x) => x !== undefined), 0, 2] },
+        ],
+        call: rnic_read_counters,
+      },
       // The extended verbs.
-      { name: 'ibv_query_device_ex', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => null, bad: () => [{ comp_mask: 1 }, { comp_mask: NaN }, 5, 'x'] }, { good: newDeviceAttrEx, bad: () => [...NOT_OBJECT, {}, { orig_attr: null }] }], call: ibv_query_device_ex },
+      {
+        name: 'ibv_query_device_ex',
+        kind: 'int',
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => null, bad: () => [{ comp_mask: 1 }, { comp_mask: NaN }, 5, 'x'] },
+          { good: newDeviceAttrEx, bad: () => [...NOT_OBJECT, {}, { orig_attr: null }] },
+        ],
+        call: ibv_query_device_ex,
+      },
       {
         name: 'ibv_query_gid_ex',
         kind: 'int',
-        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0, bad: () => [...BAD_U32, 9999] }, { good: newGidEntry, bad: () => NOT_OBJECT }, { good: () => 0, bad: () => [1, NaN, undefined, '0', 0n] }],
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => 1, bad: () => [...BAD_U32, 0, 2] },
+          { good: () => 0, bad: () => [...BAD_U32, 9999] },
+          { good: newGidEntry, bad: () => NOT_OBJECT },
+          { good: () => 0, bad: () => [1, NaN, undefined, '0', 0n] },
+        ],
         call: ibv_query_gid_ex,
       },
       {
         name: 'ibv_query_gid_table',
         kind: 'poll',
-        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => newGidEntryArray(16), bad: () => [...NOT_OBJECT, {}] }, { good: () => 16, bad: () => [...BAD_COUNT, 17, 1000, 0.5] }, { good: () => 0, bad: () => [1, NaN, undefined, '0', 0n] }],
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => newGidEntryArray(16), bad: () => [...NOT_OBJECT, {}] },
+          { good: () => 16, bad: () => [...BAD_COUNT, 17, 1000, 0.5] },
+          { good: () => 0, bad: () => [1, NaN, undefined, '0', 0n] },
+        ],
         call: ibv_query_gid_table,
       },
-      { name: 'ibv_get_pkey_index', kind: 'minus1', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => 1, bad: () => [...BAD_U32, 0, 2] }, { good: () => 0xffff, bad: () => [undefined, null, '1', 1n, {}, 0x12345, -1, NaN, 1.5, 0x7fff] }], call: ibv_get_pkey_index },
-      { name: 'ibv_query_rt_values_ex', kind: 'int', args: [{ good: () => a.ctx, bad: badCtx }, { good: () => ({ comp_mask: IBV_VALUES_MASK_RAW_CLOCK }), bad: () => [...NOT_OBJECT, { comp_mask: 2 }, { comp_mask: -1 }, { comp_mask: NaN }] }], call: ibv_query_rt_values_ex },
+      {
+        name: 'ibv_get_pkey_index',
+        kind: 'minus1',
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => 1, bad: () => [...BAD_U32, 0, 2] },
+          { good: () => 0xffff, bad: () => [undefined, null, '1', 1n, {}, 0x12345, -1, NaN, 1.5, 0x7fff] },
+        ],
+        call: ibv_get_pkey_index,
+      },
+      {
+        name: 'ibv_query_rt_values_ex',
+        kind: 'int',
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          { good: () => ({ comp_mask: IBV_VALUES_MASK_RAW_CLOCK }), bad: () => [...NOT_OBJECT, { comp_mask: 2 }, { comp_mask: -1 }, { comp_mask: NaN }] },
+        ],
+        call: ibv_query_rt_values_ex,
+      },
       {
         name: 'ibv_create_cq_ex',
         kind: 'ptr',
-        args: [{ good: () => a.ctx, bad: badCtx }, { good: () => ({ cqe: 4, wc_flags: 0 }), bad: () => [...NOT_OBJECT, { cqe: 0, wc_flags: 0 }, { cqe: NaN, wc_flags: 0 }, { cqe: 4, wc_flags: -1 }, { cqe: 4, wc_flags: IBV_WC_EX_WITH_CVLAN }, { cqe: 4, wc_flags: 0, comp_mask: 4 }, { cqe: 4, wc_flags: 0, channel: 5 }, { cqe: 4, wc_flags: 0, comp_vector: 999 }] }],
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          {
+            good: () => ({ cqe: 4, wc_flags: 0 }),
+            bad: () => [
+              ...NOT_OBJECT,
+              { cqe: 0, wc_flags: 0 },
+              { cqe: NaN, wc_flags: 0 },
+              { cqe: 4, wc_flags: -1 },
+              { cqe: 4, wc_flags: IBV_WC_EX_WITH_CVLAN },
+              { cqe: 4, wc_flags: 0, comp_mask: 4 },
+              { cqe: 4, wc_flags: 0, channel: 5 },
+              { cqe: 4, wc_flags: 0, comp_vector: 999 },
+            ],
+          },
+        ],
         call: ibv_create_cq_ex,
         errnos: [errno.EINVAL, errno.EOPNOTSUPP],
       },
       { name: 'ibv_cq_ex_to_cq', kind: 'ptr', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), { cq: rc.a.scq }] }], call: ibv_cq_ex_to_cq },
-      { name: 'ibv_start_poll', kind: 'int', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq()] }, { good: () => ({ comp_mask: 0 }), bad: () => [...NOT_OBJECT, { comp_mask: 1 }, {}] }], call: ibv_start_poll },
+      {
+        name: 'ibv_start_poll',
+        kind: 'int',
+        args: [
+          { good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq()] },
+          { good: () => ({ comp_mask: 0 }), bad: () => [...NOT_OBJECT, { comp_mask: 1 }, {}] },
+        ],
+        call: ibv_start_poll,
+      },
       { name: 'ibv_next_poll', kind: 'int', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_next_poll },
       { name: 'ibv_end_poll', kind: 'void', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_end_poll },
       { name: 'ibv_wc_read_opcode', kind: 'void', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_wc_read_opcode },
-      { name: 'ibv_wc_read_completion_ts', kind: 'void', args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }], call: ibv_wc_read_completion_ts },
-      { name: 'ibv_resize_cq', kind: 'int', args: [{ good: () => cqR, bad: badCq }, { good: () => 8, bad: () => [...BAD_COUNT, 0, 1 << 30] }], call: ibv_resize_cq },
+      {
+        name: 'ibv_wc_read_completion_ts',
+        kind: 'void',
+        args: [{ good: () => cqx, bad: () => [...NOT_OBJECT, ...badCq(), cqx] }],
+        call: ibv_wc_read_completion_ts,
+      },
+      {
+        name: 'ibv_resize_cq',
+        kind: 'int',
+        args: [
+          { good: () => cqR, bad: badCq },
+          { good: () => 8, bad: () => [...BAD_COUNT, 0, 1 << 30] },
+        ],
+        call: ibv_resize_cq,
+      },
       {
         name: 'ibv_modify_cq',
         kind: 'int',
-        args: [{ good: () => cqR, bad: badCq }, { good: () => ({ attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 1, cq_period: 0 } }), bad: () => [...NOT_OBJECT, { attr_mask: 2, moderate: { cq_count: 1, cq_period: 0 } }, { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: null }, { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 0x10000, cq_period: 0 } }, { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 1, cq_period: -1 } }, { attr_mask: NaN }] }],
+        args: [
+          { good: () => cqR, bad: badCq },
+          {
+            good: () => ({ attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 1, cq_period: 0 } }),
+            bad: () => [
+              ...NOT_OBJECT,
+              { attr_mask: 2, moderate: { cq_count: 1, cq_period: 0 } },
+              { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: null },
+              { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 0x10000, cq_period: 0 } },
+              { attr_mask: IBV_CQ_ATTR_MODERATE, moderate: { cq_count: 1, cq_period: -1 } },
+              { attr_mask: NaN },
+            ],
+          },
+        ],
         call: ibv_modify_cq,
       },
       {
         name: 'ibv_create_qp_ex',
         kind: 'ptr',
-        args: [{ good: () => a.ctx, bad: badCtx }, { good: goodQpEx, bad: () => [...NOT_OBJECT, { ...goodQpEx(), comp_mask: 1 << 20 }, { ...goodQpEx(), pd: null }, { ...goodQpEx(), pd: b.pd }, { ...goodQpEx(), pd: pdD }, { ...goodQpEx(), send_ops_flags: IBV_QP_EX_WITH_BIND_MW }, { ...goodQpEx(), qp_type: 99 }, { ...goodQpEx(), comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD }, { ...goodQpEx(), send_cq: cqB }, { ...goodQpEx(), send_ops_flags: -1 }] }],
+        args: [
+          { good: () => a.ctx, bad: badCtx },
+          {
+            good: goodQpEx,
+            bad: () => [
+              ...NOT_OBJECT,
+              { ...goodQpEx(), comp_mask: 1 << 20 },
+              { ...goodQpEx(), pd: null },
+              { ...goodQpEx(), pd: b.pd },
+              { ...goodQpEx(), pd: pdD },
+              { ...goodQpEx(), send_ops_flags: IBV_QP_EX_WITH_BIND_MW },
+              { ...goodQpEx(), qp_type: 99 },
+              { ...goodQpEx(), comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD },
+              { ...goodQpEx(), send_cq: cqB },
+              { ...goodQpEx(), send_ops_flags: -1 },
+            ],
+          },
+        ],
         call: ibv_create_qp_ex,
         errnos: [errno.EINVAL, errno.EOPNOTSUPP],
       },
@@ -632,35 +985,83 @@ describe('verbs misuse fuzz', () => {
       { name: 'ibv_wr_start', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), rc.a.qp] }], call: ibv_wr_start },
       { name: 'ibv_wr_complete', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }], call: ibv_wr_complete },
       { name: 'ibv_wr_abort', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }], call: ibv_wr_abort },
-      { name: 'ibv_wr_rdma_write', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => dst.rkey, bad: () => [] }, { good: () => dst.addr, bad: () => [] }], call: ibv_wr_rdma_write },
-      { name: 'ibv_wr_set_sge', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => src.lkey, bad: () => [] }, { good: () => src.addr, bad: () => [] }, { good: () => 8, bad: () => [] }], call: ibv_wr_set_sge },
+      {
+        name: 'ibv_wr_rdma_write',
+        kind: 'void',
+        args: [
+          { good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] },
+          { good: () => dst.rkey, bad: () => [] },
+          { good: () => dst.addr, bad: () => [] },
+        ],
+        call: ibv_wr_rdma_write,
+      },
+      {
+        name: 'ibv_wr_set_sge',
+        kind: 'void',
+        args: [
+          { good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] },
+          { good: () => src.lkey, bad: () => [] },
+          { good: () => src.addr, bad: () => [] },
+          { good: () => 8, bad: () => [] },
+        ],
+        call: ibv_wr_set_sge,
+      },
       {
         name: 'ibv_reg_mr_iova',
         kind: 'ptr',
-        args: [{ good: () => a.pd, bad: badPd }, { good: () => bufA, bad: () => [...NOT_OBJECT, new Uint8Array(8), {}] }, { good: () => 0x1000n, bad: () => BAD_U64 }, { good: () => 1, bad: () => [...BAD_U32, 1 << 20] }],
+        args: [
+          { good: () => a.pd, bad: badPd },
+          { good: () => bufA, bad: () => [...NOT_OBJECT, new Uint8Array(8), {}] },
+          { good: () => 0x1000n, bad: () => BAD_U64 },
+          { good: () => 1, bad: () => [...BAD_U32, 1 << 20] },
+        ],
         call: ibv_reg_mr_iova,
       },
       {
         name: 'ibv_attach_mcast',
         kind: 'int',
-        args: [{ good: () => ud.a.qp, bad: () => [...badQp(), rc.a.qp] }, { good: () => ({ raw: Uint8Array.of(0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1) }), bad: () => [...NOT_OBJECT, {}, { raw: new Uint8Array(4) }, newGid(), { raw: 5 }] }, { good: () => 0, bad: () => [undefined, '0', 0n, {}] }],
+        args: [
+          { good: () => ud.a.qp, bad: () => [...badQp(), rc.a.qp] },
+          {
+            good: () => ({ raw: Uint8Array.of(0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1) }),
+            bad: () => [...NOT_OBJECT, {}, { raw: new Uint8Array(4) }, newGid(), { raw: 5 }],
+          },
+          { good: () => 0, bad: () => [undefined, '0', 0n, {}] },
+        ],
         call: ibv_attach_mcast,
       },
       {
         name: 'ibv_detach_mcast',
         kind: 'int',
-        args: [{ good: () => ud.a.qp, bad: () => [...badQp(), rc.a.qp] }, { good: () => ({ raw: Uint8Array.of(0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2) }), bad: () => [...NOT_OBJECT, {}, { raw: new Uint8Array(4) }, newGid()] }, { good: () => 0, bad: () => [undefined, '0', 0n, {}] }],
+        args: [
+          { good: () => ud.a.qp, bad: () => [...badQp(), rc.a.qp] },
+          {
+            good: () => ({ raw: Uint8Array.of(0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2) }),
+            bad: () => [...NOT_OBJECT, {}, { raw: new Uint8Array(4) }, newGid()],
+          },
+          { good: () => 0, bad: () => [undefined, '0', 0n, {}] },
+        ],
         call: ibv_detach_mcast,
       },
       { name: 'ibv_alloc_null_mr', kind: 'ptr', args: [{ good: () => a.pd, bad: badPd }], call: ibv_alloc_null_mr },
-      { name: 'ibv_wr_set_ud_addr', kind: 'void', args: [{ good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] }, { good: () => ah, bad: () => [] }, { good: () => 1, bad: () => [] }, { good: () => 1, bad: () => [] }], call: ibv_wr_set_ud_addr },
+      {
+        name: 'ibv_wr_set_ud_addr',
+        kind: 'void',
+        args: [
+          { good: () => qpx, bad: () => [...NOT_OBJECT, ...badQp(), qpx] },
+          { good: () => ah, bad: () => [] },
+          { good: () => 1, bad: () => [] },
+          { good: () => 1, bad: () => [] },
+        ],
+        call: ibv_wr_set_ud_addr,
+      },
     ];
 
     // RNIC_FUZZ_ONLY=ibv_post_send,ibv_poll_cq narrows a run to some verbs (to chase a failure).
     const only = process.env.RNIC_FUZZ_ONLY?.split(',');
     if (only) specs.splice(0, specs.length, ...specs.filter((x) => only.includes(x.name)));
     const rand = prng(SEED);
-    const pick = <T,>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const fail = (i: number, spec: Spec, args: unknown[], what: string) => {
       if (failures.length < 40) failures.push(`case ${i} (seed ${SEED}): ${spec.name}(${args.map((x) => show(x)).join(', ')}) ${what}`);
     };
@@ -679,7 +1080,14 @@ describe('verbs misuse fuzz', () => {
       let head: ibv_send_wr | ibv_recv_wr | null = null;
       // (Only where the QP and bad_wr are good: a bad QP or bad_wr refuses the whole call; and
       // `next: undefined` ends a list, as null does.)
-      if ((spec === postSendSpec || spec === postRecvSpec) && args[0] === rc.a.qp && isObject(args[2]) && args[1] !== undefined && args[1] !== null && rand() < 0.25) {
+      if (
+        (spec === postSendSpec || spec === postRecvSpec) &&
+        args[0] === rc.a.qp &&
+        isObject(args[2]) &&
+        args[1] !== undefined &&
+        args[1] !== null &&
+        rand() < 0.25
+      ) {
         head = spec === postSendSpec ? goodSend() : goodRecv();
         head.next = args[1] as never;
         args[1] = head;
@@ -720,9 +1128,11 @@ describe('verbs misuse fuzz', () => {
         }
       } else {
         if (!threw) fail(i, spec, args, `${spec.kind === 'async' ? 'resolved' : 'returned'} ${show(value)}: accepted`);
-        else if (!(thrown instanceof VerbsError)) fail(i, spec, args, `threw ${(thrown as Error)?.name ?? typeof thrown}: ${(thrown as Error)?.message ?? String(thrown)}`);
+        else if (!(thrown instanceof VerbsError))
+          fail(i, spec, args, `threw ${(thrown as Error)?.name ?? typeof thrown}: ${(thrown as Error)?.message ?? String(thrown)}`);
         else if (thrown.code !== errnoName(thrown.errno)) fail(i, spec, args, `threw code ${thrown.code} for errno ${thrown.errno}`);
-        else if (!allowed.includes(thrown.errno)) fail(i, spec, args, `threw ${thrown.code}: ${thrown.message}; expected ${allowed.map(errnoName).join(' or ')}`);
+        else if (!allowed.includes(thrown.errno))
+          fail(i, spec, args, `threw ${thrown.code}: ${thrown.message}; expected ${allowed.map(errnoName).join(' or ')}`);
       }
       // bad_wr names the first WR not posted; a good head was posted.
       if (head && typeof value === 'number' && value !== 0) {
@@ -746,7 +1156,10 @@ describe('verbs misuse fuzz', () => {
       expect(failures, failures.join('\n')).toEqual([]);
       const wcs = n ? await H.pollN(rc.a.scq, n, `${n} accepted WRITEs`) : [];
       const ids = sentWrIds.splice(0, n);
-      expect(wcs.map((w) => w.wr_id), 'send completions are the accepted WRs').toEqual(ids);
+      expect(
+        wcs.map((w) => w.wr_id),
+        'send completions are the accepted WRs',
+      ).toEqual(ids);
       for (const w of wcs) expect(w.status, H.wcText(w)).toBe(IBV_WC_SUCCESS);
       expect(H.pollNow(rc.a.scq), 'no completion of a WR that was refused').toEqual([]);
     }
@@ -758,7 +1171,10 @@ describe('verbs misuse fuzz', () => {
       const want = [...recvWrIds.splice(0), marker.wr_id];
       for (let k = 0; k < want.length; k++) H.postSend(rc.b, H.wrSend({ wrId: BigInt(k), sge: [H.region(b, 64, H.ALL_ACCESS, { fill: (j) => j + k }).sge()] }));
       const got = await H.pollN(rc.a.rcq, want.length, `${want.length} receives`);
-      expect(got.map((w) => w.wr_id), 'receive completions are the accepted receives').toEqual(want);
+      expect(
+        got.map((w) => w.wr_id),
+        'receive completions are the accepted receives',
+      ).toEqual(want);
       for (const w of got) expect(w.status, H.wcText(w)).toBe(IBV_WC_SUCCESS);
       await H.pollN(rc.b.scq, want.length, 'the SENDs');
     }

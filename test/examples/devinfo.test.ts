@@ -310,17 +310,25 @@ describe('devinfo with GID types and the extended attributes (ibv_query_gid_ex, 
   const raw = (hex: string) => Uint8Array.from(Buffer.from(hex, 'hex'));
   it('RoCE v2 GIDs print in IPv6 text form, RoCE v1 in hex, each with its type on Ethernet', () => {
     const e = IBV_LINK_LAYER_ETHERNET;
-    expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: IBV_GID_TYPE_ROCE_V1 }, 0, e)).toBe('\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001, RoCE v1\n');
+    expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: IBV_GID_TYPE_ROCE_V1 }, 0, e)).toBe(
+      '\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001, RoCE v1\n',
+    );
     expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 1, e)).toBe('\t\t\tGID[  1]:\t\tfe80::1, RoCE v2\n');
-    expect(gid_line({ raw: raw('00000000000000000000ffffc0000201'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 3, e)).toBe('\t\t\tGID[  3]:\t\t::ffff:192.0.2.1, RoCE v2\n');
+    expect(gid_line({ raw: raw('00000000000000000000ffffc0000201'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 3, e)).toBe(
+      '\t\t\tGID[  3]:\t\t::ffff:192.0.2.1, RoCE v2\n',
+    );
     // Two zero runs of equal length: the first is compressed, as glibc's inet_ntop does.
-    expect(gid_line({ raw: raw('20010db8000000000001000000000001'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 12, e)).toBe('\t\t\tGID[ 12]:\t\t2001:db8::1:0:0:1, RoCE v2\n');
+    expect(gid_line({ raw: raw('20010db8000000000001000000000001'), gid_type: IBV_GID_TYPE_ROCE_V2 }, 12, e)).toBe(
+      '\t\t\tGID[ 12]:\t\t2001:db8::1:0:0:1, RoCE v2\n',
+    );
     // InfiniBand: no type suffix; no type known (plain ibv_query_gid): hex without one.
-    expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: 0 }, 0, IBV_LINK_LAYER_INFINIBAND)).toBe('\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001\n');
+    expect(gid_line({ raw: raw('fe800000000000000000000000000001'), gid_type: 0 }, 0, IBV_LINK_LAYER_INFINIBAND)).toBe(
+      '\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001\n',
+    );
     expect(gid_line({ raw: raw('fe800000000000000000000000000001') }, 0, e)).toBe('\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:0000:0000:0000:0001\n');
   });
 
-  it('-v prints the extended section after local_ca_ack_delay, in devinfo.c\'s labels', () => {
+  it("-v prints the extended section after local_ca_ack_delay, in devinfo.c's labels", () => {
     const x = newDeviceAttrEx();
     x.completion_timestamp_mask = 0xffff_ffff_ffff_ffffn;
     x.hca_core_clock = 1_000_000n;

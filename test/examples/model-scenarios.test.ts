@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import '../../src/boot.js';
 import { devinfoRun, expectAddressesCrossed, expectPerfTable, expectPingpong, perfLoopback, rcPingpongPair } from './scenarios.js';
 
-
 describe('rc_pingpong on the model', () => {
   it('server and client over TCP, polling, with -c', async () => {
     const { server, client } = await rcPingpongPair(['-n', '200', '-s', '16384', '-c']);
@@ -81,7 +80,7 @@ async function perfPair(args: string[]): Promise<{ server: { code: number; out: 
 const rows = (out: string): string[] => out.split('\n').filter((l) => /^ \d+ /.test(l));
 
 describe('perf server/client over TCP on the model', () => {
-  it('write_bw: both sides print the client\'s row', async () => {
+  it("write_bw: both sides print the client's row", async () => {
     const { server, client } = await perfPair(['write_bw', '-n', '200', '-s', '4096']);
     expect([server.code, client.code, server.err, client.err]).toEqual([0, 0, '', '']);
     expect(server.out).toContain('* Waiting for client to connect... *');
@@ -158,7 +157,10 @@ describe('perf server/client over TCP on the model', () => {
 describe('perf --loopback failure paths on the model', () => {
   it('bad options from a program are refused as the command line refuses them', async () => {
     const { runLoopback } = await import('../../examples/perf.js');
-    await expect(runLoopback({ test: 'send_lat', iters: 2 })).rejects.toMatchObject({ code: 'PERF_FAILED', message: ' Iteration num should be between 5 and 100000000 (got 2)' });
+    await expect(runLoopback({ test: 'send_lat', iters: 2 })).rejects.toMatchObject({
+      code: 'PERF_FAILED',
+      message: ' Iteration num should be between 5 and 100000000 (got 2)',
+    });
     await expect(runLoopback({ test: 'read_bw', connection_type: 'UC' })).rejects.toThrow('RDMA READ runs on RC only (not UC)');
     await expect(runLoopback({ test: 'write_bw', mtu: 1500 })).rejects.toThrow('1500 is not an MTU');
   });
@@ -170,7 +172,9 @@ describe('perf --loopback failure paths on the model', () => {
 
   it('a GID index the port does not have fails when the QP addresses are made, resources released', async () => {
     const { runLoopback } = await import('../../examples/perf.js');
-    await expect(runLoopback({ test: 'send_lat', gid_index: 7, iters: 5 })).rejects.toThrow(/Couldn't read GID 7 of port 1|Failed to modify QP \d+ to RTR \(EINVAL\)/);
+    await expect(runLoopback({ test: 'send_lat', gid_index: 7, iters: 5 })).rejects.toThrow(
+      /Couldn't read GID 7 of port 1|Failed to modify QP \d+ to RTR \(EINVAL\)/,
+    );
     // and the devices are still usable afterwards
     expectPerfTable(await perfLoopback('send_lat', { iters: 50 }), 1);
   });

@@ -41,7 +41,20 @@ const gidOf = (hex: string): { raw: Uint8Array } => ({ raw: Uint8Array.from(Buff
 
 describe('perf arguments', () => {
   it("perftest's defaults per test", () => {
-    expect(parsePerfArgs(['write_bw'])).toMatchObject({ verb: 'WRITE', tst: 'BW', size: 65536, iters: 5000, tx_depth: 128, cq_mod: 100, port: 18515, gid_index: -1, connection_type: 'RC', num_of_qps: 1, report_gbits: false, mtu: 0 });
+    expect(parsePerfArgs(['write_bw'])).toMatchObject({
+      verb: 'WRITE',
+      tst: 'BW',
+      size: 65536,
+      iters: 5000,
+      tx_depth: 128,
+      cq_mod: 100,
+      port: 18515,
+      gid_index: -1,
+      connection_type: 'RC',
+      num_of_qps: 1,
+      report_gbits: false,
+      mtu: 0,
+    });
     expect(parsePerfArgs(['read_bw'])).toMatchObject({ verb: 'READ', tst: 'BW', size: 65536, iters: 1000, tx_depth: 128 });
     expect(parsePerfArgs(['send_bw'])).toMatchObject({ verb: 'SEND', tst: 'BW', size: 65536, iters: 1000, rx_depth: 512 });
     expect(parsePerfArgs(['write_lat'])).toMatchObject({ verb: 'WRITE', tst: 'LAT', size: 2, iters: 1000, tx_depth: 1, cq_mod: 1 });
@@ -51,7 +64,38 @@ describe('perf arguments', () => {
   });
 
   it('every flag, short and long', () => {
-    const short = parsePerfArgs(['send_bw', '-a', '-c', 'UD', '-d', 'mlx5_0', '-F', '-i', '2', '-m', '2048', '-n', '100', '-N', '-p', '9999', '-q', '4', '-Q', '10', '-r', '64', '-s', '1024', '-t', '64', '-x', '3', '--report_gbits', 'host-b']);
+    const short = parsePerfArgs([
+      'send_bw',
+      '-a',
+      '-c',
+      'UD',
+      '-d',
+      'mlx5_0',
+      '-F',
+      '-i',
+      '2',
+      '-m',
+      '2048',
+      '-n',
+      '100',
+      '-N',
+      '-p',
+      '9999',
+      '-q',
+      '4',
+      '-Q',
+      '10',
+      '-r',
+      '64',
+      '-s',
+      '1024',
+      '-t',
+      '64',
+      '-x',
+      '3',
+      '--report_gbits',
+      'host-b',
+    ]);
     const long = parsePerfArgs([
       'send_bw',
       '--all',
@@ -99,7 +143,13 @@ describe('perf arguments', () => {
 
   it('the flags of issue 12: -b -D -e -I -l -A -o --use-srq --run_infinitely, and the atomic tests', () => {
     expect(parsePerfArgs(['atomic_bw'])).toMatchObject({ verb: 'ATOMIC', tst: 'BW', size: 8, atomicType: 'FETCH_AND_ADD' });
-    expect(parsePerfArgs(['atomic_lat', '-A', 'CMP_AND_SWAP', '-o', '4'])).toMatchObject({ verb: 'ATOMIC', tst: 'LAT', size: 8, atomicType: 'CMP_AND_SWAP', out_reads: 4 });
+    expect(parsePerfArgs(['atomic_lat', '-A', 'CMP_AND_SWAP', '-o', '4'])).toMatchObject({
+      verb: 'ATOMIC',
+      tst: 'LAT',
+      size: 8,
+      atomicType: 'CMP_AND_SWAP',
+      out_reads: 4,
+    });
     const p = parsePerfArgs(['send_bw', '-b', '-e', '-I', '64', '-l', '4', '--use-srq', '-n', '100']);
     expect(p).toMatchObject({ duplex: true, use_event: true, inline_size: 64, post_list: 4, use_srq: true, cq_mod: 4 });
     expect(parsePerfArgs(['write_bw', '-D', '7'])).toMatchObject({ duration: 7, noPeak: true });
@@ -162,7 +212,10 @@ describe('perf arguments', () => {
     [['atomic_bw', '-s', '16'], 'perf: Message size cannot be changed for Atomic tests'],
     [['atomic_lat', '-A', 'ADD'], "perf: -A: Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD} (got 'ADD')"],
     [['atomic_bw', '-c', 'UC'], 'perf: atomic operations run on RC only (not UC)'],
-    [['write_bw', '-z'], 'perf: -z: the RDMA CM is not available with the model\'s devices (no rdma_cm); the exchange runs over TCP ("Data ex. method : Ethernet")'],
+    [
+      ['write_bw', '-z'],
+      'perf: -z: the RDMA CM is not available with the model\'s devices (no rdma_cm); the exchange runs over TCP ("Data ex. method : Ethernet")',
+    ],
     [['write_bw', '--report-gbits'], "perf: unrecognized option '--report-gbits'"],
   ])('%j → exit 2: %s', async (argv, first) => {
     expect(await usageError(argv)).toBe(first);
@@ -171,7 +224,22 @@ describe('perf arguments', () => {
   it('--help prints the usage with every common perftest flag, exit 0', async () => {
     const io = new BufferIo();
     expect(await main(['--help'], { io, argv0: 'rnic perf' })).toBe(0);
-    for (const f of ['-a, --all', '-c, --connection', '-d, --ib-dev', '-F, --CPU-freq', '-i, --ib-port', '-m, --mtu', '-n, --iters', '-p, --port', '-q, --qp', '-s, --size', '-t, --tx-depth', '-x, --gid-index', '--report_gbits', '--loopback']) {
+    for (const f of [
+      '-a, --all',
+      '-c, --connection',
+      '-d, --ib-dev',
+      '-F, --CPU-freq',
+      '-i, --ib-port',
+      '-m, --mtu',
+      '-n, --iters',
+      '-p, --port',
+      '-q, --qp',
+      '-s, --size',
+      '-t, --tx-depth',
+      '-x, --gid-index',
+      '--report_gbits',
+      '--loopback',
+    ]) {
       expect(io.stdout).toContain(f);
     }
     expect(io.stdout).toContain('rnic perf <test> --loopback');
@@ -313,7 +381,16 @@ describe('perf text (perftest formats)', () => {
         ' Data ex. method : Ethernet\n' +
         `${RESULT_LINE}`,
     );
-    const lat = testInfoText({ ...info, verb: 'READ', tst: 'LAT', role: 'server', link_type: IBV_LINK_LAYER_INFINIBAND, gid_index: -1, out_reads: 16, tx_depth: 1 });
+    const lat = testInfoText({
+      ...info,
+      verb: 'READ',
+      tst: 'LAT',
+      role: 'server',
+      link_type: IBV_LINK_LAYER_INFINIBAND,
+      gid_index: -1,
+      out_reads: 16,
+      tx_depth: 1,
+    });
     expect(lat).toContain('                    RDMA_Read Latency Test\n');
     expect(lat).toContain(' Link type       : IB\n');
     expect(lat).toContain(' Outstand reads  : 16\n');
@@ -339,8 +416,7 @@ describe('perf text (perftest formats)', () => {
 
   it('address lines (ctx_print_pingpong_data), GID in decimal bytes as perftest prints it', () => {
     expect(pingpongDataText(dest, 'local', 'WRITE', 1)).toBe(
-      ' local address: LID 0000 QPN 0x02ee PSN 0xb0c21c RKey 0x10011b4d VAddr 0x007f10cb874000\n' +
-        ' GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:01\n',
+      ' local address: LID 0000 QPN 0x02ee PSN 0xb0c21c RKey 0x10011b4d VAddr 0x007f10cb874000\n' + ' GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:01\n',
     );
     expect(pingpongDataText({ ...dest, lid: 3, qpn: 0x3352b, psn: 0xa7af12 }, 'remote', 'READ', -1)).toBe(
       ' remote address: LID 0x03 QPN 0x3352b PSN 0xa7af12 OUT 0x10 RKey 0x10011b4d VAddr 0x007f10cb874000\n',

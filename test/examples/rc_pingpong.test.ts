@@ -67,7 +67,29 @@ describe('rc_pingpong arguments', () => {
   });
 
   it('every supported flag, short and long', () => {
-    const short = parse_args(['-p', '9000', '-d', 'mlx5_0', '-i', '2', '-s', '64', '-m', '2048', '-r', '16', '-n', '7', '-l', '3', '-e', '-g', '1', '-c', 'host-a']);
+    const short = parse_args([
+      '-p',
+      '9000',
+      '-d',
+      'mlx5_0',
+      '-i',
+      '2',
+      '-s',
+      '64',
+      '-m',
+      '2048',
+      '-r',
+      '16',
+      '-n',
+      '7',
+      '-l',
+      '3',
+      '-e',
+      '-g',
+      '1',
+      '-c',
+      'host-a',
+    ]);
     const long = parse_args([
       '--port=9000',
       '--ib-dev=mlx5_0',
@@ -130,7 +152,7 @@ describe('rc_pingpong arguments', () => {
   }
 
   it.each([
-    [['-p', '70000'], "rc_pingpong: -p: 70000 is out of range (0..65535)"],
+    [['-p', '70000'], 'rc_pingpong: -p: 70000 is out of range (0..65535)'],
     [['--port=abc'], "rc_pingpong: --port: 'abc' is not a number"],
     [['-m', '1500'], 'rc_pingpong: -m: 1500 is not an MTU (256, 512, 1024, 2048 or 4096)'],
     [['-i', '0'], 'rc_pingpong: -i: 0 is out of range (1..255)'],
@@ -169,7 +191,23 @@ describe('rc_pingpong arguments', () => {
   it('the usage text names every flag of the C program', async () => {
     const io = new BufferIo();
     await main(['--nope'], { io, argv0: 'rnic rc-pingpong' });
-    for (const f of ['-p, --port', '-d, --ib-dev', '-i, --ib-port', '-s, --size', '-m, --mtu', '-r, --rx-depth', '-n, --iters', '-l, --sl', '-e, --events', '-g, --gid-idx', '-c, --chk', '-o, --odp', '-t, --ts', '-j, --dm', '-N, --new_send']) {
+    for (const f of [
+      '-p, --port',
+      '-d, --ib-dev',
+      '-i, --ib-port',
+      '-s, --size',
+      '-m, --mtu',
+      '-r, --rx-depth',
+      '-n, --iters',
+      '-l, --sl',
+      '-e, --events',
+      '-g, --gid-idx',
+      '-c, --chk',
+      '-o, --odp',
+      '-t, --ts',
+      '-j, --dm',
+      '-N, --new_send',
+    ]) {
       expect(io.stderr).toContain(f);
     }
     expect(io.stderr).toContain('  rnic rc-pingpong <host>     connect to server at <host>');
@@ -254,7 +292,14 @@ describe('rc_pingpong QP setup (pp_connect_ctx)', () => {
     expect(calls).toHaveLength(2);
     const [rtr, rts] = calls as [{ attr: ibv_qp_attr; mask: number }, { attr: ibv_qp_attr; mask: number }];
     expect(rtr.mask).toBe(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    expect(rtr.attr).toMatchObject({ qp_state: IBV_QPS_RTR, path_mtu: IBV_MTU_2048, dest_qp_num: 0x123, rq_psn: 0x456, max_dest_rd_atomic: 1, min_rnr_timer: 12 });
+    expect(rtr.attr).toMatchObject({
+      qp_state: IBV_QPS_RTR,
+      path_mtu: IBV_MTU_2048,
+      dest_qp_num: 0x123,
+      rq_psn: 0x456,
+      max_dest_rd_atomic: 1,
+      min_rnr_timer: 12,
+    });
     expect(rtr.attr.ah_attr).toMatchObject({ is_global: 1, dlid: 7, sl: 3, src_path_bits: 0, port_num: 1 });
     expect(rtr.attr.ah_attr.grh).toMatchObject({ hop_limit: 1, sgid_index: 2 });
     expect(Buffer.from(rtr.attr.ah_attr.grh.dgid.raw).toString('hex')).toBe('fe800000000000000202c9fffe0a1b2c');

@@ -17,7 +17,9 @@ function run(data: RingWorkerData): Promise<RingWorkerResult> {
     const w = new Worker(WORKER, { workerData: data, execArgv: ['--import', REGISTER_TS] });
     w.once('message', resolve);
     w.once('error', reject);
-    w.once('exit', (code) => { if (code !== 0) reject(new Error(`${data.role} exited with ${code}`)); });
+    w.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`${data.role} exited with ${code}`));
+    });
   });
 }
 
@@ -35,8 +37,10 @@ describe('FrameRing across worker threads', () => {
         run({ sab: ring.buffer, role: 'consumer', count, seed, maxLen }),
       ]);
       const ms = performance.now() - t0;
-      console.log(`ring ${capacity >> 10} KiB: ${count} frames, ${(cons.bytes / 2 ** 20).toFixed(0)} MiB in ${ms.toFixed(0)} ms; ` +
-        `producer waited ${prod.waits}x, consumer ${cons.waits}x, timeouts ${prod.timeouts}/${cons.timeouts}`);
+      console.log(
+        `ring ${capacity >> 10} KiB: ${count} frames, ${(cons.bytes / 2 ** 20).toFixed(0)} MiB in ${ms.toFixed(0)} ms; ` +
+          `producer waited ${prod.waits}x, consumer ${cons.waits}x, timeouts ${prod.timeouts}/${cons.timeouts}`,
+      );
       expect(cons.errors).toEqual([]);
       expect(cons.frames).toBe(count);
       expect(prod.frames).toBe(count);
@@ -56,7 +60,14 @@ describe('FrameRing across worker threads', () => {
     let waits = 0;
     let lostWakeUps = 0;
     let producerDone = false;
-    void producer.then(() => { producerDone = true; }, () => { producerDone = true; });
+    void producer.then(
+      () => {
+        producerDone = true;
+      },
+      () => {
+        producerDone = true;
+      },
+    );
     while (frames < count) {
       const f = ring.pop();
       if (!f) {
@@ -65,7 +76,7 @@ describe('FrameRing across worker threads', () => {
         waits++;
         // A timeout is only a fault when the ring already held data (a lost
         // wake-up); with it empty, the worker is just slow to start on a loaded machine.
-        if (await ring.waitForDataAsync(2000) === 'timed-out' && ring.usedBytes > 0) lostWakeUps++;
+        if ((await ring.waitForDataAsync(2000)) === 'timed-out' && ring.usedBytes > 0) lostWakeUps++;
         continue;
       }
       if (f.length >= 4 && new DataView(f.buffer, f.byteOffset).getUint32(0, true) !== frames) outOfOrder++;

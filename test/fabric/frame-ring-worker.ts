@@ -35,8 +35,7 @@ const WAIT_TIMEOUT_MS = 2000;
 /** Blocks on a ring's wait word; true when the wait timed out though the word had changed. */
 function lostWakeUp(ww: RingWaitWord | null): boolean {
   if (!ww) return false;
-  return Atomics.wait(ww.array, ww.index, ww.value, WAIT_TIMEOUT_MS) === 'timed-out' &&
-    Atomics.load(ww.array, ww.index) !== ww.value;
+  return Atomics.wait(ww.array, ww.index, ww.value, WAIT_TIMEOUT_MS) === 'timed-out' && Atomics.load(ww.array, ww.index) !== ww.value;
 }
 
 function mulberry32(seed: number): () => number {

@@ -69,10 +69,38 @@ describe('EthPorts over a UDP cable', () => {
     if (!TSHARK) return;
     const t = tsharkFields(file, ['arp.opcode', 'arp.dst.proto_ipv4', 'icmpv6.type', 'icmpv6.nd.ns.target_address', 'icmpv6.checksum.status', '_ws.malformed']);
     expect(t).toEqual([
-      { 'arp.opcode': '1', 'arp.dst.proto_ipv4': '192.0.2.2', 'icmpv6.type': '', 'icmpv6.nd.ns.target_address': '', 'icmpv6.checksum.status': '', '_ws.malformed': '' },
-      { 'arp.opcode': '2', 'arp.dst.proto_ipv4': '192.0.2.1', 'icmpv6.type': '', 'icmpv6.nd.ns.target_address': '', 'icmpv6.checksum.status': '', '_ws.malformed': '' },
-      { 'arp.opcode': '', 'arp.dst.proto_ipv4': '', 'icmpv6.type': '135', 'icmpv6.nd.ns.target_address': '2001:db8::2', 'icmpv6.checksum.status': '1', '_ws.malformed': '' },
-      { 'arp.opcode': '', 'arp.dst.proto_ipv4': '', 'icmpv6.type': '136', 'icmpv6.nd.ns.target_address': '', 'icmpv6.checksum.status': '1', '_ws.malformed': '' },
+      {
+        'arp.opcode': '1',
+        'arp.dst.proto_ipv4': '192.0.2.2',
+        'icmpv6.type': '',
+        'icmpv6.nd.ns.target_address': '',
+        'icmpv6.checksum.status': '',
+        '_ws.malformed': '',
+      },
+      {
+        'arp.opcode': '2',
+        'arp.dst.proto_ipv4': '192.0.2.1',
+        'icmpv6.type': '',
+        'icmpv6.nd.ns.target_address': '',
+        'icmpv6.checksum.status': '',
+        '_ws.malformed': '',
+      },
+      {
+        'arp.opcode': '',
+        'arp.dst.proto_ipv4': '',
+        'icmpv6.type': '135',
+        'icmpv6.nd.ns.target_address': '2001:db8::2',
+        'icmpv6.checksum.status': '1',
+        '_ws.malformed': '',
+      },
+      {
+        'arp.opcode': '',
+        'arp.dst.proto_ipv4': '',
+        'icmpv6.type': '136',
+        'icmpv6.nd.ns.target_address': '',
+        'icmpv6.checksum.status': '1',
+        '_ws.malformed': '',
+      },
     ]);
   });
 });

@@ -14,12 +14,17 @@ export function tsharkFields(file: string, fields: readonly string[], extraArgs:
   const args = ['-n', '-r', file, '--disable-protocol', 'rpcordma', ...extraArgs, '-T', 'fields', '-E', 'separator=\t', '-E', 'occurrence=f'];
   for (const f of fields) args.push('-e', f);
   const out = execFileSync(TSHARK, args, { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] });
-  return out.split('\n').filter((l) => l.length > 0).map((line) => {
-    const cols = line.split('\t');
-    const rec: Record<string, string> = {};
-    fields.forEach((f, i) => { rec[f] = cols[i] ?? ''; });
-    return rec;
-  });
+  return out
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((line) => {
+      const cols = line.split('\t');
+      const rec: Record<string, string> = {};
+      fields.forEach((f, i) => {
+        rec[f] = cols[i] ?? '';
+      });
+      return rec;
+    });
 }
 
 /** tshark prints integers as decimal or 0x-hex; hex byte strings without a prefix. */

@@ -35,7 +35,12 @@ describe('parseConfig: two ends of one wire', () => {
   });
 
   it('allows the same address on ports that share no wire', () => {
-    const c = parseConfig({ devices: [{ name: 'a', ports: [port('02:00:00:00:00:01', ['192.0.2.1'])] }, { name: 'b', ports: [port('02:00:00:00:00:01', ['192.0.2.1'])] }] });
+    const c = parseConfig({
+      devices: [
+        { name: 'a', ports: [port('02:00:00:00:00:01', ['192.0.2.1'])] },
+        { name: 'b', ports: [port('02:00:00:00:00:01', ['192.0.2.1'])] },
+      ],
+    });
     expect(c.devices).toHaveLength(2);
   });
 });
@@ -58,7 +63,7 @@ describe('parseConfig: memory', () => {
     expect(() => parseConfig(withMemory(v))).toThrow(ConfigError);
   });
 
-  it('a size the machine cannot allocate names the device and its memory setting, not only V8\'s words', () => {
+  it("a size the machine cannot allocate names the device and its memory setting, not only V8's words", () => {
     // 60000 GiB passes the parser (below 64 TiB) and fails where the SharedArrayBuffer is made.
     const c = parseConfig(withMemory('60000GiB'));
     let err: unknown;
@@ -72,7 +77,11 @@ describe('parseConfig: memory', () => {
   });
 
   it('the default configuration still parses', () => {
-    expect(parseConfig(JSON.parse(JSON.stringify({ ...DEFAULT_CONFIG, devices: DEFAULT_CONFIG.devices.map(({ memoryBytes, ...d }) => ({ ...d, memory: memoryBytes })) }))).devices).toHaveLength(2);
+    expect(
+      parseConfig(
+        JSON.parse(JSON.stringify({ ...DEFAULT_CONFIG, devices: DEFAULT_CONFIG.devices.map(({ memoryBytes, ...d }) => ({ ...d, memory: memoryBytes })) })),
+      ).devices,
+    ).toHaveLength(2);
   });
 });
 

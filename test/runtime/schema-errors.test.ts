@@ -68,16 +68,21 @@ function check(parse: (raw: unknown, source: string) => unknown, code: string, b
 describe('mutated files: refused with one line naming the field, or accepted', () => {
   it('the model configuration (examples/config/host-a.json and the default)', () => {
     const a = check(parseConfig, 'CONFIG_INVALID', json('examples/config/host-a.json') as Json, 1);
-    const b = check(parseConfig, 'CONFIG_INVALID', {
-      workers: 1,
-      devices: [
-        { name: 'rnic0', memory: '64MiB', caps: { maxQp: 64 }, ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'], ipv6: ['fd00::1'], mtu: 4096 }] },
-        { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'], mtu: 1024, capture: 'x.pcap' }] },
-      ],
-      cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1', faults: [{ action: 'drop', match: { every: 3 } }] }],
-      quirks: { rxeRetryCnt7Infinite: true },
-      seed: 7,
-    }, 2);
+    const b = check(
+      parseConfig,
+      'CONFIG_INVALID',
+      {
+        workers: 1,
+        devices: [
+          { name: 'rnic0', memory: '64MiB', caps: { maxQp: 64 }, ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'], ipv6: ['fd00::1'], mtu: 4096 }] },
+          { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'], mtu: 1024, capture: 'x.pcap' }] },
+        ],
+        cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1', faults: [{ action: 'drop', match: { every: 3 } }] }],
+        quirks: { rxeRetryCnt7Infinite: true },
+        seed: 7,
+      },
+      2,
+    );
     // Most mutations make a bad file: the test sees refusals, not only acceptances.
     expect(a.refused + b.refused).toBeGreaterThan(1500);
   });

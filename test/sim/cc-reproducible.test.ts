@@ -46,14 +46,21 @@ async function runOnce(seed: string): Promise<{ frames: string; counters: string
     postSend(p0.a, wrWrite({ sge: [src.sge((n + i) * len, len)], remote: { addr: dst.at((n + i) * len), rkey: dst.rkey }, wrId: BigInt(i) }));
   }
   const peer = parseMac('02:00:00:00:00:02');
-  for (const [at, q] of [[5_000, 2000], [15_000, 0], [30_000, 4000]] as const) {
+  for (const [at, q] of [
+    [5_000, 2000],
+    [15_000, 0],
+    [30_000, 4000],
+  ] as const) {
     sim.advance(at - sim.now());
     sim.injectFrame('rnic0:1', encodePfc(peer, 0x08, [0, 0, 0, q, 0, 0, 0, 0]));
   }
   for (const w of [...(await pollN(p3.a.scq, n, 'SL 3')), ...(await pollN(p0.a.scq, n, 'SL 0'))]) expect(w.status).toBe(IBV_WC_SUCCESS);
   expect(Buffer.compare(dst.data, src.data)).toBe(0);
   sim.advance(100_000);
-  const counters = JSON.stringify([rnic_read_counters(a.ctx, 1), rnic_read_counters(b.ctx, 1), sim.portCounters('rnic0:1'), sim.portCounters('rnic1:1')], (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+  const counters = JSON.stringify(
+    [rnic_read_counters(a.ctx, 1), rnic_read_counters(b.ctx, 1), sim.portCounters('rnic0:1'), sim.portCounters('rnic1:1')],
+    (_k, v) => (typeof v === 'bigint' ? v.toString() : v),
+  );
   const cnps = Number(rnic_read_counters(b.ctx, 1).np_cnp_sent);
   closeDev(a);
   closeDev(b);

@@ -28,8 +28,17 @@ afterEach(async () => {
 /** No increase during the test: the rate after the cut holds. */
 const HOLD = { rpg_byte_reset: 0, rpg_time_reset: 100_000 };
 
-async function setup(cc: Record<string, unknown> = HOLD, timing?: Record<string, unknown>): Promise<{ p: { a: Ep; b: Ep }; tx: { ns: number; op: number; len: number }[] }> {
-  sim = await startSimModel({ ...twoDeviceConfig(0, (c: ModelConfig) => { c.devices[0]!.congestion = cc; }), seed: 'pacing', ...(timing ? { timing } : {}) });
+async function setup(
+  cc: Record<string, unknown> = HOLD,
+  timing?: Record<string, unknown>,
+): Promise<{ p: { a: Ep; b: Ep }; tx: { ns: number; op: number; len: number }[] }> {
+  sim = await startSimModel({
+    ...twoDeviceConfig(0, (c: ModelConfig) => {
+      c.devices[0]!.congestion = cc;
+    }),
+    seed: 'pacing',
+    ...(timing ? { timing } : {}),
+  });
   a = openDev('rnic0');
   b = openDev('rnic1');
   const tx: { ns: number; op: number; len: number }[] = [];
@@ -45,10 +54,17 @@ async function setup(cc: Record<string, unknown> = HOLD, timing?: Record<string,
 
 /** A CNP for rnic0's QP `qpn`, as rnic1 (or a switch on its behalf) would send it. */
 function cnpFor(qpn: number): Uint8Array {
-  return encodePacket(newPacket('roce-v2', 0x81, {
-    srcMac: parseMac('02:00:00:00:00:02'), dstMac: parseMac('02:00:00:00:00:01'), srcIp: parseIpv4('192.0.2.2'), dstIp: parseIpv4('192.0.2.1'),
-    dscp: 48, udpSrcPort: 0, destQp: qpn,
-  }));
+  return encodePacket(
+    newPacket('roce-v2', 0x81, {
+      srcMac: parseMac('02:00:00:00:00:02'),
+      dstMac: parseMac('02:00:00:00:00:01'),
+      srcIp: parseIpv4('192.0.2.2'),
+      dstIp: parseIpv4('192.0.2.1'),
+      dscp: 48,
+      udpSrcPort: 0,
+      destQp: qpn,
+    }),
+  );
 }
 
 /** The rate after the first cut with mlx5's defaults, worked by hand: α₀ = 1023/1024 decays 4 times by 1019/1024, then Rc = 100 Gb/s × (1 − α/2). */
@@ -92,7 +108,13 @@ describe('DCQCN pacing on the wire', () => {
     for (let i = 1; i < pkts.length; i++) sums.push(sums[i - 1]! + gapPs(pkts[i - 1]!.len));
     const fits = (f: number) => pkts.every((t, i) => t.ns - pkts[0]!.ns === Math.ceil((f + sums[i]!) / 1000) - Math.ceil(f / 1000));
     const phases = Array.from({ length: 1000 }, (_, f) => f).filter(fits);
-    expect(phases.length, `start offsets ${pkts.slice(0, 8).map((t) => t.ns - pkts[0]!.ns).join(' ')}`).toBeGreaterThan(0);
+    expect(
+      phases.length,
+      `start offsets ${pkts
+        .slice(0, 8)
+        .map((t) => t.ns - pkts[0]!.ns)
+        .join(' ')}`,
+    ).toBeGreaterThan(0);
     // No drift: 63 gaps of ~175 ns end exactly where their sum says.
     expect(Math.abs(pkts[63]!.ns - pkts[0]!.ns - sums[63]! / 1000)).toBeLessThan(1);
     // Pacing, not bursts: no two packets closer than the rate allows (≈ 2 × a 100 Gb/s frame time).
@@ -139,12 +161,18 @@ describe('DCQCN pacing on the wire', () => {
   it('a rate change re-times the packet waiting for its turn: after an increase it goes at the new rate, not the old gap', async () => {
     // A deep cut to the 5 Gb/s floor (rpg_gd 10: × (1 − α) ≈ 0.02), then fast recovery 30 µs later to (5 + 100) / 2 = 52.5 Gb/s.
     // No DMA or stage latency: a packet starts on the wire when the pipeline lets it go.
-    const { p, tx } = await setup({ rpg_byte_reset: 0, rpg_time_reset: 30, rpg_gd: 10, rpg_min_dec_fac: 1, rpg_min_rate: 5000 }, { pcieLatency: 0, stageProcessing: 0, dmaBandwidth: '10Tbps' });
+    const { p, tx } = await setup(
+      { rpg_byte_reset: 0, rpg_time_reset: 30, rpg_gd: 10, rpg_min_dec_fac: 1, rpg_min_rate: 5000 },
+      { pcieLatency: 0, stageProcessing: 0, dmaBandwidth: '10Tbps' },
+    );
     const seen: CongestionEvent[] = [];
     sim.observeCongestion((e) => seen.push(e));
     sim.injectFrame('rnic0:1', cnpFor(p.a.qp.qp_num));
     sim.advance(5_000);
-    expect(seen.map((e) => [e.kind, e.rateBps])).toEqual([['first-cnp', 100e9], ['cut', 5e9]]);
+    expect(seen.map((e) => [e.kind, e.rateBps])).toEqual([
+      ['first-cnp', 100e9],
+      ['cut', 5e9],
+    ]);
     const len = 32 * 1024;
     const src = region(a, len);
     const dst = region(b, len);

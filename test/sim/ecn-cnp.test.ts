@@ -14,7 +14,21 @@ import type { ModelConfig } from '../../src/runtime/config.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import { decodePacket, encodePfc, parseMac, readPcap } from '../../src/wire/index.js';
 import {
-  closeDev, connect, createAh, createQp, type Dev, type Ep, openDev, pollN, postRecv, postSend, recvWr, region, twoDeviceConfig, wrSend, wrWrite,
+  closeDev,
+  connect,
+  createAh,
+  createQp,
+  type Dev,
+  type Ep,
+  openDev,
+  pollN,
+  postRecv,
+  postSend,
+  recvWr,
+  region,
+  twoDeviceConfig,
+  wrSend,
+  wrWrite,
 } from '../e2e/harness.js';
 
 interface Seen {
@@ -34,7 +48,10 @@ afterEach(async () => {
 
 const MARK_WRITES = [{ action: 'ecn-mark', direction: 'a->b', match: { opcode: 'write' } }] as const;
 
-async function setup(cc: { a?: Record<string, unknown>; b?: Record<string, unknown> } = {}, faults: readonly unknown[] = MARK_WRITES): Promise<{ cnps: Seen[]; ce: Seen[]; dataTx: Seen[] }> {
+async function setup(
+  cc: { a?: Record<string, unknown>; b?: Record<string, unknown> } = {},
+  faults: readonly unknown[] = MARK_WRITES,
+): Promise<{ cnps: Seen[]; ce: Seen[]; dataTx: Seen[] }> {
   const config = twoDeviceConfig(0, (c: ModelConfig) => {
     if (cc.a) c.devices[0]!.congestion = cc.a;
     if (cc.b) c.devices[1]!.congestion = cc.b;
@@ -50,7 +67,7 @@ async function setup(cc: { a?: Record<string, unknown>; b?: Record<string, unkno
     if (!d.ok) return;
     const p = d.packet;
     if (e.dir === 'tx' && e.device === 'rnic1' && p.bth.opcode === 0x81) cnps.push({ ns: e.ns, frame: e.frame.slice() });
-    if (e.dir === 'rx' && e.device === 'rnic1' && (p.ipv4?.ecn ?? (p.ipv6!.trafficClass & 3)) === 3) ce.push({ ns: e.ns, frame: e.frame.slice() });
+    if (e.dir === 'rx' && e.device === 'rnic1' && (p.ipv4?.ecn ?? p.ipv6!.trafficClass & 3) === 3) ce.push({ ns: e.ns, frame: e.frame.slice() });
     if (e.dir === 'tx' && e.device === 'rnic0' && p.bth.opcode !== 0x81) dataTx.push({ ns: e.ns, frame: e.frame.slice() });
   });
   return { cnps, ce, dataTx };
@@ -133,7 +150,12 @@ describe('ECN marking and CNPs', () => {
     const p2 = rcPair();
     await Promise.all([writes(p1, 4), writes(p2, 4)]);
     // Well under 1 ms of traffic: exactly one CNP per sending QP.
-    const dest = cnps.map((c) => { const d = decodePacket(c.frame); return d.ok ? d.packet.bth.destQp : -1; }).sort();
+    const dest = cnps
+      .map((c) => {
+        const d = decodePacket(c.frame);
+        return d.ok ? d.packet.bth.destQp : -1;
+      })
+      .sort();
     expect(dest).toEqual([p1.a.qp.qp_num, p2.a.qp.qp_num].sort());
   });
 
@@ -199,15 +221,30 @@ describe('congestion parameters in a scenario file', () => {
       { name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }], congestion: { ecn: false } },
       { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'] }], congestion: { min_time_between_cnps: 0 } },
     ];
-    const base = { seed: 1, duration: '2ms', capture: ['rnic0:1'], qps: [{ name: 'q0', mtu: 1024 }], traffic: [{ qp: 'q0', op: 'write', size: 4096, count: 2 }] };
+    const base = {
+      seed: 1,
+      duration: '2ms',
+      capture: ['rnic0:1'],
+      qps: [{ name: 'q0', mtu: 1024 }],
+      traffic: [{ qp: 'q0', op: 'write', size: 4096, count: 2 }],
+    };
     const r = await run({ ...base, devices });
     // rnic0's own frames leave Not-ECT; rnic1's ACKs (default ECN on) ECT(0).
-    const ecnFrom = (mac: number) => [...new Set((readPcap(r.captures['rnic0:1']!).records).filter((x) => x.data[11] === mac).map((x) => {
-      const d = decodePacket(x.data);
-      return d.ok && d.packet.ipv4 ? d.packet.ipv4.ecn : -1;
-    }).filter((e) => e >= 0))];
+    const ecnFrom = (mac: number) => [
+      ...new Set(
+        readPcap(r.captures['rnic0:1']!)
+          .records.filter((x) => x.data[11] === mac)
+          .map((x) => {
+            const d = decodePacket(x.data);
+            return d.ok && d.packet.ipv4 ? d.packet.ipv4.ecn : -1;
+          })
+          .filter((e) => e >= 0),
+      ),
+    ];
     expect(ecnFrom(1)).toEqual([0]);
     expect(ecnFrom(2)).toEqual([2]);
-    expect(() => scenario({ ...base, devices: [{ ...devices[0], congestion: { rpg_gd: 99 } }, devices[1]] }, 'sc.json')).toThrow(/sc\.json\.devices\[0\]\.congestion\.rpg_gd: 99 is outside \[1, 15\]/);
+    expect(() => scenario({ ...base, devices: [{ ...devices[0], congestion: { rpg_gd: 99 } }, devices[1]] }, 'sc.json')).toThrow(
+      /sc\.json\.devices\[0\]\.congestion\.rpg_gd: 99 is outside \[1, 15\]/,
+    );
   });
 });

@@ -25,7 +25,10 @@ describe('a lost request packet: NAK-sequence and go-back-N', () => {
     expect(b.filter((x) => isWrite(x.op)).map((x) => x.psn)).toEqual([...range(100, 104), ...range(105, 116), ...range(104, 116)]);
     // Exactly one NAK-sequence, carrying the expected PSN 104, then the final ACK of 115.
     const acks = a.filter((x) => x.op === 'RC_ACKNOWLEDGE');
-    expect(acks.map((x) => [x.psn, x.syndrome])).toEqual([[104, NAK_PSN_SEQ], [115, 0x1f]]);
+    expect(acks.map((x) => [x.psn, x.syndrome])).toEqual([
+      [104, NAK_PSN_SEQ],
+      [115, 0x1f],
+    ]);
     // The resend starts after the NAK arrived at the requester, and ends before the ACK.
     const resent = a.filter((x) => isWrite(x.op)).slice(16);
     expect(resent[0]!.ns).toBeGreaterThan(acks[0]!.ns);
@@ -214,7 +217,10 @@ describe('completer regressions under loss and reordering', () => {
       seed: 1,
       duration: '20ms',
       capture: ['rnic1:1'],
-      qps: [{ name: 'w', mtu: 1024, timeout: 8, retry_cnt: 3 }, { name: 'bulk', mtu: 4096 }],
+      qps: [
+        { name: 'w', mtu: 1024, timeout: 8, retry_cnt: 3 },
+        { name: 'bulk', mtu: 4096 },
+      ],
       // WRITEs of 3000 bytes on QP 2: 3 packets each from PSN 0x1000. The LAST of the 2nd WRITE (0x1005)
       // arrives after the 3rd WRITE. A bulk stream on QP 3 keeps rnic0's transmit path full, so the
       // resend after the first NAK waits while the ACK for 0x1005 comes in.
@@ -225,10 +231,15 @@ describe('completer regressions under loss and reordering', () => {
       ],
     });
     expect(r.verify).toEqual([]);
-    const arrived = rows(r.captures['rnic1:1']!).filter((x) => isWrite(x.op) && x.destQp === 2).map((x) => x.psn);
+    const arrived = rows(r.captures['rnic1:1']!)
+      .filter((x) => isWrite(x.op) && x.destQp === 2)
+      .map((x) => x.psn);
     expect(arrived.slice(0, 10)).toEqual([0x1000, 0x1001, 0x1002, 0x1003, 0x1004, 0x1006, 0x1007, 0x1008, 0x1005, 0x1009]);
     // NAK 0x1005 (gap), ACK 0x1005 (the late LAST), NAK 0x1006 (the next gap): no error, no timeout needed.
-    expect(r.timeline.qps[0]!.events.map((e) => [e.kind, e.psn])).toEqual([['nak-psn-seq', 0x1005], ['nak-psn-seq', 0x1006]]);
+    expect(r.timeline.qps[0]!.events.map((e) => [e.kind, e.psn])).toEqual([
+      ['nak-psn-seq', 0x1005],
+      ['nak-psn-seq', 0x1006],
+    ]);
     expect(ctr(r, 'rnic0', 'local_ack_timeout_err')).toBe(0);
   });
 });

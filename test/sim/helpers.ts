@@ -43,7 +43,14 @@ export function rows(pcap: Uint8Array): Row[] {
       continue;
     }
     const p = d.packet;
-    out.push({ ns: Number(r.timestampNs), op: opcodeName(p.bth.opcode), psn: p.bth.psn, destQp: p.bth.destQp, syndrome: p.aeth ? p.aeth.syndrome : -1, len: r.data.length });
+    out.push({
+      ns: Number(r.timestampNs),
+      op: opcodeName(p.bth.opcode),
+      psn: p.bth.psn,
+      destQp: p.bth.destQp,
+      syndrome: p.aeth ? p.aeth.syndrome : -1,
+      len: r.data.length,
+    });
   }
   return out;
 }

@@ -13,11 +13,34 @@ import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import { Random } from '../../src/runtime/sim/random.js';
 import { decodePacket, encodePacket, OPCODES, Op, payloadOffset, type Packet } from '../../src/wire/index.js';
 import {
-  closeDev, connect, createQp, openDev, pattern, pollN, postRecv, postSend, recvWr, region, toInit, twoDeviceConfig, wrSend, wrWrite,
-  type Dev, type Ep, type Region,
+  closeDev,
+  connect,
+  createQp,
+  openDev,
+  pattern,
+  pollN,
+  postRecv,
+  postSend,
+  recvWr,
+  region,
+  toInit,
+  twoDeviceConfig,
+  wrSend,
+  wrWrite,
+  type Dev,
+  type Ep,
+  type Region,
 } from '../e2e/harness.js';
 
-const DROP_COUNTERS = ['port_rcv_errors', 'rx_icrc_encapsulated', 'rx_unknown_opcode', 'rx_unknown_qp', 'rx_qp_type_mismatch', 'rx_qp_state_drop', 'bad_pkey_cntr'] as const;
+const DROP_COUNTERS = [
+  'port_rcv_errors',
+  'rx_icrc_encapsulated',
+  'rx_unknown_opcode',
+  'rx_unknown_qp',
+  'rx_qp_type_mismatch',
+  'rx_qp_state_drop',
+  'bad_pkey_cntr',
+] as const;
 
 let sim: SimModel;
 let a: Dev;
@@ -101,13 +124,33 @@ function hostile(kind: Kind, rnd: Random, template: Uint8Array): { frame: Uint8A
       // Past the UDP header (so the port hands it on), short of the end.
       return { frame: template.slice(0, 42 + rnd.int(template.length - 42)), expect: ['port_rcv_errors'] };
     case 'no-qp':
-      return { frame: reencode(template, (p) => { p.bth.destQp = 0x100000 + rnd.int(0xeffff); }), expect: ['rx_unknown_qp'] };
+      return {
+        frame: reencode(template, (p) => {
+          p.bth.destQp = 0x100000 + rnd.int(0xeffff);
+        }),
+        expect: ['rx_unknown_qp'],
+      };
     case 'gone-qp':
-      return { frame: reencode(template, (p) => { p.bth.destQp = goneQpn; }), expect: ['rx_unknown_qp'] };
+      return {
+        frame: reencode(template, (p) => {
+          p.bth.destQp = goneQpn;
+        }),
+        expect: ['rx_unknown_qp'],
+      };
     case 'wrong-type':
-      return { frame: reencode(template, (p) => { p.bth.destQp = ud.qp.qp_num; }), expect: ['rx_qp_type_mismatch'] };
+      return {
+        frame: reencode(template, (p) => {
+          p.bth.destQp = ud.qp.qp_num;
+        }),
+        expect: ['rx_qp_type_mismatch'],
+      };
     case 'wrong-state':
-      return { frame: reencode(template, (p) => { p.bth.destQp = initQp.qp.qp_num; }), expect: ['rx_qp_state_drop'] };
+      return {
+        frame: reencode(template, (p) => {
+          p.bth.destQp = initQp.qp.qp_num;
+        }),
+        expect: ['rx_qp_state_drop'],
+      };
     case 'bad-opcode': {
       const f = template.slice();
       f[42] = reserved[rnd.int(reserved.length)]!; // BTH opcode (RoCE v2 over IPv4: 14 + 20 + 8)
@@ -123,7 +166,12 @@ function hostile(kind: Kind, rnd: Random, template: Uint8Array): { frame: Uint8A
         expect: ['rx_unknown_qp'],
       };
     case 'bad-pkey':
-      return { frame: reencode(template, (p) => { p.bth.pkey = 0x1234; }), expect: ['bad_pkey_cntr'] };
+      return {
+        frame: reencode(template, (p) => {
+          p.bth.pkey = 0x1234;
+        }),
+        expect: ['bad_pkey_cntr'],
+      };
     case 'garbage': {
       // Random bytes: the MAC filter drops them (a 2^-48 chance of our address aside).
       const f = new Uint8Array(1 + rnd.int(1500));

@@ -8,11 +8,35 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimModel, stopModel } from '../../src/boot.js';
 import {
-  ibv_create_qp, ibv_destroy_qp, ibv_modify_qp, IBV_QP_STATE, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPT_RC, IBV_WC_SUCCESS, IBV_WC_WR_FLUSH_ERR,
-  newQpAttr, newQpCap, type ibv_qp,
+  ibv_create_qp,
+  ibv_destroy_qp,
+  ibv_modify_qp,
+  IBV_QP_STATE,
+  IBV_QPS_ERR,
+  IBV_QPS_RESET,
+  IBV_QPT_RC,
+  IBV_WC_SUCCESS,
+  IBV_WC_WR_FLUSH_ERR,
+  newQpAttr,
+  newQpCap,
+  type ibv_qp,
 } from '../../src/driver/verbs/index.js';
 import {
-  closeDev, connect, createCq, createQp, openDev, pollN, pollNow, postRecv, postSend, recvWr, region, toInit, twoDeviceConfig, wrWrite, type Dev,
+  closeDev,
+  connect,
+  createCq,
+  createQp,
+  openDev,
+  pollN,
+  pollNow,
+  postRecv,
+  postSend,
+  recvWr,
+  region,
+  toInit,
+  twoDeviceConfig,
+  wrWrite,
+  type Dev,
 } from '../e2e/harness.js';
 
 let devs: Dev[] = [];
@@ -41,7 +65,9 @@ function bareQp(d: Dev, cq: ReturnType<typeof createCq>): ibv_qp {
 describe('many QPs', () => {
   it('creates 5,000 QPs with distinct numbers; destroying them frees their host memory for the next 5,000 (4 rounds in 16 MiB)', async () => {
     // 5,000 QPs of 3 KiB of rings each need ~15 MiB: a second round fits only if the first one's memory came back.
-    const [a] = await open((c) => { c.devices[0]!.memoryBytes = 16 << 20; });
+    const [a] = await open((c) => {
+      c.devices[0]!.memoryBytes = 16 << 20;
+    });
     const cq = createCq(a, 64);
     for (let round = 0; round < 4; round++) {
       const qps: ibv_qp[] = [];
@@ -51,8 +77,10 @@ describe('many QPs', () => {
     }
   });
 
-  it('reuses a destroyed QP\'s number with fresh transport state: the new QP connects and moves data', async () => {
-    const [a, b] = await open((c) => { for (const d of c.devices) d.caps = { maxQp: 2 }; });
+  it("reuses a destroyed QP's number with fresh transport state: the new QP connects and moves data", async () => {
+    const [a, b] = await open((c) => {
+      for (const d of c.devices) d.caps = { maxQp: 2 };
+    });
     const src = region(a, 4096, undefined, { fill: (i) => i & 0xff });
     const dst = region(b, 4096);
     for (let round = 0; round < 3; round++) {

@@ -101,7 +101,14 @@ describe('PFC on the transmit side', () => {
     check3();
     check0();
     const c = sim.portCounters('rnic0:1');
-    expect(c).toMatchObject({ rx_prio3_pause: 1, rx_prio3_pause_transition: 1, rx_prio3_pause_duration: 15, rx_prio0_pause: 0, rx_prio0_pause_duration: 0, tx_prio3_pause: 0 });
+    expect(c).toMatchObject({
+      rx_prio3_pause: 1,
+      rx_prio3_pause_transition: 1,
+      rx_prio3_pause_duration: 15,
+      rx_prio0_pause: 0,
+      rx_prio0_pause_duration: 0,
+      tx_prio3_pause: 0,
+    });
   });
 
   it('alone on the line, priority 3 resumes at the exact ns its pause ends', async () => {

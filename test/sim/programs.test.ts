@@ -11,13 +11,52 @@ import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import { runLoopback } from '../../examples/perf.js';
 import { expectPingpong, rcPingpongPair } from '../examples/scenarios.js';
 import {
-  IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE, IBV_QP_ACCESS_FLAGS, IBV_QP_AV, IBV_QP_DEST_QPN, IBV_QP_MAX_DEST_RD_ATOMIC,
-  IBV_QP_MAX_QP_RD_ATOMIC, IBV_QP_MIN_RNR_TIMER, IBV_QP_PATH_MTU, IBV_QP_PKEY_INDEX, IBV_QP_PORT, IBV_QP_RETRY_CNT,
-  IBV_QP_RNR_RETRY, IBV_QP_RQ_PSN, IBV_QP_SQ_PSN, IBV_QP_STATE, IBV_QP_TIMEOUT, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
-  IBV_QPT_RC, IBV_MTU_1024, IBV_SEND_SIGNALED, IBV_WC_SUCCESS, IBV_WR_RDMA_WRITE, ibv_alloc_pd, ibv_close_device,
-  ibv_create_comp_channel, ibv_create_cq, ibv_create_qp, ibv_get_cq_event, ibv_ack_cq_events, ibv_get_device_list,
-  ibv_modify_qp, ibv_open_device, ibv_poll_cq, ibv_post_send, ibv_query_gid, ibv_reg_mr, ibv_req_notify_cq, newAhAttr,
-  newGid, newQpAttr, newQpCap, newWcArray, rnic_alloc_buf,
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_QP_ACCESS_FLAGS,
+  IBV_QP_AV,
+  IBV_QP_DEST_QPN,
+  IBV_QP_MAX_DEST_RD_ATOMIC,
+  IBV_QP_MAX_QP_RD_ATOMIC,
+  IBV_QP_MIN_RNR_TIMER,
+  IBV_QP_PATH_MTU,
+  IBV_QP_PKEY_INDEX,
+  IBV_QP_PORT,
+  IBV_QP_RETRY_CNT,
+  IBV_QP_RNR_RETRY,
+  IBV_QP_RQ_PSN,
+  IBV_QP_SQ_PSN,
+  IBV_QP_STATE,
+  IBV_QP_TIMEOUT,
+  IBV_QPS_INIT,
+  IBV_QPS_RTR,
+  IBV_QPS_RTS,
+  IBV_QPT_RC,
+  IBV_MTU_1024,
+  IBV_SEND_SIGNALED,
+  IBV_WC_SUCCESS,
+  IBV_WR_RDMA_WRITE,
+  ibv_alloc_pd,
+  ibv_close_device,
+  ibv_create_comp_channel,
+  ibv_create_cq,
+  ibv_create_qp,
+  ibv_get_cq_event,
+  ibv_ack_cq_events,
+  ibv_get_device_list,
+  ibv_modify_qp,
+  ibv_open_device,
+  ibv_poll_cq,
+  ibv_post_send,
+  ibv_query_gid,
+  ibv_reg_mr,
+  ibv_req_notify_cq,
+  newAhAttr,
+  newGid,
+  newQpAttr,
+  newQpCap,
+  newWcArray,
+  rnic_alloc_buf,
 } from '../../src/driver/verbs/index.js';
 import type { ibv_context, ibv_cq, ibv_gid, ibv_qp } from '../../src/driver/verbs/index.js';
 
@@ -32,12 +71,19 @@ afterEach(async () => {
 describe('unchanged verbs programs on the simulator', () => {
   it('perf write_bw --loopback (busy polling), timed by the virtual clock: close to the 100 Gb/s line rate', async () => {
     const sim = await startSimModel({ ...config(), seed: 1 });
-    const r = await runLoopback({ test: 'write_bw', size: 65536, iters: 400, gid_index: 3, report_gbits: true, env: { now: () => sim.now(), ticksPerSec: 1e9 } });
+    const r = await runLoopback({
+      test: 'write_bw',
+      size: 65536,
+      iters: 400,
+      gid_index: 3,
+      report_gbits: true,
+      env: { now: () => sim.now(), ticksPerSec: 1e9 },
+    });
     expect(r.bw).toHaveLength(1);
     const gbps = r.bw[0]!.bw_avg;
     expect(gbps).toBeGreaterThan(90);
     expect(gbps).toBeLessThan(100);
-    expect(sim.now()).toBeGreaterThan(400 * 65536 * 8 / 100);
+    expect(sim.now()).toBeGreaterThan((400 * 65536 * 8) / 100);
   });
 
   it('perf send_lat --loopback: a few microseconds of virtual round trip', async () => {
@@ -72,7 +118,16 @@ describe('unchanged verbs programs on the simulator', () => {
 });
 
 /** A connected RC pair on rnic0 → rnic1, by hand, for the API tests. */
-function rcPair(): { ctxs: ibv_context[]; qp: ibv_qp; cq: ibv_cq; laddr: bigint; lkey: number; raddr: bigint; rkey: number; channel: ReturnType<typeof ibv_create_comp_channel> } {
+function rcPair(): {
+  ctxs: ibv_context[];
+  qp: ibv_qp;
+  cq: ibv_cq;
+  laddr: bigint;
+  lkey: number;
+  raddr: bigint;
+  rkey: number;
+  channel: ReturnType<typeof ibv_create_comp_channel>;
+} {
   const devs = ibv_get_device_list();
   const ctxs = [ibv_open_device(devs[0]!), ibv_open_device(devs[1]!)];
   const gids: ibv_gid[] = ctxs.map((c) => {
@@ -113,7 +168,13 @@ function rcPair(): { ctxs: ibv_context[]; qp: ibv_qp; cq: ibv_cq; laddr: bigint;
     b.ah_attr.grh.dgid = { raw: Uint8Array.from(gids[j]!.raw) };
     b.ah_attr.grh.sgid_index = 3;
     b.ah_attr.grh.hop_limit = 64;
-    expect(ibv_modify_qp(qps[i]!, b, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)).toBe(0);
+    expect(
+      ibv_modify_qp(
+        qps[i]!,
+        b,
+        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+      ),
+    ).toBe(0);
     const c = newQpAttr();
     c.qp_state = IBV_QPS_RTS;
     c.sq_psn = 0;

@@ -14,7 +14,9 @@ import { describe, expect, it } from 'vitest';
 import { run } from './helpers.js';
 
 const DIR = fileURLToPath(new URL('./regressions/', import.meta.url));
-const files = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+const files = readdirSync(DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 describe('campaign seeds that once failed', () => {
   it('there are some', () => expect(files.length).toBeGreaterThanOrEqual(2));

@@ -39,7 +39,13 @@ describe('parseScenario', () => {
   });
 
   it('durations and rates with units', () => {
-    const s = parseScenario({ duration: '2.5ms', watchdog: '100us', links: [{ a: 'rnic0', b: 'rnic1:1', linkRate: '25Gbps', propagationDelay: '1.5us' }], qps: [{}], traffic: [{ startNs: '3us' }] });
+    const s = parseScenario({
+      duration: '2.5ms',
+      watchdog: '100us',
+      links: [{ a: 'rnic0', b: 'rnic1:1', linkRate: '25Gbps', propagationDelay: '1.5us' }],
+      qps: [{}],
+      traffic: [{ startNs: '3us' }],
+    });
     expect(s).toMatchObject({ durationNs: 2_500_000, watchdogNs: 100_000 });
     expect(s.links[0]).toMatchObject({ a: 'rnic0:1', linkRate: 25e9, propagationDelay: 1500 });
     expect(s.traffic[0]!.startNs).toBe(3000);
@@ -47,7 +53,7 @@ describe('parseScenario', () => {
 
   it('every mistake names its path', () => {
     expect(bad({ qps: [{ mtu: 1500 }] })).toBe('sc.json.qps[0].mtu: expected 256, 512, 1024, 2048 or 4096, got 1500');
-    expect(bad({ qps: [{ type: 'RD' }] })).toBe("sc.json.qps[0].type: expected RC, UC or UD, got \"RD\"");
+    expect(bad({ qps: [{ type: 'RD' }] })).toBe('sc.json.qps[0].type: expected RC, UC or UD, got "RD"');
     expect(bad({ qps: [{ a: 'rnic9' }] })).toBe('sc.json.qps[0].a: no device named rnic9 (devices: rnic0, rnic1)');
     expect(bad({ qps: [{ a: 'rnic0:2' }] })).toBe('sc.json.qps[0].a: rnic0 has no port 2');
     expect(bad({ qps: [{ timeout: 32 }] })).toBe('sc.json.qps[0].timeout: 32 is outside [0, 31]');
@@ -63,8 +69,19 @@ describe('parseScenario', () => {
     expect(bad({ links: [{ a: 'rnic0', b: 'rnic0' }] })).toBe('sc.json.links[0].b: port rnic0:1 already has a link');
     expect(bad({ faults: [{ action: 'drop', match: { psm: [1, 2] } }] })).toMatch(/^sc\.json\.faults: rule 0 \(match\.psm\)/);
     expect(bad({ links: [{ a: 'rnic0', b: 'rnic1', faults: [{ action: 'delay' }] }] })).toMatch(/^sc\.json\.links\[0\]\.faults: rule 0 \(delayNs\)/);
-    expect(bad({ devices: [{ name: 'x', ports: [{ mac: '02:00:00:00:00:01', mtu: 1500 }] }] })).toBe('sc.json.devices[0].ports[0].mtu: expected 256, 512, 1024, 2048 or 4096, got 1500');
-    expect(bad({ devices: [{ name: 'x', ports: [{ mac: '02:00:00:00:00:01' }] }, { name: 'y', ports: [{ mac: '02:00:00:00:00:02' }] }, { name: 'z', ports: [{ mac: '02:00:00:00:00:03' }] }], faults: [] })).toMatch(/^sc\.json\.faults: top-level faults apply to the one link; there are 0/);
+    expect(bad({ devices: [{ name: 'x', ports: [{ mac: '02:00:00:00:00:01', mtu: 1500 }] }] })).toBe(
+      'sc.json.devices[0].ports[0].mtu: expected 256, 512, 1024, 2048 or 4096, got 1500',
+    );
+    expect(
+      bad({
+        devices: [
+          { name: 'x', ports: [{ mac: '02:00:00:00:00:01' }] },
+          { name: 'y', ports: [{ mac: '02:00:00:00:00:02' }] },
+          { name: 'z', ports: [{ mac: '02:00:00:00:00:03' }] },
+        ],
+        faults: [],
+      }),
+    ).toMatch(/^sc\.json\.faults: top-level faults apply to the one link; there are 0/);
   });
 });
 
@@ -110,7 +127,11 @@ describe('rnic sim', () => {
     expect(counters(outs[1]!).devices).toEqual(counters(outs[0]!).devices);
     expect(counters(outs[0]!).seed).toBe(3);
     expect(readFileSync(join(outs[1]!, 'timeline.json'), 'utf8')).toBe(readFileSync(join(outs[0]!, 'timeline.json'), 'utf8'));
-    const config = JSON.parse(readFileSync(join(outs[0]!, 'config.json'), 'utf8')) as { seed: number; timing: Record<string, number>; links: { faults: unknown[] }[] };
+    const config = JSON.parse(readFileSync(join(outs[0]!, 'config.json'), 'utf8')) as {
+      seed: number;
+      timing: Record<string, number>;
+      links: { faults: unknown[] }[];
+    };
     expect(config.seed).toBe(3);
     expect(config.timing.doorbellLatency).toBe(450);
     expect(config.links[0]!.faults).toHaveLength(1);

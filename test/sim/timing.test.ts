@@ -85,7 +85,13 @@ describe('the timing model in the capture', () => {
   });
 
   it('pcap timestamps are virtual time: non-decreasing, from 0', async () => {
-    const r = await run({ seed: 1, duration: '1ms', capture: ['rnic0:1'], qps: [{ name: 'q0', mtu: 1024 }], traffic: [{ qp: 'q0', op: 'read', size: 100_000, count: 3, depth: 3 }] });
+    const r = await run({
+      seed: 1,
+      duration: '1ms',
+      capture: ['rnic0:1'],
+      qps: [{ name: 'q0', mtu: 1024 }],
+      traffic: [{ qp: 'q0', op: 'read', size: 100_000, count: 3, depth: 3 }],
+    });
     const t = rows(r.captures['rnic0:1']!).map((x) => x.ns);
     expect(t.length).toBeGreaterThan(100);
     for (let i = 1; i < t.length; i++) expect(t[i]!).toBeGreaterThanOrEqual(t[i - 1]!);

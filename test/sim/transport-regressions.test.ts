@@ -19,12 +19,41 @@ import { DEFAULT_CONFIG, type ModelConfig } from '../../src/runtime/config.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import type { FaultRule } from '../../src/fabric/faults/rules.js';
 import {
-  IBV_MTU_1024, IBV_QPT_RC, IBV_SEND_SIGNALED, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD, IBV_WC_RDMA_READ, IBV_WC_RECV,
-  IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SEND, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, ibv_destroy_qp, type ibv_wc,
+  IBV_MTU_1024,
+  IBV_QPT_RC,
+  IBV_SEND_SIGNALED,
+  IBV_WC_COMP_SWAP,
+  IBV_WC_FETCH_ADD,
+  IBV_WC_RDMA_READ,
+  IBV_WC_RECV,
+  IBV_WC_RECV_RDMA_WITH_IMM,
+  IBV_WC_SEND,
+  IBV_WC_SUCCESS,
+  IBV_WC_RDMA_WRITE,
+  ibv_destroy_qp,
+  type ibv_wc,
 } from '../../src/driver/verbs/index.js';
 import {
-  closeDev, counters, expectBytes, expectWc, makePair, openDev, poll1, pollN, postRecv, postSend, recvWr, region,
-  wrCas, wrFaa, wrRead, wrSend, wrWrite, type Dev, type Fabric, type Region,
+  closeDev,
+  counters,
+  expectBytes,
+  expectWc,
+  makePair,
+  openDev,
+  poll1,
+  pollN,
+  postRecv,
+  postSend,
+  recvWr,
+  region,
+  wrCas,
+  wrFaa,
+  wrRead,
+  wrSend,
+  wrWrite,
+  type Dev,
+  type Fabric,
+  type Region,
 } from '../e2e/harness.js';
 
 let sim: SimModel | null = null;
@@ -39,7 +68,15 @@ async function simFabric(faults: FaultRule[], seed = 1): Promise<Fabric> {
   sim = await startSimModel({ ...config, seed, faults });
   const a = openDev(config.devices[0]!.name);
   const b = openDev(config.devices[1]!.name);
-  return { a, b, config, close: async () => { closeDev(a); closeDev(b); } };
+  return {
+    a,
+    b,
+    config,
+    close: async () => {
+      closeDev(a);
+      closeDev(b);
+    },
+  };
 }
 
 const drop = (match: Record<string, unknown>, direction?: string): FaultRule => ({ action: 'drop', match, ...(direction ? { direction } : {}) }) as FaultRule;
@@ -122,14 +159,21 @@ describe('RNR NAK for every receive-consuming request, retries included', () => 
     const { a, b } = makePair(f, IBV_QPT_RC, { mtu: IBV_MTU_1024, minRnrTimer: 1, rnrRetry: 7 });
     const src = region(f.a, 300, undefined, { fill: (i) => i & 0xff });
     const dst = region(f.b, 300);
-    postSend(a, [0, 1, 2].map((i) => wrWrite({ wrId: BigInt(i), imm: 0x100 + i, sge: [src.sge(i * 100, 100)], remote: { addr: dst.at(i * 100), rkey: dst.rkey } })));
+    postSend(
+      a,
+      [0, 1, 2].map((i) => wrWrite({ wrId: BigInt(i), imm: 0x100 + i, sge: [src.sge(i * 100, 100)], remote: { addr: dst.at(i * 100), rkey: dst.rkey } })),
+    );
     await sim!.sleep(20_000);
     const scratch = region(f.b, 64);
-    postRecv(b, [0, 1, 2].map((i) => recvWr(BigInt(10 + i), [scratch.sge(0, 64)])));
+    postRecv(
+      b,
+      [0, 1, 2].map((i) => recvWr(BigInt(10 + i), [scratch.sge(0, 64)])),
+    );
     const w = await pollN(a.scq, 3, 'the WRITEs');
     for (const [i, x] of w.entries()) expectWc(x, { wr_id: BigInt(i), status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, `WRITE ${i}`);
     const r = await pollN(b.rcq, 3, 'the receives');
-    for (const [i, x] of r.entries()) expectWc(x, { wr_id: BigInt(10 + i), status: IBV_WC_SUCCESS, opcode: IBV_WC_RECV_RDMA_WITH_IMM, imm_data: 0x100 + i, byte_len: 100 }, `receive ${i}`);
+    for (const [i, x] of r.entries())
+      expectWc(x, { wr_id: BigInt(10 + i), status: IBV_WC_SUCCESS, opcode: IBV_WC_RECV_RDMA_WITH_IMM, imm_data: 0x100 + i, byte_len: 100 }, `receive ${i}`);
     expectBytes(dst.data.subarray(0, 0 + 300), src.data.subarray(0, 0 + 300), 'written bytes');
     expect(ctr(f.b, 'send_rnr_err')).toBeGreaterThanOrEqual(1);
     expect(ctr(f.a, 'rcvd_rnr_err')).toBeGreaterThanOrEqual(1);
@@ -164,7 +208,10 @@ describe('the ACK leaves with the receive completion', () => {
     postSend(a, wrSend({ wrId: 2n, sge: [src.sge(0, 512)], flags: IBV_SEND_SIGNALED }));
     expectWc(await poll1(b.rcq, 'the receive'), { status: IBV_WC_SUCCESS, byte_len: 512 }, 'receive');
     expect(ibv_destroy_qp(b.qp)).toBe(0);
-    f.b.cleanup.splice(f.b.cleanup.findIndex((fn) => fn.toString().includes('ibv_destroy_qp')), 0);
+    f.b.cleanup.splice(
+      f.b.cleanup.findIndex((fn) => fn.toString().includes('ibv_destroy_qp')),
+      0,
+    );
     expectWc(await poll1(a.scq, 'the SEND'), { wr_id: 2n, status: IBV_WC_SUCCESS }, 'SEND');
   });
 });

@@ -38,7 +38,8 @@ describe.skipIf(!TSHARK)('CNPs and PFC frames the model sends, judged by tshark'
     connect(p.a, p.b);
     const src = region(a, 8 * 16384);
     const dst = region(b, 8 * 16384);
-    for (let i = 0; i < 8; i++) postSend(p.a, wrWrite({ sge: [src.sge(i * 16384, 16384)], remote: { addr: dst.at(i * 16384), rkey: dst.rkey }, wrId: BigInt(i) }));
+    for (let i = 0; i < 8; i++)
+      postSend(p.a, wrWrite({ sge: [src.sge(i * 16384, 16384)], remote: { addr: dst.at(i * 16384), rkey: dst.rkey }, wrId: BigInt(i) }));
     for (const w of await pollN(p.a.scq, 8, 'WRITEs')) expect(w.status).toBe(IBV_WC_SUCCESS);
     const pfcs: [number, number[]][] = [
       [0x08, [0, 0, 0, 0xffff, 0, 0, 0, 0]],
@@ -66,9 +67,20 @@ describe.skipIf(!TSHARK)('CNPs and PFC frames the model sends, judged by tshark'
     expect(cnpIdx.length).toBeGreaterThan(3);
 
     const rows = tsharkFields(pcap, [
-      'frame.protocols', '_ws.malformed', 'eth.dst', 'infiniband.bth.opcode', 'infiniband.bth.destqp', 'infiniband.bth.psn', 'infiniband.bth.p_key',
-      'ip.dsfield.dscp', 'ip.dsfield.ecn', 'udp.srcport', 'udp.dstport',
-      'macc.opcode', 'macc.cbfc.enbv', ...Array.from({ length: 8 }, (_, i) => `macc.cbfc.pause_time.c${i}`),
+      'frame.protocols',
+      '_ws.malformed',
+      'eth.dst',
+      'infiniband.bth.opcode',
+      'infiniband.bth.destqp',
+      'infiniband.bth.psn',
+      'infiniband.bth.p_key',
+      'ip.dsfield.dscp',
+      'ip.dsfield.ecn',
+      'udp.srcport',
+      'udp.dstport',
+      'macc.opcode',
+      'macc.cbfc.enbv',
+      ...Array.from({ length: 8 }, (_, i) => `macc.cbfc.pause_time.c${i}`),
     ]);
     expect(rows.length).toBe(frames.length);
     const problems: string[] = [];
@@ -79,7 +91,8 @@ describe.skipIf(!TSHARK)('CNPs and PFC frames the model sends, judged by tshark'
       if (tsharkInt(t['infiniband.bth.opcode']!) !== 0x81n) problems.push(`frame ${i}: opcode ${t['infiniband.bth.opcode']}`);
       if (tsharkInt(t['infiniband.bth.destqp']!) !== BigInt(p.a.qp.qp_num)) problems.push(`frame ${i}: destqp ${t['infiniband.bth.destqp']}`);
       if (tsharkInt(t['infiniband.bth.psn']!) !== 0n || tsharkInt(t['infiniband.bth.p_key']!) !== 0xffffn) problems.push(`frame ${i}: psn/pkey`);
-      if (tsharkInt(t['ip.dsfield.dscp']!) !== 46n || tsharkInt(t['ip.dsfield.ecn']!) !== 2n) problems.push(`frame ${i}: dscp ${t['ip.dsfield.dscp']} ecn ${t['ip.dsfield.ecn']}`);
+      if (tsharkInt(t['ip.dsfield.dscp']!) !== 46n || tsharkInt(t['ip.dsfield.ecn']!) !== 2n)
+        problems.push(`frame ${i}: dscp ${t['ip.dsfield.dscp']} ecn ${t['ip.dsfield.ecn']}`);
       if (t['udp.srcport'] !== '0' || t['udp.dstport'] !== '4791') problems.push(`frame ${i}: ports ${t['udp.srcport']} → ${t['udp.dstport']}`);
     }
     const pfcRows = rows.filter((t) => t['macc.opcode'] !== '');

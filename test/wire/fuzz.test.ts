@@ -51,8 +51,17 @@ const BASE_SEED = Number(process.env['FUZZ_SEED'] ?? 0x5eed_2026) >>> 0;
 
 /** Every WireErrorCode (src/wire/errors.ts); a decode error must use one of these. */
 const WIRE_ERROR_CODES: ReadonlySet<WireErrorCode> = new Set<WireErrorCode>([
-  'WIRE_TRUNCATED', 'WIRE_BAD_VERSION', 'WIRE_BAD_CHECKSUM', 'WIRE_BAD_ICRC', 'WIRE_BAD_VCRC', 'WIRE_UNKNOWN_OPCODE',
-  'WIRE_LENGTH_MISMATCH', 'WIRE_OPCODE_NOT_ALLOWED', 'WIRE_NOT_RDMA', 'WIRE_BAD_FIELD', 'WIRE_BAD_PCAP',
+  'WIRE_TRUNCATED',
+  'WIRE_BAD_VERSION',
+  'WIRE_BAD_CHECKSUM',
+  'WIRE_BAD_ICRC',
+  'WIRE_BAD_VCRC',
+  'WIRE_UNKNOWN_OPCODE',
+  'WIRE_LENGTH_MISMATCH',
+  'WIRE_OPCODE_NOT_ALLOWED',
+  'WIRE_NOT_RDMA',
+  'WIRE_BAD_FIELD',
+  'WIRE_BAD_PCAP',
 ]);
 
 // ---------------------------------------------------------------------------
@@ -106,7 +115,8 @@ const GUARD = 64;
 function summarize(r: DecodeResult): string {
   if (!r.ok) return `ERR ${r.error.code} @${r.error.offset}: ${r.error.message}`;
   return `OK ${JSON.stringify(r.packet, (_k, v: unknown) =>
-    v instanceof Uint8Array ? `hex:${toHex(v)}` : typeof v === 'bigint' ? `big:${v.toString(16)}` : v)}`;
+    v instanceof Uint8Array ? `hex:${toHex(v)}` : typeof v === 'bigint' ? `big:${v.toString(16)}` : v,
+  )}`;
 }
 
 /** Every Uint8Array view an ok result holds, with a name. */
@@ -149,7 +159,9 @@ class Fuzzer {
   private problem(seed: number, what: string, input: Uint8Array, linktype: number, opts: DecodeOptions): void {
     if (this.problems.length < 50) {
       const h = toHex(input);
-      this.problems.push(`[${this.name}] seed ${seed} linktype ${linktype} opts ${JSON.stringify(opts)}: ${what}\n    input (${input.length} bytes): ${h.length > 600 ? `${h.slice(0, 600)}…` : h}`);
+      this.problems.push(
+        `[${this.name}] seed ${seed} linktype ${linktype} opts ${JSON.stringify(opts)}: ${what}\n    input (${input.length} bytes): ${h.length > 600 ? `${h.slice(0, 600)}…` : h}`,
+      );
     }
   }
 
@@ -199,7 +211,14 @@ class Fuzzer {
 
     const sa = summarize(ra);
     const sb = summarize(rb);
-    if (sa !== sb) this.problem(seed, `result depends on bytes outside the frame:\n    standalone: ${sa.slice(0, 300)}\n    in buffer:  ${sb.slice(0, 300)}`, input, linktype, opts);
+    if (sa !== sb)
+      this.problem(
+        seed,
+        `result depends on bytes outside the frame:\n    standalone: ${sa.slice(0, 300)}\n    in buffer:  ${sb.slice(0, 300)}`,
+        input,
+        linktype,
+        opts,
+      );
 
     if (ra.ok) {
       this.stats.ok++;
@@ -210,9 +229,11 @@ class Fuzzer {
       const e: unknown = ra.error;
       if (!(e instanceof WireError)) this.problem(seed, 'error is not a WireError', input, linktype, opts);
       if (!WIRE_ERROR_CODES.has(ra.error.code)) this.problem(seed, `error code ${String(ra.error.code)} is not a WireErrorCode`, input, linktype, opts);
-      if (typeof ra.error.message !== 'string' || ra.error.message.trim() === '') this.problem(seed, `error ${ra.error.code} has an empty message`, input, linktype, opts);
+      if (typeof ra.error.message !== 'string' || ra.error.message.trim() === '')
+        this.problem(seed, `error ${ra.error.code} has an empty message`, input, linktype, opts);
       const off = ra.error.offset;
-      if (!Number.isInteger(off) || off < -1 || off > n) this.problem(seed, `error ${ra.error.code} offset ${off} is outside the frame (${n} bytes)`, input, linktype, opts);
+      if (!Number.isInteger(off) || off < -1 || off > n)
+        this.problem(seed, `error ${ra.error.code} offset ${off} is outside the frame (${n} bytes)`, input, linktype, opts);
     }
     return ra;
   }
@@ -222,7 +243,13 @@ class Fuzzer {
     const hi = frame.byteOffset + frame.length;
     for (const [name, v] of views(p)) {
       if (v.buffer !== frame.buffer || v.byteOffset < lo || v.byteOffset + v.length > hi) {
-        this.problem(seed, `${name} view [${v.byteOffset - lo}, ${v.byteOffset - lo + v.length}) is not inside the frame [0, ${frame.length})`, input, linktype, opts);
+        this.problem(
+          seed,
+          `${name} view [${v.byteOffset - lo}, ${v.byteOffset - lo + v.length}) is not inside the frame [0, ${frame.length})`,
+          input,
+          linktype,
+          opts,
+        );
       }
     }
   }
@@ -244,7 +271,8 @@ class Fuzzer {
       }
       const end = packetEnd(p);
       if (end > frame.length) this.problem(seed, `packet end ${end} is past the frame (${frame.length})`, input, linktype, opts);
-      else if (toHex(enc.subarray(0, end)) !== toHex(frame.subarray(0, end))) this.problem(seed, 're-encoding the decoded packet gives other bytes', input, linktype, opts);
+      else if (toHex(enc.subarray(0, end)) !== toHex(frame.subarray(0, end)))
+        this.problem(seed, 're-encoding the decoded packet gives other bytes', input, linktype, opts);
     }
     // Ethernet: bytes after the packet are padding and must not matter.
     if (linktype === LINKTYPE_ETHERNET) {
@@ -261,7 +289,10 @@ class Fuzzer {
   /** FUZZ_VERBOSE=1 prints how far the inputs got (error codes, ok count). */
   report(): void {
     if (!process.env['FUZZ_VERBOSE']) return;
-    const codes = [...this.stats.codes.entries()].sort((a, b) => b[1] - a[1]).map(([c, k]) => `${c}=${k}`).join(' ');
+    const codes = [...this.stats.codes.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([c, k]) => `${c}=${k}`)
+      .join(' ');
     console.log(`[${this.name}] inputs=${this.stats.inputs} decodes=${this.stats.decodes} ok=${this.stats.ok} ${codes}`);
   }
 
@@ -279,7 +310,12 @@ const DEFINED: readonly OpcodeInfo[] = OPCODES.filter((i): i is OpcodeInfo => i 
 type FramingChoice = 'v4' | 'v6' | 'v1' | 'ib' | 'ib-grh';
 const FRAMINGS: readonly FramingChoice[] = ['v4', 'v4', 'v6', 'v1', 'ib', 'ib-grh'];
 
-interface Built { packet: Packet; frame: Uint8Array; linktype: number; ipv6UdpChecksum: boolean }
+interface Built {
+  packet: Packet;
+  frame: Uint8Array;
+  linktype: number;
+  ipv6UdpChecksum: boolean;
+}
 
 function randomPacket(rng: Rng): Built {
   const choice = rng.pick(FRAMINGS);
@@ -289,14 +325,30 @@ function randomPacket(rng: Rng): Built {
   const payloadLen = !info.payload ? 0 : rng.chance(0.1) ? rng.range(0, 1500) : rng.range(0, 72);
   const p = newPacket(framing, info.code, {
     ipVersion: choice === 'v6' ? 6 : 4,
-    srcMac: rng.bytes(6), dstMac: rng.bytes(6),
+    srcMac: rng.bytes(6),
+    dstMac: rng.bytes(6),
     vlan: framing !== 'ib' && rng.chance(0.3) ? { pcp: rng.int(8), dei: rng.int(2), vid: rng.int(4096) } : null,
     srcIp: choice === 'v4' ? rng.bytes(4) : rng.bytes(16),
     dstIp: choice === 'v4' ? rng.bytes(4) : rng.bytes(16),
-    udpSrcPort: rng.int(65536), dscp: rng.int(64), ecn: rng.int(4), hopLimit: rng.int(256), ipId: rng.int(65536),
-    flowLabel: rng.int(1 << 20), slid: rng.int(65536), dlid: rng.int(65536), sl: rng.int(16), vl: rng.int(16),
-    global: choice === 'ib-grh', psn: rng.int(1 << 24), destQp: rng.int(1 << 24), ackReq: rng.int(2), se: rng.int(2),
-    pkey: rng.int(65536), migReq: rng.int(2), fecn: rng.int(2), becn: rng.int(2),
+    udpSrcPort: rng.int(65536),
+    dscp: rng.int(64),
+    ecn: rng.int(4),
+    hopLimit: rng.int(256),
+    ipId: rng.int(65536),
+    flowLabel: rng.int(1 << 20),
+    slid: rng.int(65536),
+    dlid: rng.int(65536),
+    sl: rng.int(16),
+    vl: rng.int(16),
+    global: choice === 'ib-grh',
+    psn: rng.int(1 << 24),
+    destQp: rng.int(1 << 24),
+    ackReq: rng.int(2),
+    se: rng.int(2),
+    pkey: rng.int(65536),
+    migReq: rng.int(2),
+    fecn: rng.int(2),
+    becn: rng.int(2),
     payload: rng.bytes(payloadLen),
   });
   p.bth.resv6a = rng.chance(0.2) ? rng.int(64) : 0;
@@ -325,18 +377,36 @@ function randomPacket(rng: Rng): Built {
 function builtFields(p: Packet): string {
   const pick = {
     framing: p.framing,
-    bth: { ...p.bth, padCnt: (-p.payload.length) & 3 },
-    rdeth: p.rdeth, deth: p.deth, xrceth: p.xrceth, reth: p.reth, atomicEth: p.atomicEth, aeth: p.aeth,
-    atomicAckEth: p.atomicAckEth, immDt: p.immDt, ieth: p.ieth, feth: p.feth, payload: p.payload,
+    bth: { ...p.bth, padCnt: -p.payload.length & 3 },
+    rdeth: p.rdeth,
+    deth: p.deth,
+    xrceth: p.xrceth,
+    reth: p.reth,
+    atomicEth: p.atomicEth,
+    aeth: p.aeth,
+    atomicAckEth: p.atomicAckEth,
+    immDt: p.immDt,
+    ieth: p.ieth,
+    feth: p.feth,
+    payload: p.payload,
     eth: p.eth && { dst: p.eth.dst, src: p.eth.src, vlan: p.eth.vlan, etherType: p.eth.etherType },
-    ipv4: p.ipv4 && { dscp: p.ipv4.dscp, ecn: p.ipv4.ecn, id: p.ipv4.id, flags: p.ipv4.flags, ttl: p.ipv4.ttl, src: p.ipv4.src, dst: p.ipv4.dst, ihl: p.ipv4.ihl, options: p.ipv4.options },
+    ipv4: p.ipv4 && {
+      dscp: p.ipv4.dscp,
+      ecn: p.ipv4.ecn,
+      id: p.ipv4.id,
+      flags: p.ipv4.flags,
+      ttl: p.ipv4.ttl,
+      src: p.ipv4.src,
+      dst: p.ipv4.dst,
+      ihl: p.ipv4.ihl,
+      options: p.ipv4.options,
+    },
     ipv6: p.ipv6 && { trafficClass: p.ipv6.trafficClass, flowLabel: p.ipv6.flowLabel, hopLimit: p.ipv6.hopLimit, src: p.ipv6.src, dst: p.ipv6.dst },
     udp: p.udp && { srcPort: p.udp.srcPort, dstPort: p.udp.dstPort },
     lrh: p.lrh && { vl: p.lrh.vl, sl: p.lrh.sl, dlid: p.lrh.dlid, slid: p.lrh.slid, resv2: p.lrh.resv2, resv5: p.lrh.resv5 },
     grh: p.grh && { trafficClass: p.grh.trafficClass, flowLabel: p.grh.flowLabel, hopLimit: p.grh.hopLimit, sgid: p.grh.sgid, dgid: p.grh.dgid },
   };
-  return JSON.stringify(pick, (_k, v: unknown) =>
-    v instanceof Uint8Array ? `hex:${toHex(v)}` : typeof v === 'bigint' ? `big:${v.toString(16)}` : v);
+  return JSON.stringify(pick, (_k, v: unknown) => (v instanceof Uint8Array ? `hex:${toHex(v)}` : typeof v === 'bigint' ? `big:${v.toString(16)}` : v));
 }
 
 // ---------------------------------------------------------------------------
@@ -442,7 +512,10 @@ function plausibleRandom(rng: Rng): { input: Uint8Array; linktype: number } {
     b[0] = ok() ? b[0]! & 0xf0 : b[0]!; // LVer 0
     b[1] = (b[1]! & 0xfc) | (ok() ? (kind === 'ib' ? 2 : 3) : b[1]! & 3);
     const words = (route + tlen) >>> 2;
-    if (ok()) { b[4] = (b[4]! & 0xf8) | ((words >>> 8) & 7); b[5] = words & 0xff; }
+    if (ok()) {
+      b[4] = (b[4]! & 0xf8) | ((words >>> 8) & 7);
+      b[5] = words & 0xff;
+    }
     if (kind === 'ib-grh' && n >= 48) {
       if (ok()) b[8] = 0x60 | (b[8]! & 0x0f);
       if (ok()) put16(b, 12, tlen);
@@ -499,11 +572,11 @@ describe(`decodePacket fuzzing (seed 0x${BASE_SEED.toString(16)}, FUZZ_ITERATION
     expect(fz.stats.inputs).toBe(ITERATIONS);
   });
 
-  it('(a\') random bytes behind a plausible Ethernet/IP/UDP, RoCE v1 or LRH prefix', () => {
+  it("(a') random bytes behind a plausible Ethernet/IP/UDP, RoCE v1 or LRH prefix", () => {
     const fz = new Fuzzer('plausible');
     let deep = 0;
     for (let i = 0; i < ITERATIONS; i++) {
-      const seed = (BASE_SEED ^ 0x51ed270b) + i * 0x85ebca6b >>> 0;
+      const seed = ((BASE_SEED ^ 0x51ed270b) + i * 0x85ebca6b) >>> 0;
       const rng = new Rng(seed);
       const { input, linktype } = plausibleRandom(rng);
       const rs = fz.check(seed, input, linktype);
@@ -522,7 +595,7 @@ describe(`decodePacket fuzzing (seed 0x${BASE_SEED.toString(16)}, FUZZ_ITERATION
     let prev: Uint8Array | null = null;
     const roundTrip: string[] = [];
     for (let i = 0; i < n; i++) {
-      const seed = (BASE_SEED ^ 0xb5297a4d) + i * 0x68e31da4 >>> 0;
+      const seed = ((BASE_SEED ^ 0xb5297a4d) + i * 0x68e31da4) >>> 0;
       const rng = new Rng(seed);
       let built: Built;
       try {
@@ -535,9 +608,14 @@ describe(`decodePacket fuzzing (seed 0x${BASE_SEED.toString(16)}, FUZZ_ITERATION
       // The valid frame itself.
       const [r] = fz.check(seed, frame, linktype);
       if (!r?.ok) {
-        roundTrip.push(`seed ${seed}: a freshly encoded ${packet.framing} ${OPCODES[packet.bth.opcode]!.name} frame does not decode: ${r && !r.ok ? `${r.error.code} ${r.error.message}` : 'threw'}`);
+        roundTrip.push(
+          `seed ${seed}: a freshly encoded ${packet.framing} ${OPCODES[packet.bth.opcode]!.name} frame does not decode: ${r && !r.ok ? `${r.error.code} ${r.error.message}` : 'threw'}`,
+        );
       } else {
-        if (builtFields(r.packet) !== builtFields(packet)) roundTrip.push(`seed ${seed}: decode(encode(p)) differs from p:\n    ${builtFields(r.packet).slice(0, 400)}\n    ${builtFields(packet).slice(0, 400)}`);
+        if (builtFields(r.packet) !== builtFields(packet))
+          roundTrip.push(
+            `seed ${seed}: decode(encode(p)) differs from p:\n    ${builtFields(r.packet).slice(0, 400)}\n    ${builtFields(packet).slice(0, 400)}`,
+          );
         if (toHex(reencode(r.packet)) !== toHex(frame)) roundTrip.push(`seed ${seed}: encode(decode(f)) !== f`);
       }
       // Mutations of it.

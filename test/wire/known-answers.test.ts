@@ -189,8 +189,19 @@ describe('vector A: ConnectX-4 Lx CNP (SPEC-DIGEST §1.7, §3.1)', () => {
     expect(Array.from(p.ipv4!.dst)).toEqual([10, 0, 18, 1]);
     expect(p.udp).toEqual({ srcPort: 0, dstPort: 4791, length: 40, checksum: 0 });
     expect(p.bth).toEqual({
-      opcode: 0x81, se: 0, migReq: 0, padCnt: 0, tver: 0, pkey: 0xffff, fecn: 0, becn: 1, resv6a: 0,
-      destQp: 0x118, ackReq: 0, resv7: 0, psn: 0,
+      opcode: 0x81,
+      se: 0,
+      migReq: 0,
+      padCnt: 0,
+      tver: 0,
+      pkey: 0xffff,
+      fecn: 0,
+      becn: 1,
+      resv6a: 0,
+      destQp: 0x118,
+      ackReq: 0,
+      resv7: 0,
+      psn: 0,
     });
     expect(p.payload.length).toBe(0);
   });
@@ -203,9 +214,16 @@ describe('vector A: ConnectX-4 Lx CNP (SPEC-DIGEST §1.7, §3.1)', () => {
 
   it("newPacket('roce-v2', 0x81, …) + encodePacket rebuilds the captured frame byte for byte", () => {
     const p = newPacket('roce-v2', 0x81, {
-      dstMac: fromHex('e41d2dab2bc2'), srcMac: fromHex('7cfe90643b32'),
-      srcIp: Uint8Array.of(10, 0, 17, 1), dstIp: Uint8Array.of(10, 0, 18, 1),
-      dscp: 48, ecn: 2, ipId: 0x718c, hopLimit: 64, udpSrcPort: 0, destQp: 0x118,
+      dstMac: fromHex('e41d2dab2bc2'),
+      srcMac: fromHex('7cfe90643b32'),
+      srcIp: Uint8Array.of(10, 0, 17, 1),
+      dstIp: Uint8Array.of(10, 0, 18, 1),
+      dscp: 48,
+      ecn: 2,
+      ipId: 0x718c,
+      hopLimit: 64,
+      udpSrcPort: 0,
+      destQp: 0x118,
     });
     const out = encodePacket(p);
     expect(toHex(out)).toBe(toHex(VECTOR_A));
@@ -257,10 +275,19 @@ describe('vector B: UC SEND_ONLY with M=1, Pad=2 (SPEC-DIGEST §3.1)', () => {
 
   it('newPacket + encodePacket rebuilds it byte for byte (pad count and zero pad computed)', () => {
     const p = newPacket('roce-v2', 0x24, {
-      dstMac: fromHex('248a07a8fa22'), srcMac: fromHex('248a07a8fa22'),
-      srcIp: Uint8Array.of(192, 168, 0, 7), dstIp: Uint8Array.of(192, 168, 0, 7),
-      dscp: 0, ecn: 1, ipId: 1144, hopLimit: 64, udpSrcPort: 49152,
-      migReq: 1, pkey: 0xffff, destQp: 211, psn: 13571856,
+      dstMac: fromHex('248a07a8fa22'),
+      srcMac: fromHex('248a07a8fa22'),
+      srcIp: Uint8Array.of(192, 168, 0, 7),
+      dstIp: Uint8Array.of(192, 168, 0, 7),
+      dscp: 0,
+      ecn: 1,
+      ipId: 1144,
+      hopLimit: 64,
+      udpSrcPort: 49152,
+      migReq: 1,
+      pkey: 0xffff,
+      destQp: 211,
+      psn: 13571856,
       payload: B_PAYLOAD_AND_PAD.slice(0, 18),
     });
     const out = encodePacket(p);
@@ -429,8 +456,13 @@ const bthByte1 = (bit: number): readonly Expect[] =>
 function regionsOf(f: Uint8Array): Region[] {
   const L = layout(f);
   const csum6 = hasUdp6Checksum(f);
-  const region = (name: string, from: number, to: number, raw: (bit: number) => readonly Expect[], repaired = raw): Region =>
-    ({ name, from, to, raw, repaired });
+  const region = (name: string, from: number, to: number, raw: (bit: number) => readonly Expect[], repaired = raw): Region => ({
+    name,
+    from,
+    to,
+    raw,
+    repaired,
+  });
   /** Covered by the IPv6 UDP checksum (when present) and by the ICRC. */
   const transport = (name: string, from: number, to: number, codes: (bit: number) => readonly Expect[]): Region =>
     region(name, from, to, csum6 ? always(['WIRE_BAD_CHECKSUM']) : codes, codes);
@@ -504,7 +536,15 @@ function regionsOf(f: Uint8Array): Region[] {
   return rs;
 }
 
-interface FlipFailure { frame: string; byte: number; bit: number; region: string; got: Expect; allowed: string; why?: string }
+interface FlipFailure {
+  frame: string;
+  byte: number;
+  bit: number;
+  region: string;
+  got: Expect;
+  allowed: string;
+  why?: string;
+}
 
 /** Re-encodes a decoded packet the way the frame was made (IPv6 UDP checksum or none). */
 function reencode(p: Packet): Uint8Array {
@@ -552,8 +592,18 @@ const DST6 = fromHex('20010db8000000000000000000000042');
 function build(framing: 'roce-v2' | 'roce-v1', opcode: number, payloadLen: number, o: PacketOptions = {}, ipv6UdpChecksum = true): Uint8Array {
   const payload = Uint8Array.from({ length: payloadLen }, (_, i) => (i * 37 + 11) & 0xff);
   const p = newPacket(framing, opcode, {
-    psn: 0x123456, destQp: 0xabcdef, pkey: 0x8001, ipId: 0x4242, hopLimit: 33, dscp: 26, ecn: 2, flowLabel: 0x54321,
-    udpSrcPort: 0xc121, ackReq: 1, ...o, payload,
+    psn: 0x123456,
+    destQp: 0xabcdef,
+    pkey: 0x8001,
+    ipId: 0x4242,
+    hopLimit: 33,
+    dscp: 26,
+    ecn: 2,
+    flowLabel: 0x54321,
+    udpSrcPort: 0xc121,
+    ackReq: 1,
+    ...o,
+    payload,
   });
   // Non-zero extension header fields, so flips there are visible.
   if (p.reth) Object.assign(p.reth, { va: 0x0000556f4b568000n, rkey: 0x8b2, dmaLength: 0x2000 });
@@ -596,8 +646,10 @@ const V1_FRAMES: [string, Uint8Array][] = [
 ];
 
 function failureReport(fs: FlipFailure[]): string {
-  return `${fs.length} unexpected result(s); first 20:\n  ${fs.slice(0, 20).map((x) =>
-    `${x.frame}: byte ${x.byte} bit ${x.bit} (${x.region}) gave ${x.got}, allowed ${x.allowed}: ${x.why}`).join('\n  ')}`;
+  return `${fs.length} unexpected result(s); first 20:\n  ${fs
+    .slice(0, 20)
+    .map((x) => `${x.frame}: byte ${x.byte} bit ${x.bit} (${x.region}) gave ${x.got}, allowed ${x.allowed}: ${x.why}`)
+    .join('\n  ')}`;
 }
 
 describe('ICRC coverage: every single-bit flip of a covered byte is caught', () => {
@@ -722,7 +774,13 @@ describe('ICRC invariance: masked (variant) fields may change in flight', () => 
     for (const [name, frame] of [...IPV6_FRAMES, ...V1_FRAMES]) {
       const L = layout(frame);
       const icrc = decodeOk(frame).icrc;
-      for (const [tc, fl, hl] of [[0, 0, 0], [0xff, 0xfffff, 0xff], [0x8a, 0x12345, 1], [0x03, 0x00001, 64], [0xb8, 0xabcde, 254]] as const) {
+      for (const [tc, fl, hl] of [
+        [0, 0, 0],
+        [0xff, 0xfffff, 0xff],
+        [0x8a, 0x12345, 1],
+        [0x03, 0x00001, 64],
+        [0xb8, 0xabcde, 254],
+      ] as const) {
         const f = frame.slice();
         f[L.l3] = 0x60 | (tc >>> 4);
         f[L.l3 + 1] = ((tc & 0xf) << 4) | (fl >>> 16);
@@ -765,10 +823,33 @@ describe('IPv6 UDP checksum (RFC 8200 §8.1)', () => {
     try {
       const file = join(dir, 'v6.pcap');
       writeFileSync(file, pcapOf(frames));
-      const out = execFileSync(TSHARK!, ['-n', '-r', file, '--disable-protocol', 'rpcordma', '-o', 'udp.check_checksum:TRUE',
-        '-T', 'fields', '-E', 'occurrence=f', '-e', 'udp.checksum', '-e', 'udp.checksum.status', '-e', 'infiniband.bth.opcode'],
-      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] });
-      const rows = out.trim().split('\n').map((l) => l.split('\t'));
+      const out = execFileSync(
+        TSHARK!,
+        [
+          '-n',
+          '-r',
+          file,
+          '--disable-protocol',
+          'rpcordma',
+          '-o',
+          'udp.check_checksum:TRUE',
+          '-T',
+          'fields',
+          '-E',
+          'occurrence=f',
+          '-e',
+          'udp.checksum',
+          '-e',
+          'udp.checksum.status',
+          '-e',
+          'infiniband.bth.opcode',
+        ],
+        { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      const rows = out
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t'));
       expect(rows).toHaveLength(frames.length);
       rows.forEach((r, i) => {
         expect(Number(r[0]), `frame ${i}`).toBe(be16(frames[i]!, layout(frames[i]!).udp + 6));
@@ -780,7 +861,7 @@ describe('IPv6 UDP checksum (RFC 8200 §8.1)', () => {
     }
   });
 
-  it('ipv6UdpChecksum: false sends the packet\'s own value (0 = none) and decodes', () => {
+  it("ipv6UdpChecksum: false sends the packet's own value (0 = none) and decodes", () => {
     const f = build('roce-v2', 0x04, 9, V6, false);
     expect(be16(f, layout(f).udp + 6)).toBe(0);
     expect(codeOf(f)).toBe('ok');
@@ -818,8 +899,19 @@ describe('ICRC over IPv4 options and VLAN tags (independent zlib check)', () => 
 describe('native IB: VCRC and ICRC coverage', () => {
   function ibFrame(global: boolean, opcode: number, len: number): Uint8Array {
     const p = newPacket('ib', opcode, {
-      global, slid: 0x0102, dlid: 0xc003, sl: 5, vl: 2, psn: 0x00ff00, destQp: 0x000abc, srcIp: SRC6, dstIp: DST6,
-      dscp: 4, flowLabel: 0x1234, hopLimit: 9, payload: Uint8Array.from({ length: len }, (_, i) => i ^ 0x5a),
+      global,
+      slid: 0x0102,
+      dlid: 0xc003,
+      sl: 5,
+      vl: 2,
+      psn: 0x00ff00,
+      destQp: 0x000abc,
+      srcIp: SRC6,
+      dstIp: DST6,
+      dscp: 4,
+      flowLabel: 0x1234,
+      hopLimit: 9,
+      payload: Uint8Array.from({ length: len }, (_, i) => i ^ 0x5a),
     });
     return encodePacket(p);
   }

@@ -43,8 +43,7 @@ const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byt
 const be16 = (b: Uint8Array, o: number): number => (b[o]! << 8) | b[o + 1]!;
 const be32 = (b: Uint8Array, o: number): number => ((b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!) >>> 0;
 const le32 = (b: Uint8Array, o: number): number => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
-const bswap32 = (v: number): number =>
-  (((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24)) >>> 0;
+const bswap32 = (v: number): number => (((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24)) >>> 0;
 const macText = (b: Uint8Array): string => Array.from(b.subarray(0, 6), (x) => x.toString(16).padStart(2, '0')).join(':');
 const ipv4Text = (b: Uint8Array): string => Array.from(b.subarray(0, 4)).join('.');
 
@@ -188,7 +187,10 @@ describe('real capture: rxe-pair-roce.pcap (two Linux Soft-RoCE hosts)', () => {
       if (p.deth) {
         // UD (and QP1 for the CM MADs): the port set at QP creation from the source QPN.
         const want = rxeInitialUdpSport(p.deth.srcQp);
-        if (sport !== want) problems.push(`frame ${i + 1}: UD from QP 0x${p.deth.srcQp.toString(16)} uses port 0x${sport.toString(16)}, rxeInitialUdpSport gives 0x${want.toString(16)}`);
+        if (sport !== want)
+          problems.push(
+            `frame ${i + 1}: UD from QP 0x${p.deth.srcQp.toString(16)} uses port 0x${sport.toString(16)}, rxeInitialUdpSport gives 0x${want.toString(16)}`,
+          );
         continue;
       }
       // Connected QPs: the symmetric flow-label port of (local QPN, remote QPN).
@@ -200,7 +202,10 @@ describe('real capture: rxe-pair-roce.pcap (two Linux Soft-RoCE hosts)', () => {
       }
       if (cmQpns.has(back.bth.destQp) && cmQpns.has(p.bth.destQp)) continue; // same port both ways, checked by find()
       const want = roceUdpSport(0, back.bth.destQp, p.bth.destQp);
-      if (sport !== want) problems.push(`frame ${i + 1}: QP 0x${back.bth.destQp.toString(16)} -> 0x${p.bth.destQp.toString(16)} uses port 0x${sport.toString(16)}, roceUdpSport gives 0x${want.toString(16)}`);
+      if (sport !== want)
+        problems.push(
+          `frame ${i + 1}: QP 0x${back.bth.destQp.toString(16)} -> 0x${p.bth.destQp.toString(16)} uses port 0x${sport.toString(16)}, roceUdpSport gives 0x${want.toString(16)}`,
+        );
     }
     expect(decoded).toHaveLength(EXPECTED_FRAMES);
     expect(problems, report(problems)).toEqual([]);
@@ -277,7 +282,9 @@ const FIELDS: FieldCheck[] = [
   { ts: 'infiniband.bth.tver', kind: 'int', ours: (p) => p.bth.tver },
   { ts: 'infiniband.bth.p_key', kind: 'int', ours: (p) => p.bth.pkey },
   {
-    ts: 'infiniband.reserved', kind: 'bytes', occurrence: 0,
+    ts: 'infiniband.reserved',
+    kind: 'bytes',
+    occurrence: 0,
     ours: (p) => ((p.bth.fecn << 7) | (p.bth.becn << 6) | p.bth.resv6a).toString(16).padStart(2, '0'),
   },
   { ts: 'infiniband.bth.destqp', kind: 'int', ours: (p) => p.bth.destQp },
@@ -292,7 +299,9 @@ const FIELDS: FieldCheck[] = [
   { ts: 'infiniband.deth.q_key', kind: 'int', ours: (p) => p.deth?.qkey },
   { ts: 'infiniband.deth.srcqp', kind: 'int', ours: (p) => p.deth?.srcQp },
   {
-    ts: 'infiniband.reserved', kind: 'bytes', occurrence: 1,
+    ts: 'infiniband.reserved',
+    kind: 'bytes',
+    occurrence: 1,
     ours: (p) => (p.deth ? p.deth.resv8.toString(16).padStart(2, '0') : undefined),
   },
   { ts: 'infiniband.rdeth.eecnxt', kind: 'int', ours: (p) => p.rdeth?.eeCtx },
@@ -300,11 +309,13 @@ const FIELDS: FieldCheck[] = [
   { ts: 'infiniband.atomiceth.cmpdt', kind: 'int', ours: (p) => p.atomicEth?.compare },
   { ts: 'infiniband.atomicacketh.origremdt', kind: 'int', ours: (p) => p.atomicAckEth?.origData },
   {
-    ts: 'infiniband.immdt', kind: 'bytes',
+    ts: 'infiniband.immdt',
+    kind: 'bytes',
     ours: (p) => (p.immDt === null ? undefined : p.immDt.toString(16).padStart(8, '0')),
   },
   {
-    ts: 'infiniband.ieth', kind: 'bytes',
+    ts: 'infiniband.ieth',
+    kind: 'bytes',
     ours: (p) => (p.ieth === null ? undefined : p.ieth.toString(16).padStart(8, '0')),
   },
   { ts: 'infiniband.invariant.crc', kind: 'int', ours: (p) => bswap32(p.icrc) },
@@ -348,12 +359,15 @@ describe.skipIf(!fs.existsSync(TSHARK))('real capture: every field agrees with t
     if (!fs.existsSync(CAPTURE)) throw new Error(`the reference capture ${CAPTURE} is missing: it is a checked-in fixture (test/fixtures/README.md)`);
     const names = [...new Set([...FIELDS.map((f) => f.ts), ...EXTRA_FIELDS])];
     const args = [
-      '-r', CAPTURE,
+      '-r',
+      CAPTURE,
       '-n', // no name resolution
       // The RPC-over-RDMA heuristic misreads perftest SEND payloads as RPCoRDMA
       // and marks them malformed; it is not part of the RoCE dissection.
-      '--disable-protocol', 'rpcordma',
-      '-T', 'json',
+      '--disable-protocol',
+      'rpcordma',
+      '-T',
+      'json',
       ...names.flatMap((n) => ['-e', n]),
     ];
     const out = execFileSync(TSHARK, args, {
@@ -423,7 +437,10 @@ describe.skipIf(!fs.existsSync(TSHARK))('real capture: every field agrees with t
       const ourPayloadAndPad = hex(r.data.subarray(p.payload.byteOffset - r.data.byteOffset, padEnd));
       if (data !== undefined) {
         compared++;
-        if (normalize('bytes', data) !== ourPayloadAndPad) problems.push(`frame ${i + 1} data.data: ${normalize('bytes', data).length / 2} bytes differ from our ${p.payload.length}-byte payload + ${p.bth.padCnt} pad`);
+        if (normalize('bytes', data) !== ourPayloadAndPad)
+          problems.push(
+            `frame ${i + 1} data.data: ${normalize('bytes', data).length / 2} bytes differ from our ${p.payload.length}-byte payload + ${p.bth.padCnt} pad`,
+          );
         if (!ourPayloadAndPad.startsWith(ourPayload)) problems.push(`frame ${i + 1}: payload view is not where the frame holds it`);
       } else if (mad !== undefined) {
         compared++;

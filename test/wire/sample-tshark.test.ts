@@ -12,16 +12,45 @@ import { TSHARK, tsharkBytesU32, tsharkFields, tsharkInt } from '../helpers/tsha
 import { openPcapFile } from '../../src/runtime/pcap-file.js';
 
 const FIELDS = [
-  'frame.protocols', '_ws.malformed', '_ws.expert.severity',
-  'infiniband.bth.opcode', 'infiniband.bth.destqp', 'infiniband.bth.psn', 'infiniband.bth.se', 'infiniband.bth.m',
-  'infiniband.bth.padcnt', 'infiniband.bth.tver', 'infiniband.bth.p_key', 'infiniband.bth.a',
-  'infiniband.reth.va', 'infiniband.reth.r_key', 'infiniband.reth.dmalen',
-  'infiniband.aeth.syndrome', 'infiniband.aeth.msn', 'infiniband.deth.q_key', 'infiniband.deth.srcqp',
-  'infiniband.atomiceth.swapdt', 'infiniband.atomiceth.cmpdt', 'infiniband.atomicacketh.origremdt',
-  'infiniband.immdt', 'infiniband.ieth', 'infiniband.invariant.crc', 'infiniband.variant.crc',
-  'infiniband.lrh.dlid', 'infiniband.lrh.slid', 'infiniband.lrh.pktlen', 'infiniband.grh.paylen', 'infiniband.grh.dgid',
-  'ip.dst', 'ipv6.dst', 'udp.dstport', 'udp.srcport', 'udp.length',
-  'macc.opcode', 'macc.cbfc.enbv', 'macc.pause_time',
+  'frame.protocols',
+  '_ws.malformed',
+  '_ws.expert.severity',
+  'infiniband.bth.opcode',
+  'infiniband.bth.destqp',
+  'infiniband.bth.psn',
+  'infiniband.bth.se',
+  'infiniband.bth.m',
+  'infiniband.bth.padcnt',
+  'infiniband.bth.tver',
+  'infiniband.bth.p_key',
+  'infiniband.bth.a',
+  'infiniband.reth.va',
+  'infiniband.reth.r_key',
+  'infiniband.reth.dmalen',
+  'infiniband.aeth.syndrome',
+  'infiniband.aeth.msn',
+  'infiniband.deth.q_key',
+  'infiniband.deth.srcqp',
+  'infiniband.atomiceth.swapdt',
+  'infiniband.atomiceth.cmpdt',
+  'infiniband.atomicacketh.origremdt',
+  'infiniband.immdt',
+  'infiniband.ieth',
+  'infiniband.invariant.crc',
+  'infiniband.variant.crc',
+  'infiniband.lrh.dlid',
+  'infiniband.lrh.slid',
+  'infiniband.lrh.pktlen',
+  'infiniband.grh.paylen',
+  'infiniband.grh.dgid',
+  'ip.dst',
+  'ipv6.dst',
+  'udp.dstport',
+  'udp.srcport',
+  'udp.length',
+  'macc.opcode',
+  'macc.cbfc.enbv',
+  'macc.pause_time',
   ...Array.from({ length: 8 }, (_, i) => `macc.cbfc.pause_time.c${i}`),
 ] as const;
 
@@ -55,7 +84,8 @@ function compare(f: SampleFrame, t: Record<string, string>, problems: string[]):
     if (e !== got) problems.push(`${f.label}: ${field} tshark=${got} ours=${e}`);
   };
   if (t['_ws.malformed'] !== '') problems.push(`${f.label}: tshark flags it malformed`);
-  if (t['_ws.expert.severity'] !== '' && Number(t['_ws.expert.severity']) >= 0x00800000) problems.push(`${f.label}: tshark expert error/warning ${t['_ws.expert.severity']}`);
+  if (t['_ws.expert.severity'] !== '' && Number(t['_ws.expert.severity']) >= 0x00800000)
+    problems.push(`${f.label}: tshark expert error/warning ${t['_ws.expert.severity']}`);
   if (f.packet) {
     const p = f.packet;
     const proto = t['frame.protocols']!;
@@ -68,7 +98,7 @@ function compare(f: SampleFrame, t: Record<string, string>, problems: string[]):
     if (TSHARK_UNKNOWN.has(p.bth.opcode)) return;
     want('bth.se', p.bth.se, tsharkInt(t['infiniband.bth.se']!));
     want('bth.m', p.bth.migReq, tsharkInt(t['infiniband.bth.m']!));
-    want('bth.padcnt', (-p.payload.length) & 3, tsharkInt(t['infiniband.bth.padcnt']!));
+    want('bth.padcnt', -p.payload.length & 3, tsharkInt(t['infiniband.bth.padcnt']!));
     want('bth.tver', 0, tsharkInt(t['infiniband.bth.tver']!));
     want('bth.a', p.bth.ackReq, tsharkInt(t['infiniband.bth.a']!));
     // tshark files the AtomicETH VA and R_Key under the reth.* field names.
@@ -116,8 +146,11 @@ function compare(f: SampleFrame, t: Record<string, string>, problems: string[]):
 function trailer(f: SampleFrame): number {
   const p = f.packet!;
   if (p.framing === 'ib') return 0;
-  const ipEnd = p.ipv4 ? 14 + (p.eth!.vlan ? 4 : 0) + readBe16(f.bytes, 16 + (p.eth!.vlan ? 4 : 0))
-    : p.ipv6 ? 14 + 40 + readBe16(f.bytes, 18) : 14 + 40 + readBe16(f.bytes, 18);
+  const ipEnd = p.ipv4
+    ? 14 + (p.eth!.vlan ? 4 : 0) + readBe16(f.bytes, 16 + (p.eth!.vlan ? 4 : 0))
+    : p.ipv6
+      ? 14 + 40 + readBe16(f.bytes, 18)
+      : 14 + 40 + readBe16(f.bytes, 18);
   return f.bytes.length - ipEnd;
 }
 
@@ -141,7 +174,10 @@ describe.skipIf(!TSHARK)('sample capture judged by tshark', () => {
     expect(all.filter((f) => f.pauseTime !== null).length).toBe(1);
   });
 
-  for (const [name, frames, linktype, args] of [['Ethernet', eth, LINKTYPE_ETHERNET, []], ['InfiniBand', ib, DLT_USER0, USER_DLT_IB]] as const) {
+  for (const [name, frames, linktype, args] of [
+    ['Ethernet', eth, LINKTYPE_ETHERNET, []],
+    ['InfiniBand', ib, DLT_USER0, USER_DLT_IB],
+  ] as const) {
     it(`${name} frames: tshark agrees field by field`, () => {
       const path = writeCapture(frames, linktype, `${name}.pcap`);
       const rows = tsharkFields(path, FIELDS, [...args]);

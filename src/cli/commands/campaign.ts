@@ -84,7 +84,8 @@ function wallDuration(v: string): number {
 
 function count(v: string | undefined, name: string, def: number, min: number): number {
   if (v === undefined) return def;
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min) throw new CliError(`--${name}: expected an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min)
+    throw new CliError(`--${name}: expected an integer ≥ ${min}, got ${JSON.stringify(v)}`);
   return Number(v);
 }
 
@@ -156,7 +157,20 @@ async function campaignMain(args: string[]): Promise<number> {
     process.once('SIGINT', onSig);
     let summary;
     try {
-      summary = await runCampaign({ campaign, firstSeed, seeds, executor, outDir, timeBudgetMs: budgetMs, progress, shrink: values['no-shrink'] ? null : async (r) => (shrunk++ < maxShrink ? (await shrinkScenario(r.scenario!, r.primary ?? '', executor, { stop, deadline: shrinkDeadline })).scenario : null), stop });
+      summary = await runCampaign({
+        campaign,
+        firstSeed,
+        seeds,
+        executor,
+        outDir,
+        timeBudgetMs: budgetMs,
+        progress,
+        shrink: values['no-shrink']
+          ? null
+          : async (r) =>
+              shrunk++ < maxShrink ? (await shrinkScenario(r.scenario!, r.primary ?? '', executor, { stop, deadline: shrinkDeadline })).scenario : null,
+        stop,
+      });
     } finally {
       process.off('SIGINT', onSig);
       await executor.close();
@@ -170,4 +184,3 @@ async function campaignMain(args: string[]): Promise<number> {
     return summary.failed === 0 ? 0 : 1;
   }
 }
-

@@ -23,10 +23,27 @@ const DOC = new Map(COUNTERS.map((c) => [c.name, `${c.doc} [${c.source}]`]));
 /** The counters Linux shows under ports/N/counters (IBTA PortCounters), listed first and even when zero. */
 const PORT_COUNTERS = new Set([
   ...COUNTERS.filter((c) => c.source === 'ib_port').map((c) => c.name),
-  'port_xmit_data', 'port_rcv_data', 'port_xmit_packets', 'port_rcv_packets', 'port_rcv_errors', 'port_xmit_discards', 'port_xmit_wait',
-  'symbol_error', 'link_error_recovery', 'link_downed', 'local_link_integrity_errors', 'excessive_buffer_overrun_errors',
-  'port_rcv_remote_physical_errors', 'port_rcv_switch_relay_errors', 'port_rcv_constraint_errors', 'port_xmit_constraint_errors', 'VL15_dropped',
-  'unicast_xmit_packets', 'unicast_rcv_packets', 'multicast_xmit_packets', 'multicast_rcv_packets',
+  'port_xmit_data',
+  'port_rcv_data',
+  'port_xmit_packets',
+  'port_rcv_packets',
+  'port_rcv_errors',
+  'port_xmit_discards',
+  'port_xmit_wait',
+  'symbol_error',
+  'link_error_recovery',
+  'link_downed',
+  'local_link_integrity_errors',
+  'excessive_buffer_overrun_errors',
+  'port_rcv_remote_physical_errors',
+  'port_rcv_switch_relay_errors',
+  'port_rcv_constraint_errors',
+  'port_xmit_constraint_errors',
+  'VL15_dropped',
+  'unicast_xmit_packets',
+  'unicast_rcv_packets',
+  'multicast_xmit_packets',
+  'multicast_rcv_packets',
 ]);
 
 export const countersCommand: Command = {
@@ -35,7 +52,12 @@ export const countersCommand: Command = {
   async run(args) {
     const { values } = parseArgs({
       args,
-      options: { device: { type: 'string', short: 'd' }, all: { type: 'boolean', short: 'a' }, verbose: { type: 'boolean', short: 'v' }, json: { type: 'boolean' } },
+      options: {
+        device: { type: 'string', short: 'd' },
+        all: { type: 'boolean', short: 'a' },
+        verbose: { type: 'boolean', short: 'v' },
+        json: { type: 'boolean' },
+      },
       strict: true,
     });
     const devs = ibv_get_device_list().filter((d) => !values.device || d.name === values.device);

@@ -54,7 +54,9 @@ export const demoCommand: Command = {
     };
     await restartModel(config);
     const out = processIo;
-    out.out(`rnic-model demo: ${config.devices.map((d) => `${d.name} (${d.ports[0]!.ipv4[0]}, ${d.ports[0]!.mac})`).join(' <-> ')}, ${workers} worker thread(s)\n\n`);
+    out.out(
+      `rnic-model demo: ${config.devices.map((d) => `${d.name} (${d.ports[0]!.ipv4[0]}, ${d.ports[0]!.mac})`).join(' <-> ')}, ${workers} worker thread(s)\n\n`,
+    );
     out.out('== SEND/RECV ping-pong (send_lat, 64 B)\n');
     await runLoopback({ test: 'send_lat', size: 64, iters, io: out, gid_index: ROCE_V2_GID });
     out.out('\n== RDMA WRITE bandwidth (write_bw)\n');
@@ -66,7 +68,9 @@ export const demoCommand: Command = {
     for (const dev of ibv_get_device_list()) {
       const ctx = ibv_open_device(dev);
       const c = rnic_read_counters(ctx, 1);
-      const shown = Object.entries(c).filter(([, v]) => v !== 0n).map(([k, v]) => `${k}=${v}`);
+      const shown = Object.entries(c)
+        .filter(([, v]) => v !== 0n)
+        .map(([k, v]) => `${k}=${v}`);
       out.out(`${dev.name}: ${shown.join(' ')}\n`);
       ibv_close_device(ctx);
     }

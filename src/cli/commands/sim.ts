@@ -55,7 +55,8 @@ pair, an unexpected completion status, data that differs), 1 on errors.`;
 export function parseSeed(v: string): number | string {
   if (/^[+-]?[\d.]/.test(v) || v === '') {
     const n = Number(v);
-    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new CliError(`--seed: ${JSON.stringify(v)} is not a seed (an integer 0..${Number.MAX_SAFE_INTEGER}, or a word)`);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n))
+      throw new CliError(`--seed: ${JSON.stringify(v)} is not a seed (an integer 0..${Number.MAX_SAFE_INTEGER}, or a word)`);
     return n;
   }
   return v;
@@ -94,13 +95,39 @@ export const simCommand: Command = {
       log: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
       progress: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
     });
-    writeFileSync(join(dir, 'timeline.json'), JSON.stringify({ scenario: result.scenario, seed: result.seed, endNs: result.endNs, qps: result.timeline.qps }, null, 1) + '\n');
+    writeFileSync(
+      join(dir, 'timeline.json'),
+      JSON.stringify({ scenario: result.scenario, seed: result.seed, endNs: result.endNs, qps: result.timeline.qps }, null, 1) + '\n',
+    );
     writeFileSync(
       join(dir, 'counters.json'),
-      JSON.stringify({ scenario: result.scenario, seed: result.seed, endNs: result.endNs, eventsRun: result.eventsRun, devices: result.counters, links: result.sim.links, sim: result.sim.devices, switches: result.fabric?.switches ?? {}, stalls: result.stalls, verify: result.verify }, null, 2) + '\n',
+      JSON.stringify(
+        {
+          scenario: result.scenario,
+          seed: result.seed,
+          endNs: result.endNs,
+          eventsRun: result.eventsRun,
+          devices: result.counters,
+          links: result.sim.links,
+          sim: result.sim.devices,
+          switches: result.fabric?.switches ?? {},
+          stalls: result.stalls,
+          verify: result.verify,
+        },
+        null,
+        2,
+      ) + '\n',
     );
     const text = summarize(result);
-    const files = ['config.json', 'timeline.json', 'counters.json', 'summary.txt', 'summary.json', 'flows.json', ...scenario.capture.map((p, i) => relative(dir, captureFile(dir, p, i)))];
+    const files = [
+      'config.json',
+      'timeline.json',
+      'counters.json',
+      'summary.txt',
+      'summary.json',
+      'flows.json',
+      ...scenario.capture.map((p, i) => relative(dir, captureFile(dir, p, i))),
+    ];
     writeFileSync(join(dir, 'summary.txt'), text + '\n');
     const json = (name: string, v: unknown): void => writeFileSync(join(dir, name), JSON.stringify(v, null, 1) + '\n');
     json('summary.json', {
@@ -114,7 +141,10 @@ export const simCommand: Command = {
       checksFailed: result.verify.length,
       verify: result.verify,
     });
-    json('flows.json', result.flows.map(({ src, dst, qp, bytes, startNs, finishNs, fctNs }) => ({ src, dst, qp, bytes, startNs, finishNs, fctNs })));
+    json(
+      'flows.json',
+      result.flows.map(({ src, dst, qp, bytes, startNs, finishNs, fctNs }) => ({ src, dst, qp, bytes, startNs, finishNs, fctNs })),
+    );
     if (result.fabric !== null) {
       json('pfc.json', result.fabric.pfc);
       json('timeseries.json', result.fabric.series);

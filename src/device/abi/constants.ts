@@ -580,14 +580,7 @@ const NODE_TYPE_STR: Readonly<Record<number, string>> = Object.freeze({
   [IBV_NODE_UNSPECIFIED]: 'unspecified',
 });
 
-const PORT_STATE_STR: readonly string[] = Object.freeze([
-  'no state change (NOP)',
-  'down',
-  'init',
-  'armed',
-  'active',
-  'active defer',
-]);
+const PORT_STATE_STR: readonly string[] = Object.freeze(['no state change (NOP)', 'down', 'init', 'armed', 'active', 'active defer']);
 
 const EVENT_TYPE_STR: readonly string[] = Object.freeze([
   'CQ error',

@@ -38,15 +38,7 @@ import {
   IBV_QP_STATE,
   IBV_QP_TIMEOUT,
 } from './constants.js';
-import {
-  IBV_QP_ATTR_MASK_ALL,
-  QP_STATE_TABLE_QP_TYPES,
-  QP_TRANSITIONS,
-  modifyQpIsOk,
-  qpAttrMaskToString,
-  qpStateName,
-  qpTransitionMasks,
-} from './qp-state.js';
+import { IBV_QP_ATTR_MASK_ALL, QP_STATE_TABLE_QP_TYPES, QP_TRANSITIONS, modifyQpIsOk, qpAttrMaskToString, qpStateName, qpTransitionMasks } from './qp-state.js';
 
 const STATES = [IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE, IBV_QPS_ERR];
 const TYPES = QP_STATE_TABLE_QP_TYPES;
@@ -103,21 +95,11 @@ const REQUIRED: ReadonlyArray<readonly [number, number, number, number]> = [
   [IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPT_UC, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS],
   [IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPT_UD, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY],
   [IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPT_RAW_PACKET, IBV_QP_PORT],
-  [
-    IBV_QPS_INIT,
-    IBV_QPS_RTR,
-    IBV_QPT_RC,
-    IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-  ],
+  [IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_RC, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER],
   [IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_UC, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN],
   [IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_UD, 0],
   [IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_RAW_PACKET, 0],
-  [
-    IBV_QPS_RTR,
-    IBV_QPS_RTS,
-    IBV_QPT_RC,
-    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_TIMEOUT,
-  ],
+  [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RC, IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_TIMEOUT],
   [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_UC, IBV_QP_SQ_PSN],
   [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_UD, IBV_QP_SQ_PSN],
   [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RAW_PACKET, 0],
@@ -129,12 +111,7 @@ const OPTIONAL: ReadonlyArray<readonly [number, number, number, number]> = [
   [IBV_QPS_INIT, IBV_QPS_INIT, IBV_QPT_UD, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY],
   [IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_RC, IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX],
   [IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_UD, IBV_QP_PKEY_INDEX | IBV_QP_QKEY],
-  [
-    IBV_QPS_RTR,
-    IBV_QPS_RTS,
-    IBV_QPT_RC,
-    IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-  ],
+  [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RC, IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE],
   [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_UD, IBV_QP_CUR_STATE | IBV_QP_QKEY],
   [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_RAW_PACKET, IBV_QP_RATE_LIMIT],
   [IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPT_RC, IBV_QP_EN_SQD_ASYNC_NOTIFY],
@@ -213,8 +190,7 @@ describe('modifyQpIsOk: legal transitions', () => {
       const r = modifyQpIsOk(from, to, type, (IBV_QP_STATE | req | bit) >>> 0);
       expect(r.ok, `bit ${b}`).toBe(false);
       if (!r.ok) {
-        const curStateRule =
-          bit === IBV_QP_CUR_STATE && ![IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE].includes(from);
+        const curStateRule = bit === IBV_QP_CUR_STATE && ![IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE].includes(from);
         expect(r.reason).toContain(curStateRule ? 'IBV_QP_CUR_STATE not allowed' : 'not allowed');
       }
     }
@@ -294,19 +270,9 @@ describe('modifyQpIsOk: special rules', () => {
       [
         IBV_QPS_INIT,
         IBV_QPS_RTR,
-        IBV_QP_STATE |
-          IBV_QP_AV |
-          IBV_QP_PATH_MTU |
-          IBV_QP_DEST_QPN |
-          IBV_QP_RQ_PSN |
-          IBV_QP_MAX_DEST_RD_ATOMIC |
-          IBV_QP_MIN_RNR_TIMER,
+        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
       ],
-      [
-        IBV_QPS_RTR,
-        IBV_QPS_RTS,
-        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
-      ],
+      [IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC],
       [IBV_QPS_RTS, IBV_QPS_ERR, IBV_QP_STATE],
       [IBV_QPS_ERR, IBV_QPS_RESET, IBV_QP_STATE],
     ];
@@ -314,9 +280,7 @@ describe('modifyQpIsOk: special rules', () => {
   });
 
   it('accepts the modify sequence of ud_pingpong', () => {
-    expect(
-      modifyQpIsOk(IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPT_UD, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
-    ).toEqual({ ok: true });
+    expect(modifyQpIsOk(IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPT_UD, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)).toEqual({ ok: true });
     expect(modifyQpIsOk(IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPT_UD, IBV_QP_STATE)).toEqual({ ok: true });
     expect(modifyQpIsOk(IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPT_UD, IBV_QP_STATE | IBV_QP_SQ_PSN)).toEqual({ ok: true });
   });

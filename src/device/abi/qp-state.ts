@@ -107,8 +107,7 @@ const RTR_REQ_UC = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
 const RTR_REQ_RC = RTR_REQ_UC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 const RTR_OPT_CONNECTED = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
 
-const RTS_REQ_RC =
-  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+const RTS_REQ_RC = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
 
 /** Optional on RTR->RTS, RTS->RTS and SQD->RTS (order of bits is irrelevant). */
 const TO_RTS_OPT_UD = IBV_QP_CUR_STATE | IBV_QP_QKEY;
@@ -126,12 +125,7 @@ const TO_RTS_OPTIONAL_RAW: Partial<Record<number, number>> = { ...TO_RTS_OPTIONA
 
 const NONE = Object.freeze({}) as Readonly<Partial<Record<number, number>>>;
 
-function t(
-  from: number,
-  to: number,
-  req: Partial<Record<number, number>>,
-  opt: Partial<Record<number, number>>,
-): QpTransition {
+function t(from: number, to: number, req: Partial<Record<number, number>>, opt: Partial<Record<number, number>>): QpTransition {
   return Object.freeze({ from, to, req: Object.freeze(req), opt: Object.freeze(opt) });
 }
 
@@ -209,12 +203,7 @@ export const QP_TRANSITIONS: readonly QpTransition[] = Object.freeze([
   // --- from RTS ---
   t(IBV_QPS_RTS, IBV_QPS_RESET, NONE, NONE),
   t(IBV_QPS_RTS, IBV_QPS_ERR, NONE, NONE),
-  t(
-    IBV_QPS_RTS,
-    IBV_QPS_RTS,
-    {},
-    TO_RTS_OPTIONAL_RAW,
-  ),
+  t(IBV_QPS_RTS, IBV_QPS_RTS, {}, TO_RTS_OPTIONAL_RAW),
   t(
     IBV_QPS_RTS,
     IBV_QPS_SQD,
@@ -231,20 +220,14 @@ export const QP_TRANSITIONS: readonly QpTransition[] = Object.freeze([
   // --- from SQD ---
   t(IBV_QPS_SQD, IBV_QPS_RESET, NONE, NONE),
   t(IBV_QPS_SQD, IBV_QPS_ERR, NONE, NONE),
-  t(
-    IBV_QPS_SQD,
-    IBV_QPS_RTS,
-    {},
-    TO_RTS_OPTIONAL,
-  ),
+  t(IBV_QPS_SQD, IBV_QPS_RTS, {}, TO_RTS_OPTIONAL),
   t(
     IBV_QPS_SQD,
     IBV_QPS_SQD,
     {},
     {
       [IBV_QPT_UD]: IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
-      [IBV_QPT_UC]:
-        IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE,
+      [IBV_QPT_UC]: IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE,
       [IBV_QPT_RC]:
         IBV_QP_PORT |
         IBV_QP_AV |
@@ -324,9 +307,7 @@ function isState(s: number): boolean {
 
 /** "RTS" for IBV_QPS_RTS; "state N" for anything else. */
 export function qpStateName(state: number): string {
-  return Number.isInteger(state) && state >= 0 && state < STATE_NAMES.length
-    ? STATE_NAMES[state]!
-    : `state ${state}`;
+  return Number.isInteger(state) && state >= 0 && state < STATE_NAMES.length ? STATE_NAMES[state]! : `state ${state}`;
 }
 
 /** "IBV_QP_AV|IBV_QP_PATH_MTU" for a mask; unknown bits appear as "bit N". */
@@ -385,13 +366,7 @@ export function modifyQpIsOk(cur: number, next: number, qpType: number, mask: nu
       reason: `IBV_QP_STATE not in mask but target ${qpStateName(next)} differs from current ${qpStateName(cur)}`,
     };
   }
-  if (
-    m & IBV_QP_CUR_STATE &&
-    cur !== IBV_QPS_RTR &&
-    cur !== IBV_QPS_RTS &&
-    cur !== IBV_QPS_SQD &&
-    cur !== IBV_QPS_SQE
-  ) {
+  if (m & IBV_QP_CUR_STATE && cur !== IBV_QPS_RTR && cur !== IBV_QPS_RTS && cur !== IBV_QPS_SQD && cur !== IBV_QPS_SQE) {
     return { ok: false, reason: `IBV_QP_CUR_STATE not allowed from ${qpStateName(cur)}` };
   }
   const masks = qpTransitionMasks(cur, next, qpType);

@@ -27,9 +27,11 @@ export function model_create_ah(ibpd: ibv_pd, attr: ibv_ah_attr): ibv_ah {
   if (!port) return fail(errno.EINVAL, `no port ${String(attr.port_num)}`);
   if (port.linkLayer === IBV_LINK_LAYER_ETHERNET) {
     if (!attr.is_global) fail(errno.EINVAL, 'RoCE needs a GRH (is_global = 1)');
-    if (typeof attr.grh !== 'object' || attr.grh === null || typeof attr.grh.sgid_index !== 'number' || !(attr.grh.sgid_index < port.gids.length)) fail(errno.EINVAL, `GID index ${String(attr.grh?.sgid_index)} is empty on port ${port.portNum}`);
+    if (typeof attr.grh !== 'object' || attr.grh === null || typeof attr.grh.sgid_index !== 'number' || !(attr.grh.sgid_index < port.gids.length))
+      fail(errno.EINVAL, `GID index ${String(attr.grh?.sgid_index)} is empty on port ${port.portNum}`);
   }
-  if (!(typeof attr.static_rate === 'number' && attr.static_rate >= 0 && attr.static_rate <= IBV_RATE_1200_GBPS)) fail(errno.EINVAL, `bad static_rate ${String(attr.static_rate)}`);
+  if (!(typeof attr.static_rate === 'number' && attr.static_rate >= 0 && attr.static_rate <= IBV_RATE_1200_GBPS))
+    fail(errno.EINVAL, `bad static_rate ${String(attr.static_rate)}`);
   if (ctx.device.ahCount >= ctx.limits.maxAh) fail(errno.ENOMEM, `${ctx.limits.maxAh} address handles exist`);
   const v = avValues(ctx, attr, port.portNum);
   if (typeof v === 'number') return fail(v, 'bad address vector');

@@ -497,7 +497,9 @@ describe('QPs: modify and query', () => {
     // RESET → ERR: not a transition (the kernel's table).
     expect(ibv_modify_qp(qp, { qp_state: IBV_QPS_ERR }, IBV_QP_STATE)).toBe(errno.EINVAL);
     // A QKEY on RC RESET → INIT is not allowed.
-    expect(ibv_modify_qp(qp, { qp_state: IBV_QPS_INIT, port_num: 1, qkey: 1 }, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY)).toBe(errno.EINVAL);
+    expect(
+      ibv_modify_qp(qp, { qp_state: IBV_QPS_INIT, port_num: 1, qkey: 1 }, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY),
+    ).toBe(errno.EINVAL);
     // Unknown mask bit; a state that does not fit its field.
     expect(ibv_modify_qp(qp, { qp_state: IBV_QPS_INIT }, IBV_QP_STATE | (1 << 30))).toBe(errno.EINVAL);
     expect(ibv_modify_qp(qp, { qp_state: 300 }, IBV_QP_STATE)).toBe(errno.EINVAL);
@@ -549,10 +551,13 @@ describe('QPs: modify and query', () => {
     const g = createFakeDevice({ config: SMALL_DEVICE });
     const mac = Uint8Array.of(0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee);
     const seen: number[][] = [];
-    const handle = { ...g.handle, resolveMac: (port: number, dgid: Uint8Array) => {
-      seen.push([port, dgid[15]!]);
-      return dgid[15] === 9 ? mac : null;
-    } };
+    const handle = {
+      ...g.handle,
+      resolveMac: (port: number, dgid: Uint8Array) => {
+        seen.push([port, dgid[15]!]);
+        return dgid[15] === 9 ? mac : null;
+      },
+    };
     const dev = addModelDevice(handle);
     const c = ibv_open_device(dev);
     const pd2 = ibv_alloc_pd(c);

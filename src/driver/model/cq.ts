@@ -101,13 +101,7 @@ export function model_destroy_comp_channel(ibch: ibv_comp_channel): number {
 // Create / destroy
 // ---------------------------------------------------------------------------
 
-export function model_create_cq(
-  ibctx: ibv_context,
-  cqe: number,
-  cq_context: unknown,
-  channel: ibv_comp_channel | null,
-  comp_vector: number,
-): ibv_cq {
+export function model_create_cq(ibctx: ibv_context, cqe: number, cq_context: unknown, channel: ibv_comp_channel | null, comp_vector: number): ibv_cq {
   const ctx = ibctx as ModelContext;
   model_live(ctx, 'ibv_create_cq');
   if (typeof cqe !== 'number' || !Number.isInteger(cqe) || cqe < 1 || cqe > ctx.limits.maxCqe) {
@@ -117,7 +111,8 @@ export function model_create_cq(
     throw new VerbsError(errno.EINVAL, `ibv_create_cq: no completion vector ${String(comp_vector)}`);
   }
   const ch = channel as ModelCompChannel | null;
-  if (ch !== null && (!(ch instanceof ModelCompChannel) || ch.context !== ctx || ch.destroyed)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq: the channel is not of this context');
+  if (ch !== null && (!(ch instanceof ModelCompChannel) || ch.context !== ctx || ch.destroyed))
+    throw new VerbsError(errno.EINVAL, 'ibv_create_cq: the channel is not of this context');
   const logSize = nextLog2(cqe + 1);
   const mem = ctx.mem;
   let ring;
@@ -156,12 +151,16 @@ export function model_create_cq_ex(ibctx: ibv_context, attr: ibv_cq_init_attr_ex
   const mask = attr.comp_mask ?? 0;
   if (!isU32(attr.wc_flags) || !isU32(mask)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq_ex: wc_flags and comp_mask are unsigned integers');
   if (attr.wc_flags & ~MODEL_WC_FLAGS) {
-    throw new VerbsError(errno.EOPNOTSUPP, `ibv_create_cq_ex: wc_flags 0x${(attr.wc_flags & ~MODEL_WC_FLAGS).toString(16)} are not supported (supported: 0x${MODEL_WC_FLAGS.toString(16)})`);
+    throw new VerbsError(
+      errno.EOPNOTSUPP,
+      `ibv_create_cq_ex: wc_flags 0x${(attr.wc_flags & ~MODEL_WC_FLAGS).toString(16)} are not supported (supported: 0x${MODEL_WC_FLAGS.toString(16)})`,
+    );
   }
   if (mask & IBV_CQ_INIT_ATTR_MASK_PD) throw new VerbsError(errno.EOPNOTSUPP, 'ibv_create_cq_ex: parent domains are not modelled');
   if (mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) {
     const fl = attr.flags ?? 0;
-    if (!isU32(fl) || fl & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED) throw new VerbsError(errno.EOPNOTSUPP, `ibv_create_cq_ex: creation flags 0x${Number(fl).toString(16)} are not supported (only SINGLE_THREADED)`);
+    if (!isU32(fl) || fl & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED)
+      throw new VerbsError(errno.EOPNOTSUPP, `ibv_create_cq_ex: creation flags 0x${Number(fl).toString(16)} are not supported (only SINGLE_THREADED)`);
   }
   return model_create_cq(ibctx, attr.cqe, attr.cq_context, attr.channel ?? null, attr.comp_vector ?? 0);
 }

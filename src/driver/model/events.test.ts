@@ -202,7 +202,13 @@ describe('asynchronous events', () => {
     const pd = ibv_alloc_pd(h.ctx);
     const cq: ibv_cq = ibv_create_cq(h.ctx, 1, null, null, 0);
     const srq = ibv_create_srq(pd, { attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } });
-    const qp = ibv_create_qp(pd, { send_cq: cq, recv_cq: cq, cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }, qp_type: IBV_QPT_RC, sq_sig_all: 0 });
+    const qp = ibv_create_qp(pd, {
+      send_cq: cq,
+      recv_cq: cq,
+      cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+      qp_type: IBV_QPT_RC,
+      sq_sig_all: 0,
+    });
     const pending = watch(ibv_get_async_event(h.ctx));
     await flush();
     expect(pending.done).toBe(false);

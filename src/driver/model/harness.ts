@@ -68,7 +68,13 @@ export function rcToInit(qp: ibv_qp, port = 1): number {
 }
 
 /** rc_pingpong's pp_connect_ctx: INIT → RTR → RTS, with a GRH towards `dgid`. Returns [rtr errno, rts errno]. */
-export function rcConnect(qp: ibv_qp, destQpn: number, dgid: ibv_gid, sgidIndex: number, opts: { port?: number; psn?: number; destPsn?: number; rtrOnly?: boolean } = {}): [number, number] {
+export function rcConnect(
+  qp: ibv_qp,
+  destQpn: number,
+  dgid: ibv_gid,
+  sgidIndex: number,
+  opts: { port?: number; psn?: number; destPsn?: number; rtrOnly?: boolean } = {},
+): [number, number] {
   const attr = newQpAttr();
   attr.qp_state = IBV_QPS_RTR;
   attr.path_mtu = IBV_MTU_1024;

@@ -8,7 +8,15 @@
  * each round, so the driver's own share is smaller than the figures.
  */
 import { bench, describe } from 'vitest';
-import { IBV_ACCESS_LOCAL_WRITE, IBV_QPT_RC, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_WC_RECV, IBV_WC_SEND, IBV_WR_RDMA_WRITE } from '../../device/abi/constants.js';
+import {
+  IBV_ACCESS_LOCAL_WRITE,
+  IBV_QPT_RC,
+  IBV_SEND_INLINE,
+  IBV_SEND_SIGNALED,
+  IBV_WC_RECV,
+  IBV_WC_SEND,
+  IBV_WR_RDMA_WRITE,
+} from '../../device/abi/constants.js';
 import { serviceCommandDoorbell } from '../../device/mailbox.js';
 import { SMALL_DEVICE } from '../../device/testbed.js';
 import { newGid, newRecvWr, newSendWr, newWcArray } from '../verbs/structs.js';

@@ -25,7 +25,15 @@ import {
 import { model_alloc_pd, model_dealloc_pd, model_dereg_mr, model_reg_mr, model_reg_mr_iova, model_rereg_mr, model_alloc_null_mr } from './pd-mr.js';
 import { model_post_recv, model_post_send, model_post_send_all, model_post_srq_recv } from './post.js';
 import { model_attach_mcast, model_create_qp, model_create_qp_ex, model_destroy_qp, model_detach_mcast, model_modify_qp, model_query_qp } from './qp.js';
-import { model_query_device, model_query_device_ex, model_query_gid, model_query_gid_ex, model_query_pkey, model_query_port, model_query_rt_values } from './query.js';
+import {
+  model_query_device,
+  model_query_device_ex,
+  model_query_gid,
+  model_query_gid_ex,
+  model_query_pkey,
+  model_query_port,
+  model_query_rt_values,
+} from './query.js';
 import { model_create_srq, model_destroy_srq, model_modify_srq, model_query_srq } from './srq.js';
 
 export const model_ctx_ops: VerbsContextOps = Object.freeze({

@@ -78,7 +78,11 @@ function gid(index: number) {
   return g;
 }
 
-function makeQp(type: number, cap: Partial<{ max_send_wr: number; max_recv_wr: number; max_send_sge: number; max_recv_sge: number; max_inline_data: number }> = {}, srq: ibv_srq | null = null): ibv_qp {
+function makeQp(
+  type: number,
+  cap: Partial<{ max_send_wr: number; max_recv_wr: number; max_send_sge: number; max_recv_sge: number; max_inline_data: number }> = {},
+  srq: ibv_srq | null = null,
+): ibv_qp {
   return ibv_create_qp(pd, {
     send_cq: cq,
     recv_cq: cq,
@@ -180,12 +184,28 @@ describe('post_send writes the WQE the device reads', () => {
 
   it('every RC opcode: immediate, invalidate, read, atomics, local invalidate', () => {
     const wrs = [
-      sendWr(IBV_WR_RDMA_WRITE_WITH_IMM, { wr_id: 1n, imm_data: 0x01020304, sg_list: [sge(0, 8)], num_sge: 1, wr: { rdma: { remote_addr: 0x1000n, rkey: 5 } } }),
+      sendWr(IBV_WR_RDMA_WRITE_WITH_IMM, {
+        wr_id: 1n,
+        imm_data: 0x01020304,
+        sg_list: [sge(0, 8)],
+        num_sge: 1,
+        wr: { rdma: { remote_addr: 0x1000n, rkey: 5 } },
+      }),
       sendWr(IBV_WR_SEND_WITH_IMM, { wr_id: 2n, imm_data: 0xa0b0c0d0, sg_list: [sge(8, 8)], num_sge: 1, send_flags: IBV_SEND_SOLICITED }),
       sendWr(IBV_WR_SEND_WITH_INV, { wr_id: 3n, invalidate_rkey: 0x777, sg_list: [sge(16, 8)], num_sge: 1 }),
       sendWr(IBV_WR_RDMA_READ, { wr_id: 4n, sg_list: [sge(24, 64), sge(100, 64)], num_sge: 2, wr: { rdma: { remote_addr: 0x2000n, rkey: 6 } } }),
-      sendWr(IBV_WR_ATOMIC_CMP_AND_SWP, { wr_id: 5n, sg_list: [sge(200, 8)], num_sge: 1, wr: { atomic: { remote_addr: 0x3008n, compare_add: 11n, swap: 22n, rkey: 7 } } }),
-      sendWr(IBV_WR_ATOMIC_FETCH_AND_ADD, { wr_id: 6n, sg_list: [sge(208, 8)], num_sge: 1, wr: { atomic: { remote_addr: 0x4000n, compare_add: 0xffffffffffffffffn, swap: 99n, rkey: 8 } } }),
+      sendWr(IBV_WR_ATOMIC_CMP_AND_SWP, {
+        wr_id: 5n,
+        sg_list: [sge(200, 8)],
+        num_sge: 1,
+        wr: { atomic: { remote_addr: 0x3008n, compare_add: 11n, swap: 22n, rkey: 7 } },
+      }),
+      sendWr(IBV_WR_ATOMIC_FETCH_AND_ADD, {
+        wr_id: 6n,
+        sg_list: [sge(208, 8)],
+        num_sge: 1,
+        wr: { atomic: { remote_addr: 0x4000n, compare_add: 0xffffffffffffffffn, swap: 99n, rkey: 8 } },
+      }),
       sendWr(IBV_WR_LOCAL_INV, { wr_id: 7n, invalidate_rkey: 0x888 }),
     ];
     for (let i = 0; i < wrs.length - 1; i++) wrs[i]!.next = wrs[i + 1]!;
@@ -293,7 +313,11 @@ describe('post-time errors: errno, bad_wr, earlier WRs stay posted', () => {
     expect(postChain(uc, [good(1n), wr, good(3n)])).toEqual([errno.EINVAL, wr]);
     expect(dbrec(uc).sqPi).toBe(1);
     expect(h.fake.sqDoorbells.at(-1)).toEqual([uc.qp_num, 1]);
-    const atomic = sendWr(IBV_WR_ATOMIC_FETCH_AND_ADD, { sg_list: [sge(0, 8)], num_sge: 1, wr: { atomic: { remote_addr: 0n, compare_add: 1n, swap: 0n, rkey: 0 } } });
+    const atomic = sendWr(IBV_WR_ATOMIC_FETCH_AND_ADD, {
+      sg_list: [sge(0, 8)],
+      num_sge: 1,
+      wr: { atomic: { remote_addr: 0n, compare_add: 1n, swap: 0n, rkey: 0 } },
+    });
     expect(postChain(uc, [atomic])).toEqual([errno.EINVAL, atomic]);
     const inv = sendWr(IBV_WR_SEND_WITH_INV, { invalidate_rkey: 1 });
     expect(postChain(uc, [inv])).toEqual([errno.EINVAL, inv]);

@@ -125,7 +125,8 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
   if (sf !== undefined && !isU32(sf)) return errno.EINVAL;
   const flags = sf & SEND_FLAGS_MASK;
   const isAtomic = op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD;
-  const inline = (flags & IBV_SEND_INLINE) !== 0 && op !== IBV_WR_RDMA_READ && !isAtomic && op !== IBV_WR_LOCAL_INV && op !== IBV_WR_ATOMIC_WRITE && op !== IBV_WR_FLUSH;
+  const inline =
+    (flags & IBV_SEND_INLINE) !== 0 && op !== IBV_WR_RDMA_READ && !isAtomic && op !== IBV_WR_LOCAL_INV && op !== IBV_WR_ATOMIC_WRITE && op !== IBV_WR_FLUSH;
 
   // Control segment.
   dv.setBigUint64(off + CTRL_WR_ID, wr.wr_id, true);
@@ -277,7 +278,7 @@ function postSend(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr: BadWr<ibv_send_wr> | un
     const logStride = qp.sqLogStride;
     // `next` ends the list at null (or left out); anything else must be a WR.
     while (cur !== null && cur !== undefined) {
-      if (((pi - qp.sqCi) >>> 0) >= qp.sqSize) {
+      if ((pi - qp.sqCi) >>> 0 >= qp.sqSize) {
         rc = errno.ENOMEM;
         break;
       }
@@ -325,7 +326,7 @@ export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ib
     const dv = qp.context.mem.dv;
     // `next` ends the list at null (or left out); anything else must be a WR.
     while (cur !== null && cur !== undefined) {
-      if (((pi - qp.rqCi) >>> 0) >= qp.rqSize) {
+      if ((pi - qp.rqCi) >>> 0 >= qp.rqSize) {
         rc = errno.ENOMEM;
         break;
       }

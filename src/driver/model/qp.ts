@@ -91,8 +91,13 @@ const bit = (op: number) => 1 << op;
 const OPCODES_UD = bit(IBV_WR_SEND) | bit(IBV_WR_SEND_WITH_IMM);
 const OPCODES_UC = OPCODES_UD | bit(IBV_WR_RDMA_WRITE) | bit(IBV_WR_RDMA_WRITE_WITH_IMM) | bit(IBV_WR_LOCAL_INV);
 const OPCODES_RC =
-  OPCODES_UC | bit(IBV_WR_RDMA_READ) | bit(IBV_WR_ATOMIC_CMP_AND_SWP) | bit(IBV_WR_ATOMIC_FETCH_AND_ADD) | bit(IBV_WR_SEND_WITH_INV)
-  | bit(IBV_WR_ATOMIC_WRITE) | bit(IBV_WR_FLUSH);
+  OPCODES_UC |
+  bit(IBV_WR_RDMA_READ) |
+  bit(IBV_WR_ATOMIC_CMP_AND_SWP) |
+  bit(IBV_WR_ATOMIC_FETCH_AND_ADD) |
+  bit(IBV_WR_SEND_WITH_INV) |
+  bit(IBV_WR_ATOMIC_WRITE) |
+  bit(IBV_WR_FLUSH);
 
 export function opcodeMask(qpType: number): number {
   return qpType === IBV_QPT_RC ? OPCODES_RC : qpType === IBV_QPT_UC ? OPCODES_UC : qpType === IBV_QPT_UD ? OPCODES_UD : 0;
@@ -110,8 +115,13 @@ function isCount(v: unknown, max: number): v is number {
 const SEND_OPS_UD = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 const SEND_OPS_UC = SEND_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 const SEND_OPS_RC =
-  SEND_OPS_UC | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV
-  | IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_FLUSH;
+  SEND_OPS_UC |
+  IBV_QP_EX_WITH_RDMA_READ |
+  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+  IBV_QP_EX_WITH_SEND_WITH_INV |
+  IBV_QP_EX_WITH_ATOMIC_WRITE |
+  IBV_QP_EX_WITH_FLUSH;
 
 export function sendOpsMask(qpType: number): number {
   return qpType === IBV_QPT_RC ? SEND_OPS_RC : qpType === IBV_QPT_UC ? SEND_OPS_UC : qpType === IBV_QPT_UD ? SEND_OPS_UD : 0;
@@ -130,7 +140,8 @@ export function model_create_qp_ex(ibctx: ibv_context, init: ibv_qp_init_attr_ex
   };
   const mask = init.comp_mask;
   if (!isU32(mask)) fail(errno.EINVAL, `comp_mask ${String(mask)} is not a uint32_t`);
-  const unsupported = IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+  const unsupported =
+    IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
   if (mask & unsupported) fail(errno.EOPNOTSUPP, `comp_mask 0x${(mask & unsupported).toString(16)}: XRC domains, creation flags, TSO and RSS are not modelled`);
   if (mask & ~(unsupported | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) fail(errno.EINVAL, `unknown comp_mask bits 0x${mask.toString(16)}`);
   if (!(mask & IBV_QP_INIT_ATTR_PD) || !init.pd) fail(errno.EINVAL, 'IBV_QP_INIT_ATTR_PD and a pd are required');
@@ -140,7 +151,11 @@ export function model_create_qp_ex(ibctx: ibv_context, init: ibv_qp_init_attr_ex
     const ops = init.send_ops_flags;
     if (!isU32(ops)) fail(errno.EINVAL, `send_ops_flags ${String(ops)} is not a uint32_t`);
     const have = sendOpsMask(init.qp_type);
-    if (ops! & ~have) fail(errno.EOPNOTSUPP, `send_ops_flags 0x${(ops! & ~have).toString(16)} are not supported on QP type ${String(init.qp_type)} (supported: 0x${have.toString(16)})`);
+    if (ops! & ~have)
+      fail(
+        errno.EOPNOTSUPP,
+        `send_ops_flags 0x${(ops! & ~have).toString(16)} are not supported on QP type ${String(init.qp_type)} (supported: 0x${have.toString(16)})`,
+      );
   }
   return model_create_qp(pd, init);
 }
@@ -350,7 +365,8 @@ export function model_modify_qp(ibqp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: 
   if (!(qp instanceof ModelQp)) return errno.EINVAL;
   const ctx = qp.context;
   // attr_mask is a C int of IBV_QP_* bits: a number that is not a 32-bit pattern is no mask.
-  if (qp.destroyed || ctx.closed || !attr || typeof attr !== 'object' || typeof mask !== 'number' || (mask >>> 0 !== mask && (mask | 0) !== mask)) return errno.EINVAL;
+  if (qp.destroyed || ctx.closed || !attr || typeof attr !== 'object' || typeof mask !== 'number' || (mask >>> 0 !== mask && (mask | 0) !== mask))
+    return errno.EINVAL;
   const input = modifyInput(ctx, qp, attr, mask);
   if (typeof input === 'number') return input;
   const r = model_cmd(ctx, Cmd.MODIFY_QP, input);

@@ -148,7 +148,8 @@ export function model_query_device_ex(ibctx: ibv_context, attr: ibv_device_attr_
   attr.completion_timestamp_mask = r.out['completionTimestampMask'] as bigint;
   attr.hca_core_clock = BigInt(r.out['hcaCoreClock'] as number);
   // Bits 32+ (ib_uverbs_device_cap_flags): the IBA 1.5 operations the device executes, as rxe reports them.
-  attr.device_cap_flags_ex = BigInt(attr.orig_attr.device_cap_flags >>> 0) | IB_UVERBS_DEVICE_FLUSH_GLOBAL | IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE;
+  attr.device_cap_flags_ex =
+    BigInt(attr.orig_attr.device_cap_flags >>> 0) | IB_UVERBS_DEVICE_FLUSH_GLOBAL | IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE;
   attr.cq_mod_caps = { max_cq_count: MODEL_CQ_MOD_MAX, max_cq_period: MODEL_CQ_MOD_MAX };
   attr.phys_port_cnt_ex = attr.orig_attr.phys_port_cnt;
   return 0;

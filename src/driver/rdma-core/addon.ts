@@ -39,8 +39,17 @@ export interface RdmaCoreAddon {
   querySrq(srq: number): [number, number, number] | number;
   destroySrq(srq: number): number;
   createQp(
-    pd: number, sendCq: number, recvCq: number, srq: number, qpType: number, sqSigAll: number,
-    maxSendWr: number, maxRecvWr: number, maxSendSge: number, maxRecvSge: number, maxInline: number,
+    pd: number,
+    sendCq: number,
+    recvCq: number,
+    srq: number,
+    qpType: number,
+    sqSigAll: number,
+    maxSendWr: number,
+    maxRecvWr: number,
+    maxSendSge: number,
+    maxRecvSge: number,
+    maxInline: number,
   ): { ptr: number; qp_num: number; handle: number; cap: Record<string, number> } | number;
   modifyQp(qp: number, attr: object, mask: number): number;
   queryQp(qp: number, mask: number): { attr: Record<string, unknown>; init: Record<string, unknown> } | number;

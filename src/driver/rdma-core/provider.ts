@@ -22,16 +22,32 @@
 import { rc_unbound_ops } from './unbound.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  errno, IBV_QP_STATE, IBV_QPS_RESET, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_SRQ_MAX_WR,
-} from '../../device/abi/constants.js';
+import { errno, IBV_QP_STATE, IBV_QPS_RESET, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_SRQ_MAX_WR } from '../../device/abi/constants.js';
 import { registerProvider, unregisterProvider } from '../providers.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { BadWr, ProviderDevice, VerbsContextOps, VerbsProvider } from '../verbs/ops.js';
 import type {
-  ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device_attr, ibv_gid, ibv_mr, ibv_pd,
-  ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc,
+  ibv_ah,
+  ibv_ah_attr,
+  ibv_async_event,
+  ibv_comp_channel,
+  ibv_context,
+  ibv_cq,
+  ibv_device_attr,
+  ibv_gid,
+  ibv_mr,
+  ibv_pd,
+  ibv_port_attr,
+  ibv_qp,
+  ibv_qp_attr,
+  ibv_qp_cap,
+  ibv_qp_init_attr,
+  ibv_recv_wr,
+  ibv_send_wr,
+  ibv_srq,
+  ibv_srq_attr,
+  ibv_srq_init_attr,
+  ibv_wc,
 } from '../verbs/types.js';
 import { rdmaCoreAddon, rdmaCoreUnavailable, type NativeDevice, type RdmaCoreAddon } from './addon.js';
 
@@ -44,7 +60,12 @@ export class RcDevice implements ProviderDevice {
   readonly dev_name: string;
   readonly dev_path: string;
   readonly ibdev_path: string;
-  constructor(readonly provider: VerbsProvider, public ptr: number, d: NativeDevice, readonly nodeGuid: bigint) {
+  constructor(
+    readonly provider: VerbsProvider,
+    public ptr: number,
+    d: NativeDevice,
+    readonly nodeGuid: bigint,
+  ) {
     this.node_type = d.node_type;
     this.transport_type = d.transport_type;
     this.name = d.name;
@@ -69,13 +90,21 @@ export class RcContext implements ibv_context {
   readonly waiters = new Set<Waiter>();
   ops: VerbsContextOps = rdma_core_ctx_ops;
   constructor(
-    readonly device: RcDevice, readonly ptr: number, readonly cmd_fd: number, readonly async_fd: number, readonly num_comp_vectors: number,
+    readonly device: RcDevice,
+    readonly ptr: number,
+    readonly cmd_fd: number,
+    readonly async_fd: number,
+    readonly num_comp_vectors: number,
   ) {}
 }
 
 export class RcPd implements ibv_pd {
   ptr: number;
-  constructor(readonly context: RcContext, ptr: number, readonly handle: number) {
+  constructor(
+    readonly context: RcContext,
+    ptr: number,
+    readonly handle: number,
+  ) {
     this.ptr = ptr;
   }
 }
@@ -83,8 +112,15 @@ export class RcPd implements ibv_pd {
 export class RcMr implements ibv_mr {
   ptr: number;
   constructor(
-    readonly context: RcContext, readonly pd: RcPd, ptr: number, readonly addr: bigint, readonly length: number, readonly handle: number,
-    readonly lkey: number, readonly rkey: number, /** holds the memory while registered */ public buf: Uint8Array | null,
+    readonly context: RcContext,
+    readonly pd: RcPd,
+    ptr: number,
+    readonly addr: bigint,
+    readonly length: number,
+    readonly handle: number,
+    readonly lkey: number,
+    readonly rkey: number,
+    /** holds the memory while registered */ public buf: Uint8Array | null,
   ) {
     this.ptr = ptr;
   }
@@ -93,7 +129,11 @@ export class RcMr implements ibv_mr {
 export class RcChannel implements ibv_comp_channel {
   ptr: number;
   refcnt = 0;
-  constructor(readonly context: RcContext, ptr: number, readonly fd: number) {
+  constructor(
+    readonly context: RcContext,
+    ptr: number,
+    readonly fd: number,
+  ) {
     this.ptr = ptr;
   }
 }
@@ -113,7 +153,11 @@ export class RcCq implements ibv_cq {
   asyncAcked = 0;
   readonly pendingAsync: PendingAsync[] = [];
   constructor(
-    readonly context: RcContext, ptr: number, readonly channel: RcChannel | null, readonly cq_context: unknown, readonly handle: number,
+    readonly context: RcContext,
+    ptr: number,
+    readonly channel: RcChannel | null,
+    readonly cq_context: unknown,
+    readonly handle: number,
     readonly cqe: number,
   ) {
     this.ptr = ptr;
@@ -125,7 +169,13 @@ export class RcSrq implements ibv_srq {
   asyncReported = 0;
   asyncAcked = 0;
   readonly pendingAsync: PendingAsync[] = [];
-  constructor(readonly context: RcContext, readonly pd: RcPd, ptr: number, readonly srq_context: unknown, readonly handle: number) {
+  constructor(
+    readonly context: RcContext,
+    readonly pd: RcPd,
+    ptr: number,
+    readonly srq_context: unknown,
+    readonly handle: number,
+  ) {
     this.ptr = ptr;
   }
 }
@@ -137,8 +187,16 @@ export class RcQp implements ibv_qp {
   asyncAcked = 0;
   readonly pendingAsync: PendingAsync[] = [];
   constructor(
-    readonly context: RcContext, readonly pd: RcPd, ptr: number, readonly qp_context: unknown, readonly send_cq: RcCq | null,
-    readonly recv_cq: RcCq | null, readonly srq: RcSrq | null, readonly handle: number, readonly qp_num: number, readonly qp_type: number,
+    readonly context: RcContext,
+    readonly pd: RcPd,
+    ptr: number,
+    readonly qp_context: unknown,
+    readonly send_cq: RcCq | null,
+    readonly recv_cq: RcCq | null,
+    readonly srq: RcSrq | null,
+    readonly handle: number,
+    readonly qp_num: number,
+    readonly qp_type: number,
     readonly sq_sig_all: number,
   ) {
     this.ptr = ptr;
@@ -147,7 +205,12 @@ export class RcQp implements ibv_qp {
 
 export class RcAh implements ibv_ah {
   ptr: number;
-  constructor(readonly context: RcContext, readonly pd: RcPd, ptr: number, readonly handle: number) {
+  constructor(
+    readonly context: RcContext,
+    readonly pd: RcPd,
+    ptr: number,
+    readonly handle: number,
+  ) {
     this.ptr = ptr;
   }
 }
@@ -280,18 +343,43 @@ function rc_close_device(ibctx: ibv_context): number {
   for (const o of [...ctx.qps.values(), ...ctx.srqs.values(), ...ctx.cqs.values()]) {
     if (o.ptr) for (const p of o.pendingAsync.splice(0)) a.ackAsyncEvent(p.type, p.kind, p.ptr);
   }
-  for (const qp of ctx.qps.values()) if (qp.ptr) { a.destroyQp(qp.ptr); qp.ptr = 0; }
-  for (const ah of ctx.ahs) if (ah.ptr) { a.destroyAh(ah.ptr); ah.ptr = 0; }
-  for (const srq of ctx.srqs.values()) if (srq.ptr) { a.destroySrq(srq.ptr); srq.ptr = 0; }
+  for (const qp of ctx.qps.values())
+    if (qp.ptr) {
+      a.destroyQp(qp.ptr);
+      qp.ptr = 0;
+    }
+  for (const ah of ctx.ahs)
+    if (ah.ptr) {
+      a.destroyAh(ah.ptr);
+      ah.ptr = 0;
+    }
+  for (const srq of ctx.srqs.values())
+    if (srq.ptr) {
+      a.destroySrq(srq.ptr);
+      srq.ptr = 0;
+    }
   for (const cq of ctx.cqs.values()) {
     if (!cq.ptr) continue;
     if (cq.compReported > cq.compAcked) a.ackCqEvents(cq.ptr, cq.compReported - cq.compAcked);
     a.destroyCq(cq.ptr);
     cq.ptr = 0;
   }
-  for (const ch of ctx.channels) if (ch.ptr) { a.destroyCompChannel(ch.ptr); ch.ptr = 0; }
-  for (const mr of ctx.mrs) if (mr.ptr) { a.deregMr(mr.ptr); mr.ptr = 0; mr.buf = null; }
-  for (const pd of ctx.pds) if (pd.ptr) { a.deallocPd(pd.ptr); pd.ptr = 0; }
+  for (const ch of ctx.channels)
+    if (ch.ptr) {
+      a.destroyCompChannel(ch.ptr);
+      ch.ptr = 0;
+    }
+  for (const mr of ctx.mrs)
+    if (mr.ptr) {
+      a.deregMr(mr.ptr);
+      mr.ptr = 0;
+      mr.buf = null;
+    }
+  for (const pd of ctx.pds)
+    if (pd.ptr) {
+      a.deallocPd(pd.ptr);
+      pd.ptr = 0;
+    }
   const r = a.closeDevice(ctx.ptr);
   ctx.closed = true;
   ctx.buffers.clear();
@@ -458,8 +546,20 @@ function rc_ack_cq_events(ibcq: ibv_cq, n: number): void {
 
 function newWc(): ibv_wc {
   return {
-    wr_id: 0n, status: 0, opcode: 0, vendor_err: 0, byte_len: 0, imm_data: 0, invalidated_rkey: 0, qp_num: 0, src_qp: 0, wc_flags: 0,
-    pkey_index: 0, slid: 0, sl: 0, dlid_path_bits: 0,
+    wr_id: 0n,
+    status: 0,
+    opcode: 0,
+    vendor_err: 0,
+    byte_len: 0,
+    imm_data: 0,
+    invalidated_rkey: 0,
+    qp_num: 0,
+    src_qp: 0,
+    wc_flags: 0,
+    pkey_index: 0,
+    slid: 0,
+    sl: 0,
+    dlid_path_bits: 0,
   };
 }
 
@@ -518,7 +618,7 @@ function rc_create_srq(ibpd: ibv_pd, init: ibv_srq_init_attr): ibv_srq {
 function rc_modify_srq(ibsrq: ibv_srq, attr: ibv_srq_attr, mask: number): number {
   const srq = live(ibsrq, RcSrq);
   if (!srq) return errno.EINVAL;
-  if (((mask & IBV_SRQ_MAX_WR) && !isNum(attr.max_wr)) || ((mask & IBV_SRQ_LIMIT) && !isNum(attr.srq_limit))) return errno.EINVAL;
+  if ((mask & IBV_SRQ_MAX_WR && !isNum(attr.max_wr)) || (mask & IBV_SRQ_LIMIT && !isNum(attr.srq_limit))) return errno.EINVAL;
   return A().modifySrq(srq.ptr, attr.max_wr ?? 0, attr.max_sge ?? 0, attr.srq_limit ?? 0, mask);
 }
 
@@ -548,8 +648,11 @@ function rc_destroy_srq(ibsrq: ibv_srq): number {
 
 function capOf(c: Record<string, unknown>): ibv_qp_cap {
   return {
-    max_send_wr: c['max_send_wr'] as number, max_recv_wr: c['max_recv_wr'] as number, max_send_sge: c['max_send_sge'] as number,
-    max_recv_sge: c['max_recv_sge'] as number, max_inline_data: c['max_inline_data'] as number,
+    max_send_wr: c['max_send_wr'] as number,
+    max_recv_wr: c['max_recv_wr'] as number,
+    max_send_sge: c['max_send_sge'] as number,
+    max_recv_sge: c['max_recv_sge'] as number,
+    max_inline_data: c['max_inline_data'] as number,
   };
 }
 
@@ -567,7 +670,15 @@ function rc_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   if (typeof c !== 'object' || c === null) fail(errno.EINVAL, 'ibv_create_qp', 'no cap');
   const nums = [c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge, c.max_inline_data ?? 0];
   if (!nums.every((x) => isNum(x) && x >= 0) || !isNum(init.qp_type)) fail(errno.EINVAL, 'ibv_create_qp', 'bad cap or qp_type');
-  const r = A().createQp(pd.ptr, scq.ptr, rcq.ptr, srq ? srq.ptr : 0, init.qp_type, init.sq_sig_all ? 1 : 0, ...(nums as [number, number, number, number, number]));
+  const r = A().createQp(
+    pd.ptr,
+    scq.ptr,
+    rcq.ptr,
+    srq ? srq.ptr : 0,
+    init.qp_type,
+    init.sq_sig_all ? 1 : 0,
+    ...(nums as [number, number, number, number, number]),
+  );
   if (typeof r === 'number') fail(r, 'ibv_create_qp', `type ${init.qp_type}, cap ${JSON.stringify(c)}`);
   Object.assign(init.cap, capOf(r.cap)); // C writes the actual capabilities back
   const qp = new RcQp(ctx, pd, r.ptr, init.qp_context, scq, rcq, srq, r.handle, r.qp_num, init.qp_type, init.sq_sig_all ? 1 : 0);
@@ -827,13 +938,22 @@ async function rc_get_async_event(ibctx: ibv_context): Promise<ibv_async_event> 
     let ptr = r.ptr ?? r.port_num ?? 0;
     if (r.kind === 'cq') {
       const cq = ctx.cqs.get(r.ptr!);
-      if (cq) { ev.element.cq = cq; cq.asyncReported++; }
+      if (cq) {
+        ev.element.cq = cq;
+        cq.asyncReported++;
+      }
     } else if (r.kind === 'qp') {
       const qp = ctx.qps.get(r.ptr!);
-      if (qp) { ev.element.qp = qp; qp.asyncReported++; }
+      if (qp) {
+        ev.element.qp = qp;
+        qp.asyncReported++;
+      }
     } else if (r.kind === 'srq') {
       const srq = ctx.srqs.get(r.ptr!);
-      if (srq) { ev.element.srq = srq; srq.asyncReported++; }
+      if (srq) {
+        ev.element.srq = srq;
+        srq.asyncReported++;
+      }
     } else if (r.kind === 'port') {
       ev.element.port_num = r.port_num!;
       ptr = r.port_num!;

@@ -68,6 +68,10 @@ export function ibv_create_ah_from_wc(pd: ibv_pd, wc: ibv_wc, grh: Uint8Array, p
   if (!o) throw new VerbsError(errno.EINVAL, 'ibv_create_ah_from_wc: not an ibv_pd');
   const attr = newAhAttr();
   const rc = ibv_init_ah_from_wc(pd.context, port_num, wc, grh, attr);
-  if (rc) throw new VerbsError(rc, `ibv_create_ah_from_wc: no address for the completion (${rc === errno.EINVAL ? 'no GRH bytes, or no local GID is its destination' : 'port query failed'})`);
+  if (rc)
+    throw new VerbsError(
+      rc,
+      `ibv_create_ah_from_wc: no address for the completion (${rc === errno.EINVAL ? 'no GRH bytes, or no local GID is its destination' : 'port query failed'})`,
+    );
   return o.create_ah(pd, attr);
 }

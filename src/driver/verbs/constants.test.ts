@@ -156,10 +156,29 @@ describe('verbs constants: values match rdma-core verbs.h', () => {
 
   it('has the 24 work-completion statuses, 0..23 in order', () => {
     const names = [
-      'SUCCESS', 'LOC_LEN_ERR', 'LOC_QP_OP_ERR', 'LOC_EEC_OP_ERR', 'LOC_PROT_ERR', 'WR_FLUSH_ERR',
-      'MW_BIND_ERR', 'BAD_RESP_ERR', 'LOC_ACCESS_ERR', 'REM_INV_REQ_ERR', 'REM_ACCESS_ERR', 'REM_OP_ERR',
-      'RETRY_EXC_ERR', 'RNR_RETRY_EXC_ERR', 'LOC_RDD_VIOL_ERR', 'REM_INV_RD_REQ_ERR', 'REM_ABORT_ERR',
-      'INV_EECN_ERR', 'INV_EEC_STATE_ERR', 'FATAL_ERR', 'RESP_TIMEOUT_ERR', 'GENERAL_ERR', 'TM_ERR',
+      'SUCCESS',
+      'LOC_LEN_ERR',
+      'LOC_QP_OP_ERR',
+      'LOC_EEC_OP_ERR',
+      'LOC_PROT_ERR',
+      'WR_FLUSH_ERR',
+      'MW_BIND_ERR',
+      'BAD_RESP_ERR',
+      'LOC_ACCESS_ERR',
+      'REM_INV_REQ_ERR',
+      'REM_ACCESS_ERR',
+      'REM_OP_ERR',
+      'RETRY_EXC_ERR',
+      'RNR_RETRY_EXC_ERR',
+      'LOC_RDD_VIOL_ERR',
+      'REM_INV_RD_REQ_ERR',
+      'REM_ABORT_ERR',
+      'INV_EECN_ERR',
+      'INV_EEC_STATE_ERR',
+      'FATAL_ERR',
+      'RESP_TIMEOUT_ERR',
+      'GENERAL_ERR',
+      'TM_ERR',
       'TM_RNDV_INCOMPLETE',
     ];
     expect(names).toHaveLength(24);
@@ -168,9 +187,26 @@ describe('verbs constants: values match rdma-core verbs.h', () => {
 
   it('has the 20 async event types, 0..19 in order', () => {
     const names = [
-      'CQ_ERR', 'QP_FATAL', 'QP_REQ_ERR', 'QP_ACCESS_ERR', 'COMM_EST', 'SQ_DRAINED', 'PATH_MIG',
-      'PATH_MIG_ERR', 'DEVICE_FATAL', 'PORT_ACTIVE', 'PORT_ERR', 'LID_CHANGE', 'PKEY_CHANGE', 'SM_CHANGE',
-      'SRQ_ERR', 'SRQ_LIMIT_REACHED', 'QP_LAST_WQE_REACHED', 'CLIENT_REREGISTER', 'GID_CHANGE', 'WQ_FATAL',
+      'CQ_ERR',
+      'QP_FATAL',
+      'QP_REQ_ERR',
+      'QP_ACCESS_ERR',
+      'COMM_EST',
+      'SQ_DRAINED',
+      'PATH_MIG',
+      'PATH_MIG_ERR',
+      'DEVICE_FATAL',
+      'PORT_ACTIVE',
+      'PORT_ERR',
+      'LID_CHANGE',
+      'PKEY_CHANGE',
+      'SM_CHANGE',
+      'SRQ_ERR',
+      'SRQ_LIMIT_REACHED',
+      'QP_LAST_WQE_REACHED',
+      'CLIENT_REREGISTER',
+      'GID_CHANGE',
+      'WQ_FATAL',
     ];
     names.forEach((n, i) => expect((C as Record<string, unknown>)[`IBV_EVENT_${n}`]).toBe(i));
   });
@@ -187,7 +223,7 @@ describe('verbs constants: values match rdma-core verbs.h', () => {
 
   it('relaxed ordering is the first optional access bit', () => {
     expect(C.IBV_ACCESS_RELAXED_ORDERING & C.IBV_ACCESS_OPTIONAL_RANGE).toBe(C.IBV_ACCESS_RELAXED_ORDERING);
-    expect(C.IBV_ACCESS_OPTIONAL_RANGE).toBe(((1 << 29) * 2 - 1) - ((1 << 20) - 1));
+    expect(C.IBV_ACCESS_OPTIONAL_RANGE).toBe((1 << 29) * 2 - 1 - ((1 << 20) - 1));
   });
 
   it('IBV_WC_RECV can be tested as a bit', () => {

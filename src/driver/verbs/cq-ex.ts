@@ -85,7 +85,8 @@ export function ibv_create_cq_ex(context: ibv_context, cq_attr: ibv_cq_init_attr
   }
   const flags = cq_attr.wc_flags;
   if (typeof flags !== 'number' || flags >>> 0 !== flags) throw new VerbsError(errno.EINVAL, `ibv_create_cq_ex: bad wc_flags ${String(flags)}`);
-  if (cq_attr.channel !== null && cq_attr.channel !== undefined && !objectOps(cq_attr.channel)) throw new VerbsError(errno.EINVAL, 'ibv_create_cq_ex: channel is not an ibv_comp_channel');
+  if (cq_attr.channel !== null && cq_attr.channel !== undefined && !objectOps(cq_attr.channel))
+    throw new VerbsError(errno.EINVAL, 'ibv_create_cq_ex: channel is not an ibv_comp_channel');
   return new ibv_cq_ex(o.create_cq_ex(context, cq_attr), flags);
 }
 

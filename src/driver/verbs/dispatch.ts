@@ -27,13 +27,52 @@ export function isObj(x: unknown): x is Record<string, unknown> {
  * VerbsError thrown, a rejected Promise, a negative count from poll_cq).
  */
 export const INT_OPS = [
-  'query_device', 'query_port', 'query_gid', 'close_device', 'dealloc_pd', 'dereg_mr', 'destroy_comp_channel', 'destroy_cq', 'req_notify_cq',
-  'modify_srq', 'query_srq', 'destroy_srq', 'post_srq_recv', 'modify_qp', 'query_qp', 'destroy_qp', 'post_send', 'post_recv', 'destroy_ah',
-  'resize_cq', 'modify_cq', 'post_send_all', 'query_device_ex', 'query_gid_ex', 'query_rt_values', 'attach_mcast', 'detach_mcast',
+  'query_device',
+  'query_port',
+  'query_gid',
+  'close_device',
+  'dealloc_pd',
+  'dereg_mr',
+  'destroy_comp_channel',
+  'destroy_cq',
+  'req_notify_cq',
+  'modify_srq',
+  'query_srq',
+  'destroy_srq',
+  'post_srq_recv',
+  'modify_qp',
+  'query_qp',
+  'destroy_qp',
+  'post_send',
+  'post_recv',
+  'destroy_ah',
+  'resize_cq',
+  'modify_cq',
+  'post_send_all',
+  'query_device_ex',
+  'query_gid_ex',
+  'query_rt_values',
+  'attach_mcast',
+  'detach_mcast',
 ] as const;
 export const THROW_OPS = [
-  'query_pkey', 'alloc_pd', 'reg_mr', 'alloc_buf', 'free_buf', 'create_comp_channel', 'create_cq', 'ack_cq_events', 'create_srq', 'create_qp',
-  'create_ah', 'ack_async_event', 'read_counters', 'create_cq_ex', 'create_qp_ex', 'reg_mr_iova', 'alloc_null_mr',
+  'query_pkey',
+  'alloc_pd',
+  'reg_mr',
+  'alloc_buf',
+  'free_buf',
+  'create_comp_channel',
+  'create_cq',
+  'ack_cq_events',
+  'create_srq',
+  'create_qp',
+  'create_ah',
+  'ack_async_event',
+  'read_counters',
+  'create_cq_ex',
+  'create_qp_ex',
+  'reg_mr_iova',
+  'alloc_null_mr',
 ] as const;
 export const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
 const DUMMY_OPS: VerbsContextOps = (() => {
@@ -82,7 +121,6 @@ export function ops(ctx: ibv_context, verb = 'verbs'): VerbsContextOps {
   if (!o) throw new VerbsError(errno.EINVAL, `${verb}: not an open ibv_context`);
   return o;
 }
-
 
 export function opsOfObj(obj: unknown, verb: string, what: string): VerbsContextOps {
   const o = objOps(obj);

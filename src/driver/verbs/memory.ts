@@ -12,7 +12,8 @@ import { VerbsError } from './errno-error.js';
 import type { ibv_mr, ibv_pd } from './types.js';
 
 function checkAccess(verb: string, access: unknown): void {
-  if (typeof access !== 'number' || !Number.isInteger(access) || access < 0 || access > 0xffffffff) throw new VerbsError(errno.EINVAL, `${verb}: bad access flags ${String(access)}`);
+  if (typeof access !== 'number' || !Number.isInteger(access) || access < 0 || access > 0xffffffff)
+    throw new VerbsError(errno.EINVAL, `${verb}: bad access flags ${String(access)}`);
 }
 
 /** An MR whose bytes keys address as [iova, iova + buf.length). */

@@ -4,9 +4,34 @@
  * libibverbs' dummy_ops do.
  */
 import type {
-  ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
-  ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc, ibv_cq_init_attr_ex, ibv_wc_ex, ibv_modify_cq_attr, ibv_qp_init_attr_ex, ibv_device_attr_ex, ibv_gid_entry, ibv_values_ex,
+  ibv_ah,
+  ibv_ah_attr,
+  ibv_async_event,
+  ibv_comp_channel,
+  ibv_context,
+  ibv_cq,
+  ibv_device,
+  ibv_device_attr,
+  ibv_gid,
+  ibv_mr,
+  ibv_pd,
+  ibv_port_attr,
+  ibv_qp,
+  ibv_qp_attr,
+  ibv_qp_init_attr,
+  ibv_recv_wr,
+  ibv_send_wr,
+  ibv_srq,
+  ibv_srq_attr,
+  ibv_srq_init_attr,
+  ibv_wc,
+  ibv_cq_init_attr_ex,
+  ibv_wc_ex,
+  ibv_modify_cq_attr,
+  ibv_qp_init_attr_ex,
+  ibv_device_attr_ex,
+  ibv_gid_entry,
+  ibv_values_ex,
 } from './types.js';
 
 /** Where a failed post leaves the first WR that was not accepted (C's `bad_wr`). */

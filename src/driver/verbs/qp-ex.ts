@@ -232,7 +232,9 @@ export function ibv_wr_set_inline_data(qp: ibv_qp_ex, addr: bigint, length: numb
 export function ibv_wr_set_inline_data_list(qp: ibv_qp_ex, num_buf: number, buf_list: ibv_data_buf[]): void {
   const wr = last(qp, 'ibv_wr_set_inline_data_list');
   wr.send_flags |= IBV_SEND_INLINE;
-  wr.sg_list = Array.isArray(buf_list) ? buf_list.slice(0, typeof num_buf === 'number' ? Math.max(0, num_buf) : 0).map((b) => ({ addr: b?.addr, length: b?.length, lkey: 0 }) as ibv_sge) : (buf_list as never);
+  wr.sg_list = Array.isArray(buf_list)
+    ? buf_list.slice(0, typeof num_buf === 'number' ? Math.max(0, num_buf) : 0).map((b) => ({ addr: b?.addr, length: b?.length, lkey: 0 }) as ibv_sge)
+    : (buf_list as never);
   wr.num_sge = num_buf;
 }
 

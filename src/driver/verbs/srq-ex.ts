@@ -25,13 +25,15 @@ export function ibv_create_srq_ex(context: ibv_context, attr: ibv_srq_init_attr_
   const o = ops(context, 'ibv_create_srq_ex');
   if (!isObj(attr)) throw new VerbsError(errno.EINVAL, 'ibv_create_srq_ex: no attributes');
   const mask = attr.comp_mask;
-  if (typeof mask !== 'number' || mask >>> 0 !== mask || mask & ~(IBV_SRQ_INIT_ATTR_RESERVED - 1)) throw new VerbsError(errno.EINVAL, `ibv_create_srq_ex: bad comp_mask ${String(mask)}`);
+  if (typeof mask !== 'number' || mask >>> 0 !== mask || mask & ~(IBV_SRQ_INIT_ATTR_RESERVED - 1))
+    throw new VerbsError(errno.EINVAL, `ibv_create_srq_ex: bad comp_mask ${String(mask)}`);
   const type = mask & IBV_SRQ_INIT_ATTR_TYPE ? attr.srq_type : IBV_SRQT_BASIC;
   if (type === IBV_SRQT_XRC || type === IBV_SRQT_TM || mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM)) {
     throw new VerbsError(errno.EOPNOTSUPP, 'ibv_create_srq_ex: XRC and tag-matching SRQs are not modelled');
   }
   if (type !== IBV_SRQT_BASIC) throw new VerbsError(errno.EINVAL, `ibv_create_srq_ex: unknown srq_type ${String(type)}`);
-  if (!(mask & IBV_SRQ_INIT_ATTR_PD) || !isObj(attr.pd)) throw new VerbsError(errno.EINVAL, 'ibv_create_srq_ex: a basic SRQ needs IBV_SRQ_INIT_ATTR_PD and a pd');
+  if (!(mask & IBV_SRQ_INIT_ATTR_PD) || !isObj(attr.pd))
+    throw new VerbsError(errno.EINVAL, 'ibv_create_srq_ex: a basic SRQ needs IBV_SRQ_INIT_ATTR_PD and a pd');
   if (attr.pd.context !== context) throw new VerbsError(errno.EINVAL, 'ibv_create_srq_ex: the pd is not of this context');
   return o.create_srq(attr.pd, { srq_context: attr.srq_context, attr: attr.attr });
 }

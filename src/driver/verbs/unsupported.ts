@@ -38,7 +38,6 @@ const IMPORT = 'importing objects of another process is not modelled';
 const DM = 'the device has no device memory (max_dm_size 0)';
 const MW = 'memory windows are not modelled (max_mw 0)';
 const XRC = 'XRC is not modelled';
-const ECE = 'ECE is not supported (as rxe)';
 
 export const ibv_create_flow = (qp: unknown, _flow_attr: unknown): never => ptr('ibv_create_flow', FLOW, qp);
 export const ibv_destroy_flow = (flow_id: unknown): number => (isObj(flow_id) ? errno.EOPNOTSUPP : errno.EINVAL);
@@ -51,7 +50,8 @@ export const ibv_create_counters = (context: unknown, _attr: unknown): never => 
 export const ibv_destroy_counters = (counters: unknown): number => int(counters);
 export const ibv_attach_counters_point_flow = (counters: unknown, _attr: unknown, _flow: unknown): number => int(counters);
 export const ibv_read_counters = (counters: unknown, _values: unknown, _n: unknown, _flags: unknown): number => int(counters);
-export const ibv_alloc_parent_domain = (context: unknown, _attr: unknown): never => ptr('ibv_alloc_parent_domain', 'parent domains are not modelled', context, true);
+export const ibv_alloc_parent_domain = (context: unknown, _attr: unknown): never =>
+  ptr('ibv_alloc_parent_domain', 'parent domains are not modelled', context, true);
 export const ibv_import_device = (_cmd_fd: unknown): never => {
   throw NOT('ibv_import_device', IMPORT);
 };

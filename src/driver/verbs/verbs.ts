@@ -10,9 +10,29 @@ import { VerbsError } from './errno-error.js';
 import type { BadWr, ProviderDevice } from './ops.js';
 import { getErrno, isObj, objOps, ops, opsOfObj, opsOrNull, rejected, setErrno } from './dispatch.js';
 import type {
-  ibv_ah, ibv_ah_attr, ibv_async_event, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_gid, ibv_mr,
-  ibv_pd, ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_attr,
-  ibv_srq_init_attr, ibv_wc, ibv_modify_cq_attr, ibv_pkey_out,
+  ibv_ah,
+  ibv_ah_attr,
+  ibv_async_event,
+  ibv_comp_channel,
+  ibv_context,
+  ibv_cq,
+  ibv_device,
+  ibv_device_attr,
+  ibv_gid,
+  ibv_mr,
+  ibv_pd,
+  ibv_port_attr,
+  ibv_qp,
+  ibv_qp_attr,
+  ibv_qp_init_attr,
+  ibv_recv_wr,
+  ibv_send_wr,
+  ibv_srq,
+  ibv_srq_attr,
+  ibv_srq_init_attr,
+  ibv_wc,
+  ibv_modify_cq_attr,
+  ibv_pkey_out,
 } from './types.js';
 
 /** All devices of every provider (C: ibv_get_device_list(&num)). */
@@ -37,7 +57,8 @@ export function ibv_get_device_guid(device: ibv_device): bigint {
 
 export function ibv_open_device(device: ibv_device): ibv_context {
   const d = device as ProviderDevice;
-  if (!isObj(d) || !isObj(d.provider) || typeof d.provider.open !== 'function') throw new VerbsError(errno.EINVAL, 'ibv_open_device: not a device from ibv_get_device_list');
+  if (!isObj(d) || !isObj(d.provider) || typeof d.provider.open !== 'function')
+    throw new VerbsError(errno.EINVAL, 'ibv_open_device: not a device from ibv_get_device_list');
   return d.provider.open(d);
 }
 
@@ -107,7 +128,8 @@ export function ibv_dealloc_pd(pd: ibv_pd): number {
 export function ibv_reg_mr(pd: ibv_pd, buf: Uint8Array, access: number): ibv_mr {
   const o = opsOfObj(pd, 'ibv_reg_mr', 'ibv_pd');
   if (!(buf instanceof Uint8Array)) throw new VerbsError(errno.EINVAL, 'ibv_reg_mr: buf must be a Uint8Array');
-  if (typeof access !== 'number' || !Number.isInteger(access) || access < 0 || access > 0xffffffff) throw new VerbsError(errno.EINVAL, `ibv_reg_mr: bad access flags ${String(access)}`);
+  if (typeof access !== 'number' || !Number.isInteger(access) || access < 0 || access > 0xffffffff)
+    throw new VerbsError(errno.EINVAL, `ibv_reg_mr: bad access flags ${String(access)}`);
   return o.reg_mr(pd, buf, access);
 }
 
@@ -123,7 +145,8 @@ export function ibv_dereg_mr(mr: ibv_mr): number {
  */
 export function rnic_alloc_buf(context: ibv_context, length: number, align = 64): Uint8Array {
   const o = ops(context, 'rnic_alloc_buf');
-  if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad length ${String(length)}`);
+  if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0)
+    throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad length ${String(length)}`);
   if (typeof align !== 'number') throw new VerbsError(errno.EINVAL, `rnic_alloc_buf: bad alignment ${String(align)}`);
   return o.alloc_buf(context, length, align);
 }
@@ -168,7 +191,8 @@ export function ibv_get_cq_event(channel: ibv_comp_channel): Promise<{ cq: ibv_c
 
 export function ibv_ack_cq_events(cq: ibv_cq, nevents: number): void {
   const o = opsOfObj(cq, 'ibv_ack_cq_events', 'ibv_cq');
-  if (typeof nevents !== 'number' || !Number.isInteger(nevents) || nevents < 0) throw new VerbsError(errno.EINVAL, `ibv_ack_cq_events: bad nevents ${String(nevents)}`);
+  if (typeof nevents !== 'number' || !Number.isInteger(nevents) || nevents < 0)
+    throw new VerbsError(errno.EINVAL, `ibv_ack_cq_events: bad nevents ${String(nevents)}`);
   o.ack_cq_events(cq, nevents);
 }
 

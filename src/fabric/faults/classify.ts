@@ -76,10 +76,14 @@ function corruptRanges(c: FrameClass, target: CorruptTarget): Ranges {
   const payload = c.payloadEnd > c.payloadOff ? [c.payloadOff, c.payloadEnd] : [];
   const icrc = [c.icrcOff, c.icrcOff + 4];
   switch (target) {
-    case 'header': return header;
-    case 'payload': return payload.length ? payload : header;
-    case 'icrc': return icrc;
-    case 'any': return [...header, ...payload, ...icrc];
+    case 'header':
+      return header;
+    case 'payload':
+      return payload.length ? payload : header;
+    case 'icrc':
+      return icrc;
+    case 'any':
+      return [...header, ...payload, ...icrc];
   }
 }
 
@@ -100,8 +104,7 @@ export interface BitFlip {
  */
 export function corruptClassified(frame: Uint8Array, c: FrameClass, target: CorruptTarget, rnd: RandomSource): { frame: Uint8Array; flip: BitFlip } {
   const out = frame.slice();
-  const ranges: Ranges = c.roce ? corruptRanges(c, target)
-    : frame.length > ETH_HEADER_LENGTH ? [ETH_HEADER_LENGTH, frame.length] : [0, frame.length];
+  const ranges: Ranges = c.roce ? corruptRanges(c, target) : frame.length > ETH_HEADER_LENGTH ? [ETH_HEADER_LENGTH, frame.length] : [0, frame.length];
   let bytes = 0;
   for (let i = 0; i < ranges.length; i += 2) bytes += ranges[i + 1]! - ranges[i]!;
   if (bytes === 0) return { frame: out, flip: { byte: -1, bit: 0 } };

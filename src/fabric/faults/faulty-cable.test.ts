@@ -19,13 +19,17 @@ function fakeTime() {
   const timers: { at: number; fn: () => void }[] = [];
   return {
     nowNs: () => now,
-    setTimer: (ms: number, fn: () => void) => { timers.push({ at: now + ms * 1e6, fn }); },
+    setTimer: (ms: number, fn: () => void) => {
+      timers.push({ at: now + ms * 1e6, fn });
+    },
     advance(ns: number) {
       now += ns;
       timers.sort((x, y) => x.at - y.at);
       while (timers.length && timers[0]!.at <= now) timers.shift()!.fn();
     },
-    get pending() { return timers.length; },
+    get pending() {
+      return timers.length;
+    },
   };
 }
 
@@ -44,12 +48,7 @@ function setup(rules: FaultRule[], seed = 1) {
 
 describe('FaultyCableEnd', () => {
   it('drop, duplicate, corrupt and reorder act on send; the other end sees exactly the result', () => {
-    const { cable, a, atB } = setup(parseFaultSpecs([
-      'drop:psn=1',
-      'duplicate:psn=2,copies=2',
-      'corrupt:psn=3',
-      'reorder:psn=4',
-    ]));
+    const { cable, a, atB } = setup(parseFaultSpecs(['drop:psn=1', 'duplicate:psn=2,copies=2', 'corrupt:psn=3', 'reorder:psn=4']));
     for (let psn = 0; psn < 7; psn++) a.send(frame(psn));
     cable.drain();
     expect(atB.map(psnOf)).toEqual([0, 2, 2, 2, 3, 5, 4, 6]);
@@ -82,7 +81,10 @@ describe('FaultyCableEnd', () => {
       { action: 'drop', direction: 'b->a', match: { opcode: 'write', every: 2 } },
       { action: 'link-down', atNs: '1ms', downForNs: '1ms' },
     ]);
-    for (let psn = 0; psn < 4; psn++) { a.send(frame(psn)); b.send(frame(psn)); }
+    for (let psn = 0; psn < 4; psn++) {
+      a.send(frame(psn));
+      b.send(frame(psn));
+    }
     t.advance(1_500_000);
     a.send(frame(9));
     b.send(frame(9));

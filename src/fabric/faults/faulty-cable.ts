@@ -61,7 +61,12 @@ export class FaultyCableEnd implements CableEnd {
       this.inner.send(frame); // the inner end counts it as dropped
       return;
     }
-    carryOut(this.injector.apply(frame, this.#now(), this.#dir, 'tx'), frame, (f) => this.inner.send(f), (ns, f) => this.#later(ns, () => this.inner.send(f)));
+    carryOut(
+      this.injector.apply(frame, this.#now(), this.#dir, 'tx'),
+      frame,
+      (f) => this.inner.send(f),
+      (ns, f) => this.#later(ns, () => this.inner.send(f)),
+    );
   }
 
   /** Runs `fn` after `ns`, unless the end has closed by then. */

@@ -4,11 +4,15 @@ import { newPacket } from '../../wire/build.js';
 import { opcodeByName } from '../../wire/opcodes.js';
 import { decodePacket, encodePacket, type Framing } from '../../wire/packet.js';
 import { LINKTYPE_ETHERNET } from '../../wire/pcap.js';
-import {
-  corruptFrame, FAULT_STATS, FaultError, FaultInjector, type FaultRule, type FaultVerdict, type LinkDownEvent, mulberry32, PASS,
-} from '../faults.js';
+import { corruptFrame, FAULT_STATS, FaultError, FaultInjector, type FaultRule, type FaultVerdict, type LinkDownEvent, mulberry32, PASS } from '../faults.js';
 
-interface FrameOpts { psn?: number; qpn?: number; payload?: number; framing?: Framing; ipVersion?: 4 | 6 }
+interface FrameOpts {
+  psn?: number;
+  qpn?: number;
+  payload?: number;
+  framing?: Framing;
+  ipVersion?: 4 | 6;
+}
 
 /** A RoCE frame of `opcode`; payload bytes count up from the PSN. */
 function roce(opcode: number | string, o: FrameOpts = {}): Uint8Array {
@@ -110,8 +114,8 @@ describe('FaultInjector: actions', () => {
 
   it('corrupt is seeded: same seed, same bits; another seed, other bits', () => {
     const frames = Array.from({ length: 50 }, (_, i) => roce(WM, { psn: i, payload: 512 }));
-    const flips = (seed: number) => run(new FaultInjector([{ action: 'corrupt' }], { seed }), frames)
-      .map((v) => (v.kind === 'replace' ? Buffer.from(v.frame).toString('hex') : ''));
+    const flips = (seed: number) =>
+      run(new FaultInjector([{ action: 'corrupt' }], { seed }), frames).map((v) => (v.kind === 'replace' ? Buffer.from(v.frame).toString('hex') : ''));
     expect(flips(3)).toEqual(flips(3));
     expect(flips(3)).not.toEqual(flips(4));
   });
@@ -288,7 +292,10 @@ describe('FaultInjector: matching', () => {
     ]);
     const v = run(inj, frames);
     expect(kinds(v)).toEqual(['pass', 'drop', 'duplicate', 'drop', 'pass', 'drop', 'duplicate', 'drop', 'pass', 'drop']);
-    expect(inj.stats().rules.map((r) => [r.matched, r.fired])).toEqual([[10, 5], [5, 2]]);
+    expect(inj.stats().rules.map((r) => [r.matched, r.fired])).toEqual([
+      [10, 5],
+      [5, 2],
+    ]);
   });
 
   it('a frame that does not decode as RoCE is not RoCE (only opcode any sees it)', () => {
@@ -323,10 +330,13 @@ describe('FaultInjector: probability and seeds', () => {
   it('each rule and direction has its own stream: another rule or the other direction does not move its dice', () => {
     const solo = drops(new FaultInjector([{ action: 'drop', probability: 0.05, direction: 'a->b' }], { seed: 9 }));
     // The same rule at the same index, with a second rule rolling dice on interleaved traffic the other way.
-    const inj = new FaultInjector([
-      { action: 'drop', probability: 0.05, direction: 'a->b' },
-      { action: 'delay', delayNs: 10, probability: 0.5, direction: 'b->a' },
-    ], { seed: 9 });
+    const inj = new FaultInjector(
+      [
+        { action: 'drop', probability: 0.05, direction: 'a->b' },
+        { action: 'delay', delayNs: 10, probability: 0.5, direction: 'b->a' },
+      ],
+      { seed: 9 },
+    );
     const got: number[] = [];
     frames.forEach((f, i) => {
       if (i % 3 === 0) inj.apply(roce('RC_ACKNOWLEDGE', { psn: i }), i, 'b->a');
@@ -339,7 +349,13 @@ describe('FaultInjector: probability and seeds', () => {
   it('a shared random source is used in call order', () => {
     const draws: number[] = [];
     const src = mulberry32(5);
-    const random = { next: () => { const x = src.next(); draws.push(x); return x; } };
+    const random = {
+      next: () => {
+        const x = src.next();
+        draws.push(x);
+        return x;
+      },
+    };
     const inj = new FaultInjector([{ action: 'drop', probability: 0.5 }], { random });
     const v = run(inj, frames.slice(0, 100));
     expect(draws).toHaveLength(100);
@@ -349,10 +365,21 @@ describe('FaultInjector: probability and seeds', () => {
   it('a random source that can fork gives each rule and direction its own fork', () => {
     const labels: string[] = [];
     const random = {
-      next: () => { throw new Error('the parent stream is not drawn from'); },
-      fork: (label: string) => { labels.push(label); return mulberry32(labels.length); },
+      next: () => {
+        throw new Error('the parent stream is not drawn from');
+      },
+      fork: (label: string) => {
+        labels.push(label);
+        return mulberry32(labels.length);
+      },
     };
-    const inj = new FaultInjector([{ action: 'drop', probability: 0.5 }, { action: 'corrupt', probability: 0.5 }], { random });
+    const inj = new FaultInjector(
+      [
+        { action: 'drop', probability: 0.5 },
+        { action: 'corrupt', probability: 0.5 },
+      ],
+      { random },
+    );
     expect(labels).toEqual(['fault/0/a->b', 'fault/0/b->a', 'fault/1/a->b', 'fault/1/b->a']);
     run(inj, frames.slice(0, 100));
     run(inj, frames.slice(0, 100), 'b->a');
@@ -403,11 +430,13 @@ describe('FaultInjector: construction, stats and logs', () => {
       { index: 1, action: 'corrupt', spec: 'corrupt:dir=a->b,every=4', matched: 11, fired: 2, linkDownDropped: 0 },
       { index: 2, action: 'link-down', spec: 'link-down:at=1s,for=1ms', matched: 0, fired: 0, linkDownDropped: 0 },
     ]);
-    expect(inj.describe()).toBe([
-      'fault #0 "lose-5": drop:opcode=RC_RDMA_WRITE_MIDDLE,after=4,count=1,name=lose-5 (matched 10, fired 1)',
-      'fault #1: corrupt:dir=a->b,every=4 (matched 11, fired 2)',
-      'fault #2: link-down:at=1s,for=1ms (matched 0, fired 0, 0 lost while down)',
-    ].join('\n'));
+    expect(inj.describe()).toBe(
+      [
+        'fault #0 "lose-5": drop:opcode=RC_RDMA_WRITE_MIDDLE,after=4,count=1,name=lose-5 (matched 10, fired 1)',
+        'fault #1: corrupt:dir=a->b,every=4 (matched 11, fired 2)',
+        'fault #2: link-down:at=1s,for=1ms (matched 0, fired 0, 0 lost while down)',
+      ].join('\n'),
+    );
     const names = new Set(FAULT_STATS.map((d) => d.name));
     for (const k of Object.keys(s)) if (k !== 'rules') expect(names.has(k as never)).toBe(true);
     for (const k of ['matched', 'fired', 'linkDownDropped']) expect(names.has(k as never)).toBe(true);

@@ -18,8 +18,14 @@ import { type FrameClass, classifyFrame, corruptClassified, newFrameClass } from
 import { markCe } from './ecn.js';
 import { type RandomSource, mulberry32, streamSeed } from './random.js';
 import {
-  type FaultAction, type FaultDirection, FaultError, type FaultRule, type FaultStage, type ResolvedFaultRule,
-  opcodeSelection, resolveFaultRule,
+  type FaultAction,
+  type FaultDirection,
+  FaultError,
+  type FaultRule,
+  type FaultStage,
+  type ResolvedFaultRule,
+  opcodeSelection,
+  resolveFaultRule,
 } from './rules.js';
 import { formatFaultRule } from './spec.js';
 
@@ -372,7 +378,12 @@ export class FaultInjector {
       held: this.#heldCount,
       released: this.#released,
       rules: this.#c.map((r) => ({
-        index: r.index, action: r.action, spec: r.spec, matched: r.matched, fired: r.fired, linkDownDropped: r.linkDownDropped,
+        index: r.index,
+        action: r.action,
+        spec: r.spec,
+        matched: r.matched,
+        fired: r.fired,
+        linkDownDropped: r.linkDownDropped,
       })),
     };
   }

@@ -135,7 +135,20 @@ export const MAX_REORDER_DEPTH = 4096;
 /** One hour: longer delays or outages are almost surely a unit slip. */
 export const MAX_FAULT_DURATION_NS = 3_600_000_000_000;
 
-const RULE_KEYS: readonly string[] = ['action', 'direction', 'on', 'match', 'probability', 'delayNs', 'copies', 'reorderDepth', 'downForNs', 'atNs', 'target', 'name'];
+const RULE_KEYS: readonly string[] = [
+  'action',
+  'direction',
+  'on',
+  'match',
+  'probability',
+  'delayNs',
+  'copies',
+  'reorderDepth',
+  'downForNs',
+  'atNs',
+  'target',
+  'name',
+];
 const MATCH_KEYS: readonly string[] = ['opcode', 'qpn', 'psn', 'every', 'count', 'after', 'window'];
 
 /** The parameters each action takes; any other action's parameter is an error. */
@@ -180,7 +193,7 @@ function intIn(v: unknown, index: number, field: string, min: number, max: numbe
   return n;
 }
 
-const DURATION_EXP: Readonly<Record<string, number>> = { ns: 0, us: 3, 'µs': 3, ms: 6, s: 9 };
+const DURATION_EXP: Readonly<Record<string, number>> = { ns: 0, us: 3, µs: 3, ms: 6, s: 9 };
 
 /**
  * A duration in integer nanoseconds: a number is taken as ns; text may carry
@@ -238,8 +251,11 @@ export function canonicalOpcode(raw: unknown, index = -1, field = 'match.opcode'
   if ((OPCODE_KINDS as readonly string[]).includes(lower)) return lower;
   const upper = s.toUpperCase().replace(/^IB_OPCODE_/, '');
   if (OPCODES.some((i) => i?.name === upper)) return upper;
-  return badRule(index, field,
-    `${show(raw)} is not an opcode: use a name such as 'RC_RDMA_WRITE_MIDDLE', a kind (${OPCODE_KINDS.join(', ')}), a number, or 'any'`);
+  return badRule(
+    index,
+    field,
+    `${show(raw)} is not an opcode: use a name such as 'RC_RDMA_WRITE_MIDDLE', a kind (${OPCODE_KINDS.join(', ')}), a number, or 'any'`,
+  );
 }
 
 /**
@@ -275,8 +291,13 @@ function resolveMatch(raw: unknown, index: number): ResolvedFaultMatch {
   if (!isRecord(raw)) badRule(index, 'match', `expected an object, got ${show(raw)}`);
   checkKeys(raw, MATCH_KEYS, index, 'match.');
   const m: {
-    opcode?: number | string; qpn?: number; psn?: readonly [number, number]; every?: number;
-    count?: number; after?: number; window?: readonly [number, number | null];
+    opcode?: number | string;
+    qpn?: number;
+    psn?: readonly [number, number];
+    every?: number;
+    count?: number;
+    after?: number;
+    window?: readonly [number, number | null];
   } = {};
   if (raw.opcode !== undefined) m.opcode = canonicalOpcode(raw.opcode, index, 'match.opcode');
   if (raw.qpn !== undefined) m.qpn = intIn(raw.qpn, index, 'match.qpn', 0, BTH_24);
@@ -323,9 +344,18 @@ export function resolveFaultRule(raw: unknown, index = -1): ResolvedFaultRule {
     badRule(index, 'on', `expected 'tx' (as the port sends) or 'rx' (as the port receives), got ${show(raw.on)}`);
   }
   const r: {
-    action: FaultAction; direction: FaultDirectionSpec; on?: FaultStage; match: ResolvedFaultMatch; probability?: number;
-    delayNs?: number; copies?: number; reorderDepth?: number; downForNs?: number; atNs?: number;
-    target?: CorruptTarget; name?: string;
+    action: FaultAction;
+    direction: FaultDirectionSpec;
+    on?: FaultStage;
+    match: ResolvedFaultMatch;
+    probability?: number;
+    delayNs?: number;
+    copies?: number;
+    reorderDepth?: number;
+    downForNs?: number;
+    atNs?: number;
+    target?: CorruptTarget;
+    name?: string;
   } = { action: act, direction: direction as FaultDirectionSpec, ...(on === 'rx' ? { on: 'rx' as const } : {}), match: resolveMatch(raw.match, index) };
   if (raw.probability !== undefined) {
     const p = raw.probability;

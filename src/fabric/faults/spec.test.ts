@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
-  FaultError, type FaultRule, formatDurationNs, formatFaultRule, parseDurationNs, parseFaultSpec, parseFaultSpecs,
-  resolveFaultRule, resolveFaultRules,
+  FaultError,
+  type FaultRule,
+  formatDurationNs,
+  formatFaultRule,
+  parseDurationNs,
+  parseFaultSpec,
+  parseFaultSpecs,
+  resolveFaultRule,
+  resolveFaultRules,
 } from '../faults.js';
 
 const err = (f: () => unknown): FaultError => {
@@ -17,22 +24,34 @@ const err = (f: () => unknown): FaultError => {
 describe('parseFaultSpec: the --fault form', () => {
   it('reads the examples of the issue', () => {
     expect(parseFaultSpec('drop:opcode=RC_RDMA_WRITE_MIDDLE,psn=5-5')).toEqual({
-      action: 'drop', direction: 'both', match: { opcode: 'RC_RDMA_WRITE_MIDDLE', psn: [5, 5] },
+      action: 'drop',
+      direction: 'both',
+      match: { opcode: 'RC_RDMA_WRITE_MIDDLE', psn: [5, 5] },
     });
     expect(parseFaultSpec('drop:p=0.01')).toEqual({ action: 'drop', direction: 'both', match: {}, probability: 0.01 });
     expect(parseFaultSpec('corrupt:every=100,dir=a->b')).toEqual({
-      action: 'corrupt', direction: 'a->b', match: { every: 100 }, target: 'any',
+      action: 'corrupt',
+      direction: 'a->b',
+      match: { every: 100 },
+      target: 'any',
     });
     expect(parseFaultSpec('link-down:at=2ms,for=1ms')).toEqual({
-      action: 'link-down', direction: 'both', match: {}, atNs: 2_000_000, downForNs: 1_000_000,
+      action: 'link-down',
+      direction: 'both',
+      match: {},
+      atNs: 2_000_000,
+      downForNs: 1_000_000,
     });
   });
 
   it('reads every key, with aliases', () => {
     expect(parseFaultSpec('delay:op=ack,qp=0x12,psn=7,window=1us-,after=2,every=3,count=4,p=50%,delay=1.5us,dir=b->a,name=slow-acks')).toEqual({
-      action: 'delay', direction: 'b->a',
+      action: 'delay',
+      direction: 'b->a',
       match: { opcode: 'ack', qpn: 0x12, psn: [7, 7], window: [1000, null], after: 2, every: 3, count: 4 },
-      probability: 0.5, delayNs: 1500, name: 'slow-acks',
+      probability: 0.5,
+      delayNs: 1500,
+      name: 'slow-acks',
     });
     expect(parseFaultSpec('duplicate:copies=3,opcode=0x11')).toMatchObject({ copies: 3, match: { opcode: 0x11 } });
     expect(parseFaultSpec('reorder:depth=4,window=0-2ms')).toMatchObject({ reorderDepth: 4, match: { window: [0, 2_000_000] } });
@@ -107,8 +126,10 @@ describe('resolveFaultRule: the object form', () => {
   it('fills defaults and normalises', () => {
     expect(resolveFaultRule({ action: 'duplicate' })).toEqual({ action: 'duplicate', direction: 'both', match: {}, copies: 1 });
     expect(resolveFaultRule({ action: 'reorder' })).toMatchObject({ reorderDepth: 1 });
-    expect(resolveFaultRule({ action: 'drop', match: { opcode: 'ib_opcode_rc_send_only', qpn: '0x10' as never } }).match)
-      .toEqual({ opcode: 'RC_SEND_ONLY', qpn: 16 });
+    expect(resolveFaultRule({ action: 'drop', match: { opcode: 'ib_opcode_rc_send_only', qpn: '0x10' as never } }).match).toEqual({
+      opcode: 'RC_SEND_ONLY',
+      qpn: 16,
+    });
     expect(resolveFaultRule({ action: 'drop', match: { opcode: 'WRITE' } }).match.opcode).toBe('write');
     expect(resolveFaultRule({ action: 'drop', match: { opcode: '7' } }).match.opcode).toBe(7);
     expect(Object.isFrozen(resolveFaultRule({ action: 'drop' }))).toBe(true);

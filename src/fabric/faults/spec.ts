@@ -12,10 +12,7 @@
  * for the object form; `formatFaultRule` writes a rule back in this form
  * (parse(format(r)) equals r).
  */
-import {
-  type FaultAction, FAULT_ACTIONS, FaultError, type FaultRule, type ResolvedFaultRule,
-  formatDurationNs, resolveFaultRule,
-} from './rules.js';
+import { type FaultAction, FAULT_ACTIONS, FaultError, type FaultRule, type ResolvedFaultRule, formatDurationNs, resolveFaultRule } from './rules.js';
 
 /** Where a key goes in the rule object. */
 interface KeyDef {
@@ -52,30 +49,127 @@ function probability(value: string, ctx: Ctx): number {
 }
 
 const KEYS: readonly KeyDef[] = [
-  { keys: ['dir', 'direction'], field: 'direction', set: (r, _m, v) => { r.direction = v as FaultRule['direction']; } },
-  { keys: ['on'], field: 'on', set: (r, _m, v) => { r.on = v as FaultRule['on']; } },
-  { keys: ['opcode', 'op'], field: 'match.opcode', set: (_r, m, v) => { m.opcode = v; } },
-  { keys: ['qpn', 'qp'], field: 'match.qpn', set: (_r, m, v) => { m.qpn = v; } },
-  { keys: ['psn'], field: 'match.psn', set: (_r, m, v, c) => { m.psn = range(v, c, false); } },
   {
-    keys: ['window', 'win'], field: 'match.window',
+    keys: ['dir', 'direction'],
+    field: 'direction',
+    set: (r, _m, v) => {
+      r.direction = v as FaultRule['direction'];
+    },
+  },
+  {
+    keys: ['on'],
+    field: 'on',
+    set: (r, _m, v) => {
+      r.on = v as FaultRule['on'];
+    },
+  },
+  {
+    keys: ['opcode', 'op'],
+    field: 'match.opcode',
+    set: (_r, m, v) => {
+      m.opcode = v;
+    },
+  },
+  {
+    keys: ['qpn', 'qp'],
+    field: 'match.qpn',
+    set: (_r, m, v) => {
+      m.qpn = v;
+    },
+  },
+  {
+    keys: ['psn'],
+    field: 'match.psn',
+    set: (_r, m, v, c) => {
+      m.psn = range(v, c, false);
+    },
+  },
+  {
+    keys: ['window', 'win'],
+    field: 'match.window',
     set: (_r, m, v, c) => {
       const [from, to] = range(v, c, true);
       if (to === from) badSpec(c, c.key, `expected from-to (to may be left out: '2ms-'), got ${JSON.stringify(v)}`);
       m.window = [from, to];
     },
   },
-  { keys: ['every'], field: 'match.every', set: (_r, m, v) => { m.every = v; } },
-  { keys: ['count'], field: 'match.count', set: (_r, m, v) => { m.count = v; } },
-  { keys: ['after'], field: 'match.after', set: (_r, m, v) => { m.after = v; } },
-  { keys: ['p', 'probability'], field: 'probability', set: (r, _m, v, c) => { r.probability = probability(v, c); } },
-  { keys: ['delay', 'delayNs'], field: 'delayNs', set: (r, _m, v) => { r.delayNs = v; } },
-  { keys: ['copies'], field: 'copies', set: (r, _m, v) => { r.copies = v as unknown as number; } },
-  { keys: ['depth', 'reorderDepth'], field: 'reorderDepth', set: (r, _m, v) => { r.reorderDepth = v as unknown as number; } },
-  { keys: ['for', 'downForNs'], field: 'downForNs', set: (r, _m, v) => { r.downForNs = v; } },
-  { keys: ['at', 'atNs'], field: 'atNs', set: (r, _m, v) => { r.atNs = v; } },
-  { keys: ['target'], field: 'target', set: (r, _m, v) => { r.target = v as FaultRule['target']; } },
-  { keys: ['name'], field: 'name', set: (r, _m, v) => { r.name = v; } },
+  {
+    keys: ['every'],
+    field: 'match.every',
+    set: (_r, m, v) => {
+      m.every = v;
+    },
+  },
+  {
+    keys: ['count'],
+    field: 'match.count',
+    set: (_r, m, v) => {
+      m.count = v;
+    },
+  },
+  {
+    keys: ['after'],
+    field: 'match.after',
+    set: (_r, m, v) => {
+      m.after = v;
+    },
+  },
+  {
+    keys: ['p', 'probability'],
+    field: 'probability',
+    set: (r, _m, v, c) => {
+      r.probability = probability(v, c);
+    },
+  },
+  {
+    keys: ['delay', 'delayNs'],
+    field: 'delayNs',
+    set: (r, _m, v) => {
+      r.delayNs = v;
+    },
+  },
+  {
+    keys: ['copies'],
+    field: 'copies',
+    set: (r, _m, v) => {
+      r.copies = v as unknown as number;
+    },
+  },
+  {
+    keys: ['depth', 'reorderDepth'],
+    field: 'reorderDepth',
+    set: (r, _m, v) => {
+      r.reorderDepth = v as unknown as number;
+    },
+  },
+  {
+    keys: ['for', 'downForNs'],
+    field: 'downForNs',
+    set: (r, _m, v) => {
+      r.downForNs = v;
+    },
+  },
+  {
+    keys: ['at', 'atNs'],
+    field: 'atNs',
+    set: (r, _m, v) => {
+      r.atNs = v;
+    },
+  },
+  {
+    keys: ['target'],
+    field: 'target',
+    set: (r, _m, v) => {
+      r.target = v as FaultRule['target'];
+    },
+  },
+  {
+    keys: ['name'],
+    field: 'name',
+    set: (r, _m, v) => {
+      r.name = v;
+    },
+  },
 ];
 
 const ALL_KEYS = KEYS.flatMap((k) => k.keys);

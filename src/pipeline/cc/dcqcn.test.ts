@@ -13,7 +13,18 @@ import type { CcEventKind, CcSample } from './congestion-control.js';
 import { Dcqcn } from './dcqcn.js';
 
 const LINE = 100e9;
-const HPCC = { dce_tcp_g: 1020, rpg_ai_rate: 20, rpg_hai_rate: 200, rpg_min_rate: 1000, rate_reduce_monitor_period: 4, dce_tcp_rtt: 1, rpg_time_reset: 300, rpg_threshold: 1, rpg_byte_reset: 0, initial_alpha_value: 1024 };
+const HPCC = {
+  dce_tcp_g: 1020,
+  rpg_ai_rate: 20,
+  rpg_hai_rate: 200,
+  rpg_min_rate: 1000,
+  rate_reduce_monitor_period: 4,
+  dce_tcp_rtt: 1,
+  rpg_time_reset: 300,
+  rpg_threshold: 1,
+  rpg_byte_reset: 0,
+  initial_alpha_value: 1024,
+};
 
 function flow(over: Record<string, unknown>) {
   const log: { kind: CcEventKind; ns: number; s: CcSample }[] = [];
@@ -152,22 +163,22 @@ describe('DCQCN, step by step', () => {
     for (let seed = 0; seed < 2000; seed++) {
       const r = new Random(seed);
       const over = {
-        rpg_byte_reset: (0 + r.int(3 - 0 + 1)) === 0 ? 0 : (1000 + r.int(100_000 - 1000 + 1)),
-        rpg_threshold: (1 + r.int(5 - 1 + 1)),
-        clamp_tgt_rate: (0 + r.int(1 - 0 + 1)) === 1,
-        dce_tcp_g: (900 + r.int(1024 - 900 + 1)),
-        rpg_min_rate: (1 + r.int(5000 - 1 + 1)),
-        rate_reduce_monitor_period: (1 + r.int(50 - 1 + 1)),
-        rpg_time_reset: (1 + r.int(500 - 1 + 1)),
+        rpg_byte_reset: 0 + r.int(3 - 0 + 1) === 0 ? 0 : 1000 + r.int(100_000 - 1000 + 1),
+        rpg_threshold: 1 + r.int(5 - 1 + 1),
+        clamp_tgt_rate: 0 + r.int(1 - 0 + 1) === 1,
+        dce_tcp_g: 900 + r.int(1024 - 900 + 1),
+        rpg_min_rate: 1 + r.int(5000 - 1 + 1),
+        rate_reduce_monitor_period: 1 + r.int(50 - 1 + 1),
+        rpg_time_reset: 1 + r.int(500 - 1 + 1),
       };
       const { f, log } = flow(over);
       let now = 0;
       for (let i = 0; i < 200; i++) {
-        now += (0 + r.int(20_000 - 0 + 1));
+        now += 0 + r.int(20_000 - 0 + 1);
         while (f.nextTimerNs <= now) f.onTimer(f.nextTimerNs);
-        const what = (0 + r.int(2 - 0 + 1));
+        const what = 0 + r.int(2 - 0 + 1);
         if (what === 0) f.onCnp(now);
-        else if (what === 1) f.onSent((60 + r.int(5000 - 60 + 1)), now);
+        else if (what === 1) f.onSent(60 + r.int(5000 - 60 + 1), now);
       }
       let last = -1;
       for (const e of log) {

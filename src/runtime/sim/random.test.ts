@@ -87,7 +87,7 @@ describe('distributions', () => {
     const N = 100_000;
     for (let i = 0; i < N; i++) bins[r.int(10)]++;
     const e = N / 10;
-    const chi2 = bins.reduce((a, o) => a + ((o - e) ** 2) / e, 0);
+    const chi2 = bins.reduce((a, o) => a + (o - e) ** 2 / e, 0);
     expect(chi2).toBeLessThan(27.9); // p = 0.001 at 9 degrees of freedom
     expect(r.int(1)).toBe(0);
     for (let i = 0; i < 1000; i++) {

@@ -171,9 +171,12 @@ describe('running', () => {
   it('a throwing callback leaves the queue usable', () => {
     const s = new Scheduler();
     const log: string[] = [];
-    s.schedule(new SimEvent('boom', 0, () => {
-      throw new Error('boom');
-    }), 1);
+    s.schedule(
+      new SimEvent('boom', 0, () => {
+        throw new Error('boom');
+      }),
+      1,
+    );
     s.schedule(new SimEvent('after', 0, () => log.push('after')), 2);
     expect(() => s.runUntilIdle()).toThrow('boom');
     expect(s.now()).toBe(1);
@@ -234,9 +237,12 @@ describe('errors (typed, with a stable code)', () => {
   it('running from inside a callback', () => {
     const s = new Scheduler();
     let code: string | undefined;
-    s.schedule(new SimEvent('nested', 0, () => {
-      code = codeOf(() => s.runUntilIdle());
-    }), 1);
+    s.schedule(
+      new SimEvent('nested', 0, () => {
+        code = codeOf(() => s.runUntilIdle());
+      }),
+      1,
+    );
     s.runUntilIdle();
     expect(code).toBe('SIM_ERR_REENTRANT');
   });

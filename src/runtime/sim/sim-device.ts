@@ -352,7 +352,9 @@ export class SimDevice {
     const counters = HwCounters.attach(r.counters);
     const fw = new Firmware({ caps, mem, bar, tables, counters, clock: sched });
     const portClock = { nowNs: () => BigInt(sched.now()) };
-    const eth = r.ports.map((p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock));
+    const eth = r.ports.map(
+      (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
+    );
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
     this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, quirks, cc }, this);
     this.ports = eth.map((e, i) => {

@@ -178,23 +178,28 @@ export class SimModel implements RunningModel {
     this.links = this.#layCables(config);
     this.#route(config);
     for (const [i, d] of config.devices.entries()) {
-      for (const [j, p] of d.ports.entries()) if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
+      for (const [j, p] of d.ports.entries())
+        if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
     }
-    this.devices = this.#made.map((d, i): DeviceHandle => ({
-      name: d.resources.name,
-      nodeGuid: d.nodeGuid,
-      mem: d.mem as HostMemory,
-      bar: d.bar as Bar,
-      counters: d.counters as HwCounters,
-      serviceInline: () => this.serviceInline(i),
-      waitIrq: (v, seen) => this.#waitIrq(this.#devs[i]!.bar, v, seen),
-    }));
+    this.devices = this.#made.map(
+      (d, i): DeviceHandle => ({
+        name: d.resources.name,
+        nodeGuid: d.nodeGuid,
+        mem: d.mem as HostMemory,
+        bar: d.bar as Bar,
+        counters: d.counters as HwCounters,
+        serviceInline: () => this.serviceInline(i),
+        waitIrq: (v, seen) => this.#waitIrq(this.#devs[i]!.bar, v, seen),
+      }),
+    );
   }
 
   #layCables(config: SimModelConfig): SimLinkInfo[] {
     const out: SimLinkInfo[] = [];
     if (config.faults && config.faults.length > 0 && config.cables.length !== 1) {
-      throw new ConfigError(`faults: a top-level fault list needs exactly one cable (there are ${config.cables.length}); give each link its own in links[i].faults`);
+      throw new ConfigError(
+        `faults: a top-level fault list needs exactly one cable (there are ${config.cables.length}); give each link its own in links[i].faults`,
+      );
     }
     for (const [i, c] of config.cables.entries()) {
       if (c.kind !== 'wire') throw new ConfigError(`cables[${i}]: the simulator runs only in-process wires, not ${c.kind} cables`);
@@ -225,7 +230,8 @@ export class SimModel implements RunningModel {
     const names = new Set(config.devices.map((d) => d.name));
     for (const [i, s] of (config.switches ?? []).entries()) {
       if (names.has(s.name)) throw new ConfigError(`switches[${i}].name: ${s.name} is already the name of a device or switch`);
-      if (!Number.isSafeInteger(s.ports) || s.ports < 1 || s.ports > 1024) throw new ConfigError(`switches[${i}].ports: expected 1..1024 ports, got ${s.ports}`);
+      if (!Number.isSafeInteger(s.ports) || s.ports < 1 || s.ports > 1024)
+        throw new ConfigError(`switches[${i}].ports: expected 1..1024 ports, got ${s.ports}`);
       names.add(s.name);
       this.#pendingSwitches.set(s.name, { opts: s, ports: Array.from({ length: s.ports }, () => null) });
     }
@@ -238,7 +244,8 @@ export class SimModel implements RunningModel {
     const pend = this.#pendingSwitches.get(name);
     if (!pend) return null;
     const index = Number(num ?? '1') - 1;
-    if (!Number.isInteger(index) || index < 0 || index >= pend.ports.length) throw new ConfigError(`${path}: switch ${name} has no port ${num} (ports 1..${pend.ports.length})`);
+    if (!Number.isInteger(index) || index < 0 || index >= pend.ports.length)
+      throw new ConfigError(`${path}: switch ${name} has no port ${num} (ports 1..${pend.ports.length})`);
     if (pend.ports[index] !== null) throw new ConfigError(`${path}: port ${ref} already has a link`);
     const p = resolveSimLinkParams({ linkRate: rate ?? this.timing.linkRate, propagationDelay: delay ?? this.timing.propagationDelay }, path);
     pend.ports[index] = { linkRate: p.linkRate, delayNs: p.propagationDelay, mtu: mtu ?? 9018 };
@@ -247,7 +254,15 @@ export class SimModel implements RunningModel {
 
   #switchPlugs: (() => void)[] = [];
 
-  #plugSwitch(at: { name: string; index: number }, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a', peer: string): void {
+  #plugSwitch(
+    at: { name: string; index: number },
+    link: SimLink,
+    dir: 'aToB' | 'bToA',
+    end: SimLink['a'],
+    faults: FaultInjector | null,
+    fdir: 'a->b' | 'b->a',
+    peer: string,
+  ): void {
     // The Switch itself is made once every port's link is known (#route); wiring waits until then.
     this.#switchPlugs.push(() => {
       const info = this.switches.find((s) => s.name === at.name)!;
@@ -270,7 +285,9 @@ export class SimModel implements RunningModel {
     for (const [name, pend] of this.#pendingSwitches) {
       const ports = pend.ports.map((p, i) => ({
         ...(p ?? { linkRate: this.timing.linkRate, delayNs: this.timing.propagationDelay, mtu: 9018 }),
-        mac: parseMac(`02:5e:${((k >> 8) & 0xff).toString(16).padStart(2, '0')}:${(k & 0xff).toString(16).padStart(2, '0')}:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}`),
+        mac: parseMac(
+          `02:5e:${((k >> 8) & 0xff).toString(16).padStart(2, '0')}:${(k & 0xff).toString(16).padStart(2, '0')}:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}`,
+        ),
       }));
       const sw = new Switch(name, pend.opts.config ?? DEFAULT_SWITCH_CONFIG, ports, this.scheduler, this.random.fork(`${name}.ecn`));
       out.push({ name, sw, peers: pend.ports.map(() => null) });
@@ -282,7 +299,10 @@ export class SimModel implements RunningModel {
       const [n, p] = ref.split(':') as [string, string | undefined];
       return this.#pendingSwitches.has(n) ? `${n}:${p ?? '1'}` : `${n}/${p ?? '1'}:1`;
     };
-    const table = shortestPathPorts(config.cables.flatMap((c) => (c.kind === 'wire' ? [{ a: hostOf(c.a), b: hostOf(c.b) }] : [])), new Set(this.#pendingSwitches.keys()));
+    const table = shortestPathPorts(
+      config.cables.flatMap((c) => (c.kind === 'wire' ? [{ a: hostOf(c.a), b: hostOf(c.b) }] : [])),
+      new Set(this.#pendingSwitches.keys()),
+    );
     for (const info of out) {
       const routes = table.get(info.name)!;
       for (const d of config.devices) {
@@ -326,7 +346,10 @@ export class SimModel implements RunningModel {
       end.onReceive((f) => {
         const deliver = (g: Uint8Array): void => p.onReceive(g);
         carryOut(faults.apply(f, this.scheduler.now(), rxDir, 'rx'), f, deliver, (ns, g) => {
-          this.scheduler.schedule(this.scheduler.event(`${link.name}.rx-delay`, WIRE_PRIORITY, () => deliver(g)), this.scheduler.now() + ns);
+          this.scheduler.schedule(
+            this.scheduler.event(`${link.name}.rx-delay`, WIRE_PRIORITY, () => deliver(g)),
+            this.scheduler.now() + ns,
+          );
         });
       });
     } else {
@@ -457,7 +480,7 @@ export class SimModel implements RunningModel {
       while (n < CHUNK_EVENTS && sched.nextTime() <= limit) {
         sched.step();
         n++;
-        if (this.#changes !== seen || (cond?.())) break;
+        if (this.#changes !== seen || cond?.()) break;
       }
     } finally {
       this.#driving = false;
@@ -483,7 +506,8 @@ export class SimModel implements RunningModel {
   }
 
   #guard(): void {
-    if (this.#driving) throw new SimError('SIM_ERR_REENTRANT', 'the simulator is already running events (advance() called from inside an event or a frame observer)');
+    if (this.#driving)
+      throw new SimError('SIM_ERR_REENTRANT', 'the simulator is already running events (advance() called from inside an event or a frame observer)');
   }
 
   // ---- the driver's hook ---------------------------------------------------
@@ -531,10 +555,14 @@ export class SimModel implements RunningModel {
     const list = this.#ccObservers;
     for (const d of this.#devs) {
       const device = d.name;
-      d.nic.setCcObserver(list.length === 0 ? null : (qpn, kind, ns, s) => {
-        const e: CongestionEvent = { device, qpn, kind, ns, rateBps: s.rateBps, targetBps: s.targetBps, alpha: s.alpha };
-        for (const f of list) f(e);
-      });
+      d.nic.setCcObserver(
+        list.length === 0
+          ? null
+          : (qpn, kind, ns, s) => {
+              const e: CongestionEvent = { device, qpn, kind, ns, rateBps: s.rateBps, targetBps: s.targetBps, alpha: s.alpha };
+              for (const f of list) f(e);
+            },
+      );
     }
   }
 
@@ -543,7 +571,8 @@ export class SimModel implements RunningModel {
     const out: CongestionEvent[] = [];
     const ns = this.now();
     for (const d of this.#devs) {
-      for (const { qpn, sample: s } of d.nic.ccSnapshot()) out.push({ device: d.name, qpn, kind: 'sample', ns, rateBps: s.rateBps, targetBps: s.targetBps, alpha: s.alpha });
+      for (const { qpn, sample: s } of d.nic.ccSnapshot())
+        out.push({ device: d.name, qpn, kind: 'sample', ns, rateBps: s.rateBps, targetBps: s.targetBps, alpha: s.alpha });
     }
     return out;
   }
@@ -560,9 +589,14 @@ export class SimModel implements RunningModel {
 
   #updateObserver(): void {
     const list = this.#observers;
-    this.#observer = list.length === 0 ? null : list.length === 1 ? list[0]! : (e) => {
-      for (const f of list) f(e);
-    };
+    this.#observer =
+      list.length === 0
+        ? null
+        : list.length === 1
+          ? list[0]!
+          : (e) => {
+              for (const f of list) f(e);
+            };
   }
 
   #capture(p: SimPort, w: PcapWriter | null): void {
@@ -614,7 +648,8 @@ export class SimModel implements RunningModel {
     const links: SimStats['links'] = {};
     for (const l of this.links) links[l.name] = { aToB: l.link.stats('aToB'), bToA: l.link.stats('bToA'), faults: l.faults?.stats() ?? null };
     const devices: SimStats['devices'] = {};
-    for (const d of this.#devs) devices[d.name] = { framesBuilt: d.framesBuilt, doorbells: d.doorbells, droppedNoCable: d.ports.reduce((s, p) => s + p.dropped, 0) };
+    for (const d of this.#devs)
+      devices[d.name] = { framesBuilt: d.framesBuilt, doorbells: d.doorbells, droppedNoCable: d.ports.reduce((s, p) => s + p.dropped, 0) };
     return { nowNs: this.now(), eventsRun: this.eventsRun, pending: this.scheduler.pending, links, devices };
   }
 

@@ -10,10 +10,25 @@ import { count, describeParams, type ParamValues, resolveParams, size } from '..
 import { durationNs } from '../../fabric/timing-params.js';
 
 export const SIM_RUNTIME_PARAMS = {
-  txQueueFrames: count(64, 'frames a device holds between its packet builder and the MAC (waiting for DMA or for the line); the pipeline is not asked for more', 1, 1 << 16),
-  pollStep: durationNs('1us', 'how far one empty ibv_poll_cq may move virtual time when nothing completes (it always runs at least the next event)', 1, 1_000_000_000),
+  txQueueFrames: count(
+    64,
+    'frames a device holds between its packet builder and the MAC (waiting for DMA or for the line); the pipeline is not asked for more',
+    1,
+    1 << 16,
+  ),
+  pollStep: durationNs(
+    '1us',
+    'how far one empty ibv_poll_cq may move virtual time when nothing completes (it always runs at least the next event)',
+    1,
+    1_000_000_000,
+  ),
   txStages: count(2, 'pipeline stages a packet crosses from the DMA engine to the MAC (packet builder, transmit arbiter), each stageProcessing', 0, 64),
-  rxStages: count(2, 'pipeline stages a packet crosses from the MAC to where it takes effect (receive parser, responder or completer), each stageProcessing', 0, 64),
+  rxStages: count(
+    2,
+    'pipeline stages a packet crosses from the MAC to where it takes effect (receive parser, responder or completer), each stageProcessing',
+    0,
+    64,
+  ),
   wqeBytes: size('64B', 'what the device reads to fetch one send WQE', 1, 4096),
   cqeBytes: size('64B', 'what the device writes for one CQE or EQE', 1, 4096),
 } as const;
