@@ -15,7 +15,7 @@
  * (RNIC_TWO_HOSTS_PORTS, TMPDIR) so that it does not meet a user's own run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -173,7 +173,16 @@ describe('two rnic processes on one host', () => {
         return 0;
       }
     };
-    await new Promise((r) => setTimeout(r, 1000));
+    // Messages have crossed once host 2's capture has written its first chunk
+    // of frames (a loaded machine may take a while: wait for it, not a fixed time).
+    const grown = () => {
+      try {
+        return statSync(join(dir, 'sig-2.pcap')).size > 24;
+      } catch {
+        return false;
+      }
+    };
+    for (const end = Date.now() + HANG_MS / 2; !grown() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 100));
     client.child.kill('SIGINT');
     server.child.kill('SIGTERM');
     const [c, sv] = [await client.done, await server.done];
