@@ -141,8 +141,9 @@ async function pingpong(name: string, server: 'ours' | 'theirs', client: 'ours' 
   const s = run(...cmd(server, []), 90_000);
   await sleep(server === 'ours' ? 2500 : 500); // the server listens before the client connects
   let c = await run(...cmd(client, ['127.0.0.1']), 90_000);
-  for (let k = 0; k < 5 && /Couldn't connect/.test(c.out); k++) {
-    await sleep(2000); // the server is still starting (node under TCG takes a few seconds)
+  // The server is still starting: node under TCG takes seconds, many more on a loaded host. Retry for a minute.
+  for (let k = 0; k < 30 && /Couldn't connect/.test(c.out); k++) {
+    await sleep(2000);
     c = await run(...cmd(client, ['127.0.0.1']), 90_000);
   }
   const sv = await s;

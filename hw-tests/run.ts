@@ -237,9 +237,13 @@ if (!envProblem && real.length === 0) {
 }
 
 // 2b. perftest's ib_* and rdma-core's uc/ud pingpong in a second guest, against the model's CLI over the cable, both roles.
-const peerCases = PERFTEST_CASES.filter(
-  (c) => filter.length === 0 || filter.some((f) => f === 'peers' || c.name.includes(f) || (f === 'perftest' && !c.test.endsWith('_pingpong'))),
+const peerCases = PERFTEST_CASES.filter((c) =>
+  c.onlyWhenNamed
+    ? filter.includes(c.name)
+    : filter.length === 0 || filter.some((f) => f === 'peers' || c.name.includes(f) || (f === 'perftest' && !c.test.endsWith('_pingpong'))),
 );
+for (const c of PERFTEST_CASES)
+  if (c.onlyWhenNamed && !filter.includes(c.name)) say(`hw-test: not run unless named (npm run hw-test -- ${c.name}): ${c.onlyWhenNamed}`);
 if (!envProblem && peerCases.length > 0) {
   const t2 = Date.now();
   const pr = await runPerftestCable(peerCases);
