@@ -68,6 +68,7 @@ import { errText, idle, processIo, type Io } from './common/io.js';
 import { sprintf } from './common/printf.js';
 import { tcpAcceptOne, tcpConnect, type MsgSocket } from './common/sock.js';
 import {
+  cleanupStack,
   PINGPONG_RECV_WRID,
   PINGPONG_SEND_WRID,
   PP_MSG_SIZE,
@@ -174,18 +175,7 @@ function initCtx(
   use_event: number,
   io: Io,
 ): SrqContext | null {
-  const undo: Array<() => void> = [];
-  const fail = (what: string, e?: unknown): null => {
-    io.err(e === undefined ? `${what}\n` : `${what} (${errText(e)})\n`);
-    for (const u of undo.reverse()) {
-      try {
-        u();
-      } catch {
-        // Best effort, as C's cleanup labels.
-      }
-    }
-    return null;
-  };
+  const { undo, fail } = cleanupStack(io);
   let context: ibv_context;
   try {
     context = ibv_open_device(dev);

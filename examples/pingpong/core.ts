@@ -382,16 +382,12 @@ export async function pp_server_exch_dest(
  * channel with `use_event`) and an RC QP in INIT. Null on failure, with the
  * reason printed and everything created so far released (C's goto chain).
  */
-export function pp_init_ctx(
-  kind: PingpongKind,
-  ib_dev: ibv_device,
-  size: number,
-  rx_depth: number,
-  port: number,
-  use_event: number,
-  io: Io = processIo,
-): pingpong_context | null {
-  const access_flags = IBV_ACCESS_LOCAL_WRITE;
+/**
+ * C's cleanup labels for an init function: `undo` collects what was made,
+ * `fail` prints the error, undoes it all (newest first, best effort) and
+ * returns null for the caller to return.
+ */
+export function cleanupStack(io: Io): { undo: Array<() => void>; fail: (what: string, e?: unknown) => null } {
   const undo: Array<() => void> = [];
   const fail = (what: string, e?: unknown): null => {
     io.err(e === undefined ? `${what}\n` : `${what} (${errText(e)})\n`);
@@ -404,6 +400,20 @@ export function pp_init_ctx(
     }
     return null;
   };
+  return { undo, fail };
+}
+
+export function pp_init_ctx(
+  kind: PingpongKind,
+  ib_dev: ibv_device,
+  size: number,
+  rx_depth: number,
+  port: number,
+  use_event: number,
+  io: Io = processIo,
+): pingpong_context | null {
+  const access_flags = IBV_ACCESS_LOCAL_WRITE;
+  const { undo, fail } = cleanupStack(io);
 
   let context: ibv_context;
   try {
