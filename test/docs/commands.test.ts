@@ -278,6 +278,15 @@ function kill(pid: number): void {
   }
 }
 
+/** What a directory of the checkout holds, for a missing-file message. */
+function listing(dir: string): string {
+  try {
+    return `${dir}/ holds: ${readdirSync(join(WORK, dir)).sort().join(' ') || '(nothing)'}`;
+  } catch (err) {
+    return `${dir}/: ${(err as Error).message}`;
+  }
+}
+
 function describeRan(r: Ran): string {
   return `exit ${r.status}${r.timedOut ? ` (killed after ${COMMAND_TIMEOUT_MS / 1000} s)` : ''}; output:\n${r.out.slice(-3000)}`;
 }
@@ -331,7 +340,7 @@ describe('every command in README.md and docs/, as written', () => {
         } else r = await start(c.cmd).done;
         expect(r.status, `${c.cmd}: ${describeRan(r)}`).toBe(e.status ?? 0);
         if (e.out) expect(r.out, c.cmd).toMatch(e.out);
-        for (const f of e.files ?? []) expect(existsSync(join(WORK, f)), `${c.cmd} leaves ${f}`).toBe(true);
+        for (const f of e.files ?? []) expect(existsSync(join(WORK, f)), `${c.cmd} leaves ${f}; ${listing(dirname(f))}; ${describeRan(r)}`).toBe(true);
       },
       COMMAND_TIMEOUT_MS * 2 + 10_000,
     );
