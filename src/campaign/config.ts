@@ -77,6 +77,12 @@ export interface Campaign {
    * transport that stops making progress shows as a stall (the watchdog).
    */
   readonly quirks: Readonly<Record<string, boolean>>;
+  /**
+   * With a finite retry budget, an RC QP that uses it up as its faults or late
+   * receives explain passes (`expect: success-or-exhausted`, docs/scenarios.md);
+   * false: every error completion is a failure (to hunt what made a QP give up).
+   */
+  readonly explainExhaustion: boolean;
 }
 
 export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
@@ -110,12 +116,19 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
   },
   durationNs: 250_000_000,
   quirks: { rxeRetryCnt7Infinite: true },
+  explainExhaustion: true,
 } satisfies Campaign);
 
 // ---- checking -------------------------------------------------------------
 
 function fail(path: string, msg: string): never {
   throw new CampaignError(`${path}: ${msg}`);
+}
+
+function bool(v: unknown, path: string, def: boolean): boolean {
+  if (v === undefined) return def;
+  if (typeof v !== 'boolean') fail(path, `expected true or false, got ${JSON.stringify(v)}`);
+  return v;
 }
 
 function obj(v: unknown, path: string): Record<string, unknown> {
@@ -191,6 +204,7 @@ const TOP = [
   'faults',
   'duration',
   'quirks',
+  'explainExhaustion',
 ] as const;
 const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'duplicateCopies'] as const;
 /** Every key of a campaign file, by where (docs/faults.md documents each; a test checks). */
@@ -313,6 +327,7 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
     },
     durationNs,
     quirks,
+    explainExhaustion: bool(o.explainExhaustion, p('explainExhaustion'), d.explainExhaustion),
   };
   return deepFreeze(c);
 }

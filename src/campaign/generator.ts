@@ -101,6 +101,9 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
         maxDepth = Math.max(maxDepth, depth);
         maxRecv = Math.max(maxRecv, recvDepth);
         const t: Record<string, unknown> = { qp: name, from, depth, wrs };
+        // A finite retry budget may run out under the faults: that is no bug when the run explains it.
+        if (c.explainExhaustion && type === 'RC' && ((q.retry_cnt as number) < 7 || !c.quirks.rxeRetryCnt7Infinite || (q.rnr_retry as number) < 7))
+          t.expect = 'success-or-exhausted';
         if (wrs.some((w) => w.op === 'send' || w.op === 'send_imm' || w.op === 'write_imm')) {
           t.recvDepth = recvDepth;
           if (r.bernoulli(c.lateRecv.probability)) t.recvStartNs = pick(r, c.lateRecv.delayNs);

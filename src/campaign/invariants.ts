@@ -17,6 +17,8 @@ export interface Verdict {
   readonly primary: string | null;
   /** Up to 20 failed checks, as text. */
   readonly failures: readonly string[];
+  /** QPs that ran out of retries as the run explains (no failure). */
+  readonly exhausted: number;
 }
 
 /** The failure class of one finding: QP type, kind, and what it is about (a status, an op). */
@@ -36,7 +38,10 @@ function consequence(f: Finding): boolean {
 export function timelineFindings(r: ScenarioResult): Finding[] {
   const out: Finding[] = [];
   const stalled = new Set(r.stalls.map((s) => `${s.qp}/${s.from}`));
+  // A pair that ran out of retries as the run explains leaves its other streams unfinished.
+  const exhausted = new Set(r.exhausted.map((x) => x.qp));
   for (const q of r.timeline.qps) {
+    if (exhausted.has(q.qp)) continue;
     let last = -1;
     let failed = false;
     for (const w of q.wrs) {
@@ -67,5 +72,6 @@ export function judge(r: ScenarioResult, qpTypes: ReadonlyMap<string, string> = 
     classes,
     primary: first ? classOf(first) : null,
     failures: all.slice(0, 20).map((f) => `${f.qp}${f.from === 'b' ? ' (from b)' : ''}: ${f.detail}`),
+    exhausted: r.exhausted.length,
   };
 }

@@ -45,7 +45,16 @@ export function poolExecutor(jobs: number): Executor {
   // A task that could not run at all (the worker died, its modules failed to load) is a crash
   // of that seed, reported with the error, not the end of the campaign.
   const why = (e: unknown) => `worker: ${(e as { code?: string }).code ?? (e as Error).name}: ${(e as Error).message}`;
-  const crash = (e: unknown) => ({ ok: false, classes: ['crash'], primary: 'crash', failures: [why(e)], eventsRun: 0, virtualNs: 0, crashed: why(e) });
+  const crash = (e: unknown) => ({
+    ok: false,
+    classes: ['crash'],
+    primary: 'crash',
+    failures: [why(e)],
+    exhausted: 0,
+    eventsRun: 0,
+    virtualNs: 0,
+    crashed: why(e),
+  });
   return {
     jobs,
     seed: (campaign, seed) => run<SeedResult>({ kind: 'seed', campaign, seed }).catch((e: unknown) => ({ ...crash(e), seed, wallMs: 0, scenario: null })),

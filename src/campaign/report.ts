@@ -28,6 +28,8 @@ export interface CampaignSummary {
   readonly seeds: number;
   readonly passed: number;
   readonly failed: number;
+  /** Passed seeds in which a QP ran out of its retry budget as the run explains (retry_cnt / rnr_retry below 7). */
+  readonly exhausted: number;
   readonly stoppedBy: 'done' | 'time-budget' | 'interrupted';
   /** Failed seeds per failure class (their primary class). */
   readonly failureClasses: Record<string, number>;
@@ -95,6 +97,7 @@ export function summarizeCampaign(args: {
     seeds: results.length,
     passed: results.filter((r) => r.ok).length,
     failed: results.filter((r) => !r.ok).length,
+    exhausted: results.filter((r) => r.ok && r.exhausted > 0).length,
     stoppedBy: args.stoppedBy,
     failureClasses: sortByCount(failureClasses),
     primarySeeds,
@@ -127,6 +130,10 @@ export function formatReport(s: CampaignSummary): string {
       `${s.passed} passed, ${s.failed} failed; ${(s.wallMs / 1000).toFixed(1)} s wall${s.totalWallMs > s.wallMs + 1000 ? ` (${(s.totalWallMs / 1000).toFixed(1)} s with shrinking)` : ''} on ${s.jobs} job${s.jobs === 1 ? '' : 's'}, ` +
       `${s.seedsPerSec.toFixed(1)} seeds/s (${s.seedsPerSecPerJob.toFixed(1)} per job), a seed ${s.seedMs.median.toFixed(0)} ms median, ${s.seedMs.max.toFixed(0)} ms at most`,
   );
+  if (s.exhausted > 0)
+    lines.push(
+      `  ${s.exhausted} of the passed seeds ran a QP out of its retry budget, as their faults or late receives explain (expect: success-or-exhausted)`,
+    );
   if (s.failed > 0) {
     lines.push('  failure classes (failed seeds by first failure):');
     for (const [c, n] of Object.entries(s.failureClasses))

@@ -28,7 +28,7 @@ export async function runJudged(json: ScenarioJson, source: string): Promise<Ver
     return { ...judge(r, new Map(s.qps.map((q) => [q.name, q.type]))), eventsRun: r.eventsRun, virtualNs: r.endNs, crashed: null };
   } catch (e) {
     const msg = `${(e as { code?: string }).code ?? (e as Error).name}: ${(e as Error).message}`;
-    return { ok: false, classes: ['crash'], primary: 'crash', failures: [msg], eventsRun: 0, virtualNs: 0, crashed: msg };
+    return { ok: false, classes: ['crash'], primary: 'crash', failures: [msg], exhausted: 0, eventsRun: 0, virtualNs: 0, crashed: msg };
   }
 }
 

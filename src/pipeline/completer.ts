@@ -181,9 +181,16 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
         if (psnCompare(psn, q.ackedPsn) <= 0 || (now < q.rnrUntil && psn === q.rnrPsn)) return;
         ackThrough(nic, q, psnAdd(psn, -1));
         q.ackedPsn = psnAdd(psn, -1);
-        ctr[Ctr.RCVD_RNR_ERR]!++;
         const head = q.window[0];
         if (!head) return;
+        // Past a READ or ATOMIC still waiting for its response, the NAK says that response was
+        // lost: a transport retry of the head, not a receiver-not-ready one (IBTA 9.7.5.1.2 implied
+        // NAK; rxe check_psn → COMPST_ERROR_RETRY). The resent SEND meets its RNR NAK again if need be.
+        if (head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, lastPsn(head)) > 0) {
+          impliedNak(nic, q, now);
+          return;
+        }
+        ctr[Ctr.RCVD_RNR_ERR]!++;
         if (q.rnrLeft === 0) {
           failHead(nic, q, head, IBV_WC_RNR_RETRY_EXC_ERR, Ctr.RETRY_RNR_EXCEEDED_ERR);
           return;

@@ -25,6 +25,8 @@ import {
   IBV_SEND_SIGNALED,
   IBV_WC_RECV,
   IBV_WC_RECV_RDMA_WITH_IMM,
+  IBV_WC_RETRY_EXC_ERR,
+  IBV_WC_RNR_RETRY_EXC_ERR,
   IBV_WC_SUCCESS,
   IBV_WC_WITH_IMM,
   IBV_WC_WR_FLUSH_ERR,
@@ -63,6 +65,7 @@ import {
 import type { PfcRecord, SwitchPortStats } from '../fabric/switch/switch.js';
 import type { FrameObserver } from '../runtime/sim/sim-device.js';
 import type { SimModel, SimStats } from '../runtime/sim/sim-model.js';
+import { type Exhaustion, explainRetryExhausted, explainRnrExhausted } from './exhaustion.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
 import { psnAddMasked, psnCount, type QpTimeline, TimelineRecorder, wcStatusName } from './timeline.js';
 
@@ -163,6 +166,10 @@ export interface ScenarioResult {
   readonly sim: SimStats;
   readonly faults: Record<string, string>;
   readonly stalls: readonly StallReport[];
+  /** QPs that ran out of retries as the run explains (`expect: success-or-exhausted`): not failures. */
+  readonly exhausted: readonly ExhaustedReport[];
+  /** Findings on those QPs' pairs after that, which follow from it and are not failures. */
+  readonly consequences: readonly Finding[];
   /** Each QP's state at the end of the run, per end ('RTS', 'ERR', ...), as ibv_query_qp reports it. */
   readonly qpStates: Record<string, { a: string; b: string }>;
   /** Every check that failed; empty when all was well. */
@@ -180,6 +187,31 @@ export interface ScenarioResult {
   readonly trafficWallNs: number;
   /** CPU time of the process (user + system) over the same span: less disturbed by other load on a shared machine. */
   readonly trafficCpuNs: number;
+}
+
+/** Finding kinds that follow from a QP in the error state (explained exhaustion of its pair). */
+const EXHAUSTION_CONSEQUENCES: ReadonlySet<string> = new Set(['error-completion', 'stall', 'outstanding', 'unposted', 'recv-missing']);
+
+/** A QP that ran out of its retry budget for reasons the run explains (exhaustion.ts). */
+export interface ExhaustedReport {
+  readonly qp: string;
+  readonly from: string;
+  readonly wr: number;
+  readonly status: string;
+  readonly ns: number;
+  readonly why: string;
+}
+
+/** retry_cnt as a count of retries: the rxe behaviour makes 7 infinite. */
+function retryBudget(s: Scenario, retryCnt: number): number {
+  return retryCnt === 7 && s.quirks.rxeRetryCnt7Infinite ? Infinity : retryCnt;
+}
+
+/** How many of the ascending times `xs` are at or before `ns`. */
+function countUpTo(xs: readonly number[], ns: number): number {
+  let n = 0;
+  while (n < xs.length && xs[n]! <= ns) n++;
+  return n;
 }
 
 const WC_BATCH = 32;
@@ -257,6 +289,9 @@ class Stream {
   lastOkNs: number | null = null;
   recvPosted = 0;
   recvDone = 0;
+  /** When each receive was posted and completed (virtual ns, in order): what an RNR NAK is judged by. */
+  readonly recvPostNs: number[] = [];
+  readonly recvDoneNs: number[] = [];
   /** UC/UD: the highest WR index delivered so far, and which were delivered. */
   lastDelivered = -1;
   readonly delivered = new Set<number>();
@@ -418,7 +453,21 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
   const timeline = new TimelineRecorder();
   const unobserve = [sim.observe(timeline.observe)];
-  const settleFaults = opts.onFault ? recordFaults(sim, opts.onFault, unobserve) : () => {};
+  // Fault hits go to the caller and, when a stream may end exhausted, to its judge.
+  const faultSink: { current: ((h: FaultHit) => void) | null } = { current: null };
+  const linkEnds = new Map(s.links.map((l) => [l.name, { a: l.a, b: l.b }]));
+  const judgeExhaustion = s.traffic.some((t) => t.expect === 'success-or-exhausted') && s.links.some((l) => l.faults.length > 0);
+  const settleFaults =
+    opts.onFault || judgeExhaustion
+      ? recordFaults(
+          sim,
+          (h) => {
+            opts.onFault?.(h);
+            faultSink.current?.(h);
+          },
+          unobserve,
+        )
+      : () => {};
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
   const verify: string[] = [];
   const stalls: StallReport[] = [];
@@ -434,7 +483,53 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const dupFaults = s.links.some((l) => l.faults.some((f) => f.action === 'duplicate'));
     const reorderFaults = s.links.some((l) => l.faults.some((f) => f.action === 'duplicate' || f.action === 'reorder' || f.action === 'delay'));
     const findings: Finding[] = [];
-    const finding = (st: Stream, kind: string, detail: string, extra: { op?: string; status?: string } = {}): void => {
+    const consequences: Finding[] = [];
+    const exhausted: ExhaustedReport[] = [];
+    const pairExhausted = new Set<string>();
+    /** Fault hits per frame destination: `${device}/${qpn}/${request ? 'req' : 'resp'}` → times (ns). */
+    const faultTimes = new Map<string, number[]>();
+    faultSink.current = (h) => {
+      const link = linkEnds.get(h.link);
+      if (!link) return;
+      const dest = (h.direction === 'a->b' ? link.b : link.a).split(':')[0]!;
+      const key = `${dest}/${h.qpn}/${OPCODES[h.opcode]?.isRequest ? 'req' : 'resp'}`;
+      let xs = faultTimes.get(key);
+      if (!xs) faultTimes.set(key, (xs = []));
+      xs.push(h.ns);
+    };
+    const exhaustion = (st: Stream, wr: number, status: number, now: number): Exhaustion | null => {
+      if (!st.rc) return null;
+      settleFaults(); // the last frame's hit is reported only when the port sends again
+      if (status === IBV_WC_RETRY_EXC_ERR) {
+        const faultNs = [
+          ...(faultTimes.get(`${st.resp.dev.name}/${st.resp.qp.qp_num}/req`) ?? []),
+          ...(faultTimes.get(`${st.req.dev.name}/${st.req.qp.qp_num}/resp`) ?? []),
+        ];
+        return explainRetryExhausted({ tl: st.tl, index: wr, budget: retryBudget(s, st.pair.spec.retry_cnt), faultNs, errorNs: now });
+      }
+      if (status === IBV_WC_RNR_RETRY_EXC_ERR) {
+        const heldReceives = (txNs: number, nakNs: number): number => countUpTo(st.recvPostNs, txNs) - countUpTo(st.recvDoneNs, nakNs);
+        return explainRnrExhausted({ tl: st.tl, index: wr, rnrRetry: st.pair.spec.rnr_retry, heldReceives });
+      }
+      return null;
+    };
+    /** `ofError`: about an error completion (a receive's status), not about delivered data. */
+    const finding = (st: Stream, kind: string, detail: string, extra: { op?: string; status?: string } = {}, ofError = false): void => {
+      // Once a QP pair ran out of retries for reasons the run explains, its other streams
+      // meet a QP in the error state: their errors, stalls and leftovers follow from it.
+      if (pairExhausted.has(st.t.qp) && st.t.expect === 'success-or-exhausted' && (ofError || EXHAUSTION_CONSEQUENCES.has(kind))) {
+        consequences.push({
+          kind,
+          qp: st.t.qp,
+          from: st.t.from,
+          type: st.pair.spec.type,
+          op: extra.op ?? '',
+          status: extra.status ?? '',
+          ns: sim.now(),
+          detail,
+        });
+        return;
+      }
       findings.push({ kind, qp: st.t.qp, from: st.t.from, type: st.pair.spec.type, op: extra.op ?? '', status: extra.status ?? '', ns: sim.now(), detail });
       verify.push(`${st.t.qp}${st.t.from === 'b' ? ' (from b)' : ''}: ${detail}`);
     };
@@ -540,6 +635,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
             break;
           }
           st.recvPosted++;
+          st.recvPostNs.push(now);
         }
       }
       if (st.failed || st.stalled || now < t.startNs) return;
@@ -587,8 +683,18 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       } else {
         timeline.completed(st.tl, i, now, status, 'signaled');
         st.errors[status] = (st.errors[status] ?? 0) + 1;
-        if (st.t.expect === 'success' && !(st.failed && wc.status === IBV_WC_WR_FLUSH_ERR)) {
-          finding(st, 'error-completion', `WR ${i} (${p.op} ${p.size} B) completed with ${status}`, { op: p.op, status });
+        const strict = st.t.expect === 'success' || st.t.expect === 'success-or-exhausted';
+        if (strict && !(st.failed && wc.status === IBV_WC_WR_FLUSH_ERR)) {
+          const why = st.t.expect === 'success-or-exhausted' && !st.failed ? exhaustion(st, i, wc.status, now) : null;
+          if (why?.ok) {
+            exhausted.push({ qp: st.t.qp, from: st.t.from, wr: i, status, ns: now, why: why.why });
+            pairExhausted.add(st.t.qp);
+            opts.log?.(`exhausted: ${st.t.qp} (${st.t.from}) WR ${i} ${status}: ${why.why}`);
+          } else
+            finding(st, 'error-completion', `WR ${i} (${p.op} ${p.size} B) completed with ${status}${why ? ` (not explained: ${why.why})` : ''}`, {
+              op: p.op,
+              status,
+            });
         }
         st.failed = true;
         st.retired = i + 1;
@@ -645,9 +751,10 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const onRecvWc = (st: Stream, wc: ibv_wc): void => {
       const k = Number(wc.wr_id);
       const t = st.t;
+      st.recvDoneNs.push(sim.now());
       if (wc.status !== IBV_WC_SUCCESS) {
         if (wc.status !== IBV_WC_WR_FLUSH_ERR)
-          finding(st, 'recv', `receive ${k} completed with ${wcStatusName(wc.status)}`, { status: wcStatusName(wc.status) });
+          finding(st, 'recv', `receive ${k} completed with ${wcStatusName(wc.status)}`, { status: wcStatusName(wc.status) }, true);
         st.recvDone++;
         return;
       }
@@ -908,6 +1015,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       sim: simStats,
       faults,
       stalls,
+      exhausted,
+      consequences,
       qpStates,
       verify,
       findings,
@@ -1114,6 +1223,8 @@ export function summarize(r: ScenarioResult): string {
     );
   for (const st of r.stalls)
     lines.push(`  stalled: ${st.qp} (${st.from}) at ${us(st.atNs)}: state ${st.state}, ${st.outstanding} outstanding, last progress ${us(st.lastProgressNs)}`);
+  for (const x of r.exhausted) lines.push(`  exhausted (explained, not a failure): ${x.qp} (${x.from}) WR ${x.wr} ${x.status} at ${us(x.ns)}: ${x.why}`);
+  if (r.consequences.length > 0) lines.push(`  and ${r.consequences.length} finding(s) on those QPs that follow from it`);
   const interesting = [
     'rcvd_seq_err',
     'packet_seq_err',

@@ -124,8 +124,12 @@ export interface ScenarioTraffic {
   readonly recvStartNs: number;
   /** Post with IBV_SEND_INLINE (size must fit max_inline_data). */
   readonly inline: boolean;
-  /** 'success': every WR must succeed (default); 'error': the stream must end in an error completion; 'any'. */
-  readonly expect: 'success' | 'error' | 'any';
+  /**
+   * 'success': every WR must succeed (default); 'success-or-exhausted': the
+   * same, or the QP runs out of its retry budget in a way the run explains
+   * (exhaustion.ts); 'error': the stream must end in an error completion; 'any'.
+   */
+  readonly expect: 'success' | 'success-or-exhausted' | 'error' | 'any';
   /** The work requests one by one (mixed ops, sizes, inline, signaling), or null: `count` × `op` of `size`. */
   readonly wrs: readonly ScenarioWr[] | null;
 }
@@ -260,8 +264,8 @@ const TrafficSchema = strictObject({
   recvStartNs: described(duration().prefault(0), 'when the responder first posts its receives (before then, a SEND meets an RNR NAK)'),
   inline: described(bool().optional(), 'post with `IBV_SEND_INLINE` (SEND/WRITE of at most `max_inline_data` bytes)', 'false'),
   expect: described(
-    oneOf(['success', 'error', 'any'], "'success', 'error' or 'any'").default('success'),
-    '`success`: every WR must succeed; `error`: the stream must end in an error completion; `any`',
+    oneOf(['success', 'success-or-exhausted', 'error', 'any'], "'success', 'success-or-exhausted', 'error' or 'any'").default('success'),
+    '`success`: every WR must succeed; `success-or-exhausted`: the same, or (RC) the QP uses up its retry budget as the run explains, see [Exhausted retries](#exhausted-retries); `error`: the stream must end in an error completion; `any`',
   ),
   wrs: described(
     list(WrSchema)

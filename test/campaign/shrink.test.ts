@@ -95,7 +95,8 @@ describe('judging', () => {
     detail: kind,
     ...extra,
   });
-  const result = (findings: ReturnType<typeof f>[]) => ({ findings, stalls: [], endNs: 100, endedBy: 'complete', timeline: { qps: [] } }) as never;
+  const result = (findings: ReturnType<typeof f>[]) =>
+    ({ findings, stalls: [], exhausted: [], endNs: 100, endedBy: 'complete', timeline: { qps: [] } }) as never;
 
   it('a class is type, kind and what it is about; the first finding that is no consequence decides', () => {
     expect(classOf(f('error-completion', 1, { status: 'IBV_WC_BAD_RESP_ERR', op: 'read' }))).toBe('RC error-completion IBV_WC_BAD_RESP_ERR');
@@ -112,6 +113,7 @@ describe('judging', () => {
     const r = {
       findings: [],
       stalls: [],
+      exhausted: [],
       endNs: 100,
       endedBy: 'complete',
       timeline: {

@@ -27,6 +27,7 @@ import {
   IBV_WC_RDMA_READ,
   IBV_WC_RECV,
   IBV_WC_RECV_RDMA_WITH_IMM,
+  IBV_WC_RNR_RETRY_EXC_ERR,
   IBV_WC_SEND,
   IBV_WC_SUCCESS,
   IBV_WC_RDMA_WRITE,
@@ -194,6 +195,28 @@ describe('RNR NAK for every receive-consuming request, retries included', () => 
     }
     expect(ctr(f.a, 'rcvd_rnr_err')).toBe(3);
     expect(ctr(f.a, 'retry_rnr_exceeded_err')).toBe(0);
+  });
+});
+
+describe('an RNR NAK past a READ still waiting for its response', () => {
+  it('rnr_retry 0: the READ is asked again (implied NAK) and succeeds; only the SEND that never finds a receive fails, with RNR_RETRY_EXC_ERR', async () => {
+    // Campaign seed 50884 (rnrRetry [0,7]): the RNR NAK of a later SEND used up the RNR budget and
+    // failed the READ at the head with RNR_RETRY_EXC_ERR, though a READ consumes no receive.
+    const f = await simFabric([drop({ opcode: 'RC_RDMA_READ_RESPONSE_LAST', count: 1 })]);
+    const { a } = makePair(f, IBV_QPT_RC, { mtu: IBV_MTU_1024, timeout: 10, retryCnt: 2, rnrRetry: 0, minRnrTimer: 1 });
+    const local = region(f.a, 3064);
+    const remote = region(f.b, 3000, undefined, { fill: (i) => (i * 11 + 5) & 0xff });
+    postSend(a, [
+      wrRead({ wrId: 1n, sge: [local.sge(0, 3000)], remote: { addr: remote.at(0), rkey: remote.rkey } }),
+      wrSend({ wrId: 2n, sge: [local.sge(3000, 64)] }),
+    ]);
+    const [read, send] = await pollN(a.scq, 2, 'READ and SEND');
+    expectWc(read!, { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_READ, byte_len: 3000 }, 'READ');
+    expectWc(send!, { wr_id: 2n, status: IBV_WC_RNR_RETRY_EXC_ERR }, 'SEND');
+    expectBytes(local.data.subarray(0, 3000), remote.data.subarray(0, 3000), 'READ data');
+    local.checkGuards();
+    expect(ctr(f.a, 'implied_nak_seq_err')).toBeGreaterThanOrEqual(1);
+    expect(ctr(f.a, 'retry_rnr_exceeded_err')).toBe(1);
   });
 });
 

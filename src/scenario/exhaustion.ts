@@ -1,0 +1,131 @@
+/**
+ * Whether an RC requester's RETRY_EXC_ERR or RNR_RETRY_EXC_ERR was earned:
+ * the wire shows the QP's retry budget used up, for reasons the scenario
+ * itself caused (injected faults, receives not yet posted). A transport that
+ * gives up early, or a responder that stops answering on its own, is not
+ * explained and stays a failure.
+ *
+ * Evidence, from the run's timeline (what the requester's port sent and
+ * received) and the fault hits:
+ * - RETRY_EXC_ERR after retry_cnt retries (IBTA 9.7.5.1.3, C9-141: the
+ *   transport retry counter counts local ACK timeouts and NAK sequence
+ *   errors without forward progress; it is reset when a response makes
+ *   progress): the failing WR was retransmitted from one PSN at least
+ *   retry_cnt times in a row (each go-back-N round restarts at the oldest
+ *   unacknowledged PSN, so a round that made progress starts later), and
+ *   faults acted at least retry_cnt + 1 times on this QP's frames since its
+ *   first packet: every failed attempt needs a cause.
+ * - RNR_RETRY_EXC_ERR after rnr_retry retries (C9-149; 7 is infinite): at
+ *   least rnr_retry + 1 RNR NAKs in a row for one PSN, and none of them
+ *   while the responder provably held a receive (one posted before the
+ *   earliest transmission the NAK can answer, and not completed by the time
+ *   the NAK came back).
+ */
+import type { QpTimeline } from './timeline.js';
+
+export type Exhaustion = { readonly ok: true; readonly why: string } | { readonly ok: false; readonly why: string };
+
+const psnCmp = (a: number, b: number): number => ((a - b) << 8) >> 8;
+
+/**
+ * The retransmission rounds of WR `index` that restarted at the PSN of its
+ * last round, in a row, ending with the last. Go-back-N restarts each round
+ * at the oldest unacknowledged PSN and sends the WR's packets in PSN order,
+ * so a round begins where a retransmission's PSN does not follow on from
+ * the one before; a READ or an atomic is one request packet a round (a READ
+ * resumes at the first response PSN it lacks).
+ */
+export function trailingRounds(tl: QpTimeline, index: number): { psn: number; rounds: number; firstNs: number } | null {
+  const w = tl.wrs[index];
+  const rs = w?.retransmissions ?? [];
+  const onePacket = w !== undefined && (w.op === 'read' || w.op === 'fetch_add' || w.op === 'cmp_swap');
+  const starts: { psn: number; ns: number }[] = [];
+  for (let i = 0; i < rs.length; i++) if (onePacket || i === 0 || rs[i]!.psn !== ((rs[i - 1]!.psn + 1) & 0xffffff)) starts.push(rs[i]!);
+  if (starts.length === 0) return null;
+  const last = starts[starts.length - 1]!.psn;
+  let k = starts.length - 1;
+  while (k > 0 && starts[k - 1]!.psn === last) k--;
+  return { psn: last, rounds: starts.length - k, firstNs: starts[k]!.ns };
+}
+
+export interface RetryEvidence {
+  readonly tl: QpTimeline;
+  /** The WR that completed in error. */
+  readonly index: number;
+  /** retry_cnt, or Infinity when the device retries for ever (the rxe profile's 7). */
+  readonly budget: number;
+  /** Times (ns) faults acted on a frame of this QP's traffic (its requests, its responses). */
+  readonly faultNs: readonly number[];
+  readonly errorNs: number;
+}
+
+export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
+  if (!Number.isFinite(e.budget)) return { ok: false, why: 'the device retries for ever at this retry_cnt, so it should never give up' };
+  const w = e.tl.wrs[e.index];
+  if (!w) return { ok: false, why: `WR ${e.index} is not in the timeline` };
+  const t = trailingRounds(e.tl, e.index);
+  const rounds = t?.rounds ?? 0;
+  if (rounds < e.budget) return { ok: false, why: `gave up after ${rounds} retransmission round(s) from one PSN; retry_cnt ${e.budget} allows ${e.budget}` };
+  const since = w.firstPacketNs ?? w.postedNs;
+  const faults = e.faultNs.filter((ns) => ns >= since && ns <= e.errorNs).length;
+  if (faults < e.budget + 1)
+    return {
+      ok: false,
+      why: `${rounds} round(s) failed but faults acted on this QP's frames only ${faults} time(s) since its first packet (${e.budget + 1} needed)`,
+    };
+  return {
+    ok: true,
+    why: `${rounds} retries from PSN ${t?.psn ?? w.psnFirst} without progress (retry_cnt ${e.budget}), ${faults} fault(s) on this QP's frames`,
+  };
+}
+
+export interface RnrEvidence {
+  readonly tl: QpTimeline;
+  readonly index: number;
+  /** rnr_retry (7: infinite). */
+  readonly rnrRetry: number;
+  /** Receives the responder certainly held at a request sent at `txNs` and NAKed at `nakNs`. */
+  readonly heldReceives: (txNs: number, nakNs: number) => number;
+}
+
+export function explainRnrExhausted(e: RnrEvidence): Exhaustion {
+  if (e.rnrRetry === 7) return { ok: false, why: 'rnr_retry 7 retries for ever, so it should never give up' };
+  const naks = e.tl.events.filter((x) => x.kind === 'rnr-nak');
+  if (naks.length === 0) return { ok: false, why: 'no RNR NAK reached the requester' };
+  const psn = naks[naks.length - 1]!.psn;
+  let k = naks.length - 1;
+  while (k > 0 && naks[k - 1]!.psn === psn) k--;
+  const run = naks.slice(k);
+  if (run.length < e.rnrRetry + 1)
+    return { ok: false, why: `gave up after ${run.length} RNR NAK(s) for PSN ${psn}; rnr_retry ${e.rnrRetry} allows ${e.rnrRetry} retries` };
+  // Which transmission a NAK answers is not known (the link delays, faults may delay more): the
+  // earliest one since the NAK before it holds the fewest receives, and it is the one judged.
+  const sent = sentTimes(e.tl, psn);
+  let after = -Infinity;
+  for (const nak of run) {
+    const tx = firstBetween(sent, after, nak.ns);
+    after = nak.ns;
+    if (tx === null) continue;
+    const held = e.heldReceives(tx, nak.ns);
+    if (held > 0)
+      return { ok: false, why: `RNR NAK for PSN ${psn} at ${nak.ns} ns while the responder held ${held} receive(s) posted before the request left` };
+  }
+  return { ok: true, why: `${run.length} RNR NAKs for PSN ${psn} in a row (rnr_retry ${e.rnrRetry}), each while no receive was posted` };
+}
+
+/** When the requester sent `psn` (first transmission and retransmissions), in order. */
+function sentTimes(tl: QpTimeline, psn: number): number[] {
+  const out: number[] = [];
+  for (const w of tl.wrs) {
+    if (psnCmp(psn, w.psnFirst) < 0 || psnCmp(psn, w.psnLast) > 0) continue;
+    if (w.firstPacketNs !== null && psn === w.psnFirst) out.push(w.firstPacketNs);
+    for (const r of w.retransmissions) if (r.psn === psn) out.push(r.ns);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/** The first of the ascending times `xs` after `from` and at or before `to`. */
+function firstBetween(xs: readonly number[], from: number, to: number): number | null {
+  for (const x of xs) if (x > from && x <= to) return x;
+  return null;
+}

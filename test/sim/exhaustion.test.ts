@@ -1,0 +1,185 @@
+/**
+ * `expect: success-or-exhausted`: an RC QP that runs out of its retry budget
+ * is no failure when the run explains it (src/scenario/exhaustion.ts), and
+ * stays one when it does not. The judge's rules on made-up timelines, then
+ * whole scenarios on the simulator: a cable that stops carrying requests,
+ * receives that never come, and the consequences on the QP's other stream.
+ */
+import { describe, expect, it } from 'vitest';
+import { explainRetryExhausted, explainRnrExhausted, trailingRounds } from '../../src/scenario/exhaustion.js';
+import type { QpTimeline, WrRecord } from '../../src/scenario/timeline.js';
+import { judge } from '../../src/campaign/invariants.js';
+import { run } from './helpers.js';
+
+function wr(over: Partial<WrRecord> & Pick<WrRecord, 'op' | 'psnFirst' | 'psnLast'>): WrRecord {
+  return {
+    index: 0,
+    size: 0,
+    signaled: true,
+    postedNs: 0,
+    firstPacketNs: 100,
+    lastPacketNs: null,
+    retransmissions: [],
+    completedNs: null,
+    status: null,
+    completion: null,
+    ...over,
+  };
+}
+
+function timeline(wrs: WrRecord[], events: QpTimeline['events'] = []): QpTimeline {
+  return { qp: 'rc0', from: 'a', device: 'rnic0', qpn: 17, op: 'mixed', wrs, events, acks: 0, retransmittedPackets: 0 };
+}
+
+/** A 4-packet WRITE at PSN 10..13 resent whole `n` times from 10, after one resend from 12 (progress before). */
+function write4(n: number): QpTimeline {
+  const rs = [
+    { ns: 200, psn: 12 },
+    { ns: 201, psn: 13 },
+  ];
+  for (let k = 0; k < n; k++) for (let p = 10; p <= 13; p++) rs.push({ ns: 1000 * (k + 1) + p, psn: p });
+  return timeline([wr({ op: 'write', psnFirst: 10, psnLast: 13, retransmissions: rs })]);
+}
+
+describe('the judge of an exhausted transport retry budget', () => {
+  it('counts go-back-N rounds from the last starting PSN only', () => {
+    expect(trailingRounds(write4(3), 0)).toMatchObject({ psn: 10, rounds: 3 });
+    // An earlier round from a later PSN does not count with them.
+    expect(trailingRounds(write4(0), 0)).toMatchObject({ psn: 12, rounds: 1 });
+    expect(trailingRounds(timeline([wr({ op: 'write', psnFirst: 10, psnLast: 13 })]), 0)).toBeNull();
+  });
+
+  it('a READ is one request a round, resuming where its responses stopped', () => {
+    const rs = [265, 269, 302, 302].map((psn, i) => ({ ns: 1000 * i, psn }));
+    expect(trailingRounds(timeline([wr({ op: 'read', psnFirst: 264, psnLast: 302, retransmissions: rs })]), 0)).toMatchObject({ psn: 302, rounds: 2 });
+  });
+
+  it('retry_cnt retries and a fault behind every attempt: explained', () => {
+    const e = explainRetryExhausted({ tl: write4(3), index: 0, budget: 3, faultNs: [150, 1011, 2012, 3010], errorNs: 9000 });
+    expect(e.ok).toBe(true);
+    expect(e.why).toMatch(/3 retries from PSN 10/);
+  });
+
+  it('fewer retries than retry_cnt: not explained, whatever the faults', () => {
+    const e = explainRetryExhausted({ tl: write4(2), index: 0, budget: 3, faultNs: [150, 1011, 2012, 3010, 4000], errorNs: 9000 });
+    expect(e).toEqual({ ok: false, why: expect.stringMatching(/gave up after 2 retransmission round\(s\).*retry_cnt 3 allows 3/) });
+  });
+
+  it('too few faults on the QP to account for every failed attempt: not explained (a responder that stopped on its own)', () => {
+    const e = explainRetryExhausted({
+      tl: write4(3),
+      index: 0,
+      budget: 3,
+      faultNs: [1011, 2012, 50 /* before its first packet */, 9500 /* after */],
+      errorNs: 9000,
+    });
+    expect(e.ok).toBe(false);
+    expect(e.why).toMatch(/only 2 time\(s\)/);
+  });
+
+  it('a device that retries for ever never explains giving up', () => {
+    expect(explainRetryExhausted({ tl: write4(9), index: 0, budget: Infinity, faultNs: [1, 2, 3], errorNs: 9000 }).ok).toBe(false);
+  });
+});
+
+describe('the judge of an exhausted RNR retry budget', () => {
+  const send = (retrans: number[]) =>
+    timeline(
+      [wr({ op: 'send', psnFirst: 40, psnLast: 40, firstPacketNs: 100, retransmissions: retrans.map((ns) => ({ ns, psn: 40 })) })],
+      retrans
+        .map((ns) => ({ ns: ns - 50, kind: 'rnr-nak' as const, psn: 40, syndrome: 0x21 }))
+        .concat([{ ns: 9000, kind: 'rnr-nak', psn: 40, syndrome: 0x21 }]),
+    );
+
+  it('rnr_retry + 1 RNR NAKs in a row while no receive was posted: explained', () => {
+    const e = explainRnrExhausted({ tl: send([1000, 2000]), index: 0, rnrRetry: 2, heldReceives: () => 0 });
+    expect(e).toEqual({ ok: true, why: expect.stringMatching(/3 RNR NAKs for PSN 40 in a row \(rnr_retry 2\)/) });
+  });
+
+  it('fewer RNR NAKs than rnr_retry + 1: not explained', () => {
+    expect(explainRnrExhausted({ tl: send([1000]), index: 0, rnrRetry: 2, heldReceives: () => 0 }).ok).toBe(false);
+  });
+
+  it('an RNR NAK while the responder held a receive posted before the request left: not explained', () => {
+    const e = explainRnrExhausted({ tl: send([1000, 2000]), index: 0, rnrRetry: 2, heldReceives: (tx) => (tx >= 1000 ? 1 : 0) });
+    expect(e.ok).toBe(false);
+    expect(e.why).toMatch(/held 1 receive/);
+  });
+
+  it('rnr_retry 7 retries for ever', () => {
+    expect(explainRnrExhausted({ tl: send([1000, 2000]), index: 0, rnrRetry: 7, heldReceives: () => 0 }).ok).toBe(false);
+  });
+});
+
+/** Two hosts, one RC QP; `traffic` and `faults` as given. */
+function scenarioWith(qp: Record<string, unknown>, traffic: Record<string, unknown>[], faults: Record<string, unknown>[] = []) {
+  return {
+    name: 'exhaustion',
+    seed: 7,
+    duration: '50ms',
+    qps: [{ name: 'rc0', type: 'RC', mtu: 1024, timeout: 4, retry_cnt: 2, rnr_retry: 7, ...qp }],
+    traffic,
+    faults,
+  };
+}
+
+describe('scenarios that run a QP out of retries', () => {
+  // After its first 3 requests, the cable carries no more of a's requests: every retry of the 4th is lost.
+  const blackhole = [{ action: 'drop', direction: 'a->b', match: { after: 3 } }];
+  const writes = { qp: 'rc0', from: 'a', op: 'write', size: 1024, count: 6, depth: 6 };
+
+  it('retry_cnt 2 and a cable that stops: RETRY_EXC_ERR explained, later WRs flushed, no failure', async () => {
+    const r = await run(scenarioWith({}, [{ ...writes, expect: 'success-or-exhausted' }], blackhole));
+    expect(r.verify).toEqual([]);
+    expect(r.exhausted).toHaveLength(1);
+    expect(r.exhausted[0]).toMatchObject({ qp: 'rc0', from: 'a', wr: 3, status: 'IBV_WC_RETRY_EXC_ERR' });
+    expect(r.exhausted[0]!.why).toMatch(/2 retries from PSN \d+ without progress \(retry_cnt 2\)/);
+    const t = r.traffic[0]!;
+    expect(t.ok).toBe(3);
+    expect(t.errors).toEqual({ IBV_WC_RETRY_EXC_ERR: 1, IBV_WC_WR_FLUSH_ERR: 2 });
+    expect(r.counters.rnic0!['1']!.retry_exceeded_err).toBe(1);
+    expect(judge(r)).toMatchObject({ ok: true, exhausted: 1 });
+  });
+
+  it('the same with expect success: a failure', async () => {
+    const r = await run(scenarioWith({}, [{ ...writes, expect: 'success' }], blackhole));
+    expect(r.exhausted).toEqual([]);
+    expect(r.findings.map((f) => `${f.kind} ${f.status}`)).toEqual(['error-completion IBV_WC_RETRY_EXC_ERR']);
+    expect(judge(r).ok).toBe(false);
+  });
+
+  it('rxe retries for ever at retry_cnt 7: the cable that stops is a stall, not an explained exhaustion', async () => {
+    const r = await run({
+      ...scenarioWith({ retry_cnt: 7 }, [{ ...writes, expect: 'success-or-exhausted' }], blackhole),
+      quirks: { rxeRetryCnt7Infinite: true },
+      watchdog: '5ms',
+    });
+    expect(r.exhausted).toEqual([]);
+    expect(r.findings.map((f) => f.kind)).toEqual(['stall']);
+  });
+
+  it('rnr_retry 1 and receives that come too late: RNR_RETRY_EXC_ERR explained; the reverse stream on the QP in error follows from it', async () => {
+    const r = await run(
+      scenarioWith({ rnr_retry: 1, min_rnr_timer: 1 }, [
+        { qp: 'rc0', from: 'a', op: 'send', size: 100, count: 2, recvStartNs: '5ms', expect: 'success-or-exhausted' },
+        // b's writes start once a's QP is in the error state: they time out against it.
+        { qp: 'rc0', from: 'b', op: 'write', size: 100, count: 2, startNs: '1ms', expect: 'success-or-exhausted' },
+      ]),
+    );
+    expect(r.verify).toEqual([]);
+    expect(r.exhausted.map((x) => `${x.from} ${x.status}`)).toEqual(['a IBV_WC_RNR_RETRY_EXC_ERR']);
+    expect(r.exhausted[0]!.why).toMatch(/2 RNR NAKs for PSN \d+ in a row \(rnr_retry 1\), each while no receive was posted/);
+    // No fault explains b's timeout on its own: a's QP in the error state does, so it is a consequence.
+    expect(r.consequences.map((f) => `${f.from} ${f.kind} ${f.status}`)).toEqual(['b error-completion IBV_WC_RETRY_EXC_ERR']);
+    expect(judge(r).ok).toBe(true);
+  });
+
+  it('a receive posted in time: no RNR exhaustion to explain, the SENDs succeed', async () => {
+    const r = await run(
+      scenarioWith({ rnr_retry: 1, min_rnr_timer: 1 }, [{ qp: 'rc0', from: 'a', op: 'send', size: 100, count: 2, expect: 'success-or-exhausted' }]),
+    );
+    expect(r.verify).toEqual([]);
+    expect(r.exhausted).toEqual([]);
+    expect(r.traffic[0]!.ok).toBe(2);
+  });
+});
