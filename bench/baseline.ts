@@ -40,6 +40,7 @@ const fresh: Record<string, BaselineEntry> = {};
 
 /** "vs baseline" text for one figure, and remembers it for saveBaseline(). */
 export function vsBaseline(key: string, value: number, reference: number, lowerIsBetter = false): string {
+  if (!Number.isFinite(value)) return 'vs baseline: not measured (nothing saved)';
   fresh[key] = { value, reference, measured: new Date().toISOString() };
   const b = loadBaseline().entries[key];
   if (!b) return 'vs baseline: none saved';

@@ -21,7 +21,10 @@ if (!only || only === 'sim') {
   printLink(benchLink());
 }
 if (!only || only === 'verbs') printVerbs(benchVerbs());
-if (!only || only === 'realtime') printRealtime(await benchRealtime(), vsBaseline);
+if (!only || only === 'realtime') {
+  // The default configuration (devices on one worker) and all devices in the application's thread (docs/pipeline.md, "Threads").
+  printRealtime([...(await benchRealtime()), ...(await benchRealtime({ workers: 0 }))], vsBaseline);
+}
 if (!only || only === 'sim') {
   printSimStream([await benchSimStream({ messageBytes: 65536 }), await benchSimStream({ messageBytes: 4096 })], vsBaseline);
   printSimModel([await benchSimModel()]);
