@@ -39,10 +39,12 @@ export function loadBaseline(): BaselineFile {
 const fresh: Record<string, BaselineEntry> = {};
 
 /** "vs baseline" text for one figure, and remembers it for saveBaseline(). */
-export function vsBaseline(key: string, value: number, reference: number): string {
+export function vsBaseline(key: string, value: number, reference: number, lowerIsBetter = false): string {
+  if (!Number.isFinite(value)) return 'vs baseline: not measured (nothing saved)';
   fresh[key] = { value, reference, measured: new Date().toISOString() };
   const b = loadBaseline().entries[key];
   if (!b) return 'vs baseline: none saved';
+  if (key.startsWith('rt-')) return vsRealtime(value, reference, b, lowerIsBetter);
   const raw = value / b.value;
   // CPU-second figures barely move with the machine's load: compared raw, and a drop of more
   // than 25% is flagged. Wall figures move 2-4x with load: shown raw and per no-queue callback
@@ -50,6 +52,20 @@ export function vsBaseline(key: string, value: number, reference: number): strin
   if (key.endsWith('-cpu')) return `vs baseline: x${raw.toFixed(2)}${raw < 0.75 ? '  REGRESSION' : ''}`;
   const norm = value / reference / (b.value / b.reference);
   return `vs baseline: x${raw.toFixed(2)} raw, x${norm.toFixed(2)} per no-queue callback (wall: load-dependent)`;
+}
+
+/**
+ * The realtime figures (bench/realtime.bench.ts) take two threads of a
+ * shared 2-core machine: they move with its load more than any CPU-second
+ * figure. Shown raw and relative to their same-run reference (crc32 for a
+ * rate, the cross-thread spin hand-off for a latency), as "better than" (> 1)
+ * or "worse than" (< 1) the saved run; a figure that is more than 2x worse on
+ * both readings is flagged.
+ */
+function vsRealtime(value: number, reference: number, b: BaselineEntry, lowerIsBetter: boolean): string {
+  const raw = lowerIsBetter ? b.value / value : value / b.value;
+  const norm = lowerIsBetter ? b.value / b.reference / (value / reference) : value / reference / (b.value / b.reference);
+  return `vs baseline: x${raw.toFixed(2)} raw, x${norm.toFixed(2)} per same-run reference (> 1: better)${raw < 0.5 && norm < 0.5 ? '  REGRESSION' : ''}`;
 }
 
 /** Writes what this run measured over the saved entries of the same keys. */

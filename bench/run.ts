@@ -4,6 +4,7 @@ import { benchFabric, printFabric } from './fabric.bench.js';
 import { benchObjects, printObjects } from './objects.bench.js';
 import { benchRdmaCore, benchRdmaCoreJs, printRdmaCore, printRdmaCoreJs } from './rdma-core.bench.js';
 import { saveBaseline, vsBaseline } from './baseline.js';
+import { benchRealtime, printRealtime } from './realtime.bench.js';
 import { benchSimModel, printSimModel } from './sim-model.bench.js';
 import { benchSimStream, printSimStream } from './sim-stream.bench.js';
 import { benchLink, benchScheduler, printLink, printScheduler } from './sim.bench.js';
@@ -20,6 +21,10 @@ if (!only || only === 'sim') {
   printLink(benchLink());
 }
 if (!only || only === 'verbs') printVerbs(benchVerbs());
+if (!only || only === 'realtime') {
+  // The default configuration (devices on one worker) and all devices in the application's thread (docs/pipeline.md, "Threads").
+  printRealtime([...(await benchRealtime()), ...(await benchRealtime({ workers: 0 }))], vsBaseline);
+}
 if (!only || only === 'sim') {
   printSimStream([await benchSimStream({ messageBytes: 65536 }), await benchSimStream({ messageBytes: 4096 })], vsBaseline);
   printSimModel([await benchSimModel()]);

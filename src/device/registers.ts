@@ -9,7 +9,8 @@
  *   1. write the WQE bytes (plain stores);
  *   2. Atomics.store the new producer counter into the doorbell record;
  *   3. Atomics.store the same value into the queue's doorbell slot in the BAR;
- *   4. Atomics.or the queue's bit into its kind's pending bitmap;
+ *   4. Atomics.or the queue's bit into its kind's pending bitmap (and the
+ *      bits that name its word in the index and top words above it);
  *   5. Atomics.or the kind's bit into DB_SUMMARY;
  *   6. Atomics.add(DB_SEQ, 1), then Atomics.notify(DB_SEQ) if DEVICE_SLEEPING.
  * The device, woken by DB_SEQ (or polling DB_SUMMARY), exchanges DB_SUMMARY
@@ -129,7 +130,7 @@ export const REGISTERS: readonly { name: string; offset: number; access: 'RO' | 
       name: `${k}_PENDING_OFFSET`,
       offset: 0x108 + 16 * i,
       access: 'RO' as const,
-      doc: `byte offset of the ${k} pending bitmap: W = ceil(COUNT/32) words (bit n%32 of word n/32), then ceil(W/32) index words (bit w%32 of index word w/32: pending word w may be non-zero)`,
+      doc: `byte offset of the ${k} pending bitmap: W = ceil(COUNT/32) words (bit n%32 of word n/32), then I = ceil(W/32) index words (bit w%32 of index word w/32: pending word w may be non-zero), then ceil(I/32) top words (bit i%32 of top word i/32: index word i may be non-zero)`,
     },
   ]),
 ]);
@@ -223,7 +224,8 @@ export class Bar {
       off += n * 4;
       pendOffs.push(off);
       const words = Math.ceil(n / 32);
-      off += (words + Math.ceil(words / 32)) * 4;
+      const indexWords = Math.ceil(words / 32);
+      off += (words + indexWords + Math.ceil(indexWords / 32)) * 4;
     }
     const bytes = Math.ceil(off / 4096) * 4096;
     const sab = new SharedArrayBuffer(bytes);
@@ -268,9 +270,14 @@ export function ringDoorbell(bar: Bar, kind: DbKind, n: number, value: number): 
   const r = bar.i32;
   Atomics.store(r, bar.slotBase[kind]! + n, value);
   const w = n >>> 5;
-  Atomics.or(r, bar.pendBase[kind]! + w, 1 << (n & 31));
-  // The index word tells the device which pending word to look at (no scan of them all).
-  Atomics.or(r, bar.pendBase[kind]! + ((bar.count[kind]! + 31) >>> 5) + (w >>> 5), 1 << (w & 31));
+  const pend = bar.pendBase[kind]!;
+  const words = (bar.count[kind]! + 31) >>> 5;
+  Atomics.or(r, pend + w, 1 << (n & 31));
+  // The index word tells the device which pending word to look at, the top
+  // word which index word: a drain reads a few words, not all of them.
+  const iw = w >>> 5;
+  Atomics.or(r, pend + words + iw, 1 << (w & 31));
+  Atomics.or(r, pend + words + ((words + 31) >>> 5) + (iw >>> 5), 1 << (iw & 31));
   Atomics.or(r, Reg.DB_SUMMARY, 1 << kind);
   Atomics.add(r, Reg.DB_SEQ, 1);
   if (Atomics.load(r, Reg.DEVICE_SLEEPING) !== 0) Atomics.notify(r, Reg.DB_SEQ);
@@ -354,6 +361,10 @@ export function loadDbrec(mem: HostMemory, addrNum: number): number {
 
 /** Claim the kinds with pending doorbells (bit k = DbKind k). */
 export function takeSummary(bar: Bar): number {
+  // Read before the exchange: an idle device polls this every pass, and an
+  // exchange (a write) on every pass would take the cache line the driver's
+  // doorbell writes away from the driver's core each time.
+  if (Atomics.load(bar.i32, Reg.DB_SUMMARY) === 0) return 0;
   return Atomics.exchange(bar.i32, Reg.DB_SUMMARY, 0);
 }
 
@@ -370,32 +381,41 @@ export function drainDoorbells(bar: Bar, kind: DbKind, out: Int32Array): number 
   const words = (bar.count[kind]! + 31) >>> 5;
   const index = pend + words;
   const indexWords = (words + 31) >>> 5;
+  const top = index + indexWords;
+  const topWords = (indexWords + 31) >>> 5;
   const cap = out.length >>> 1;
   let n = 0;
-  for (let iw = 0; iw < indexWords; iw++) {
-    if (Atomics.load(r, index + iw) === 0) continue;
-    // Index bits are cleared before their pending words are read: a bit set
+  for (let tw = 0; tw < topWords; tw++) {
+    if (Atomics.load(r, top + tw) === 0) continue;
+    // Each level is cleared before the level below it is read: a bit set
     // again meanwhile is at worst a second look at an empty word.
-    let wbits = Atomics.exchange(r, index + iw, 0);
-    while (wbits !== 0) {
-      const wb = 31 - Math.clz32(wbits & -wbits);
-      wbits &= wbits - 1;
-      const w = (iw << 5) | wb;
-      let bits = Atomics.exchange(r, pend + w, 0);
-      while (bits !== 0) {
-        if (n === cap) {
-          // Out of room: give back what is left of this word and of the index word.
-          Atomics.or(r, pend + w, bits);
-          Atomics.or(r, index + iw, wbits | (1 << wb));
-          Atomics.or(r, Reg.DB_SUMMARY, 1 << kind);
-          return n;
+    let ibits = Atomics.exchange(r, top + tw, 0);
+    while (ibits !== 0) {
+      const ib = 31 - Math.clz32(ibits & -ibits);
+      ibits &= ibits - 1;
+      const iw = (tw << 5) | ib;
+      let wbits = Atomics.exchange(r, index + iw, 0);
+      while (wbits !== 0) {
+        const wb = 31 - Math.clz32(wbits & -wbits);
+        wbits &= wbits - 1;
+        const w = (iw << 5) | wb;
+        let bits = Atomics.exchange(r, pend + w, 0);
+        while (bits !== 0) {
+          if (n === cap) {
+            // Out of room: give back what is left of this word, its index word and its top word.
+            Atomics.or(r, pend + w, bits);
+            Atomics.or(r, index + iw, wbits | (1 << wb));
+            Atomics.or(r, top + tw, ibits | (1 << ib));
+            Atomics.or(r, Reg.DB_SUMMARY, 1 << kind);
+            return n;
+          }
+          const b = 31 - Math.clz32(bits & -bits);
+          bits &= bits - 1;
+          const q = (w << 5) | b;
+          out[2 * n] = q;
+          out[2 * n + 1] = Atomics.load(r, slots + q);
+          n++;
         }
-        const b = 31 - Math.clz32(bits & -bits);
-        bits &= bits - 1;
-        const q = (w << 5) | b;
-        out[2 * n] = q;
-        out[2 * n + 1] = Atomics.load(r, slots + q);
-        n++;
       }
     }
   }

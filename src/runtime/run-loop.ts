@@ -90,8 +90,13 @@ export async function runDeviceLoop(host: DeviceHost, bars: Bar[], stop: Int32Ar
   await host.drain();
 }
 
-/** Monotonic nanoseconds since `t0`, as a number (exact for ~104 days). */
+/**
+ * Monotonic whole nanoseconds since the clock was made, as a Number. Read
+ * from performance.now() (a double of ms, sub-µs resolution): no BigInt and
+ * no object per read, which an idle loop polling the clock every pass turned
+ * into most of its garbage-collection time (issue 9).
+ */
 export function monotonicClock(): { now(): number } {
-  const t0 = process.hrtime.bigint();
-  return { now: () => Number(process.hrtime.bigint() - t0) };
+  const t0 = performance.now();
+  return { now: () => Math.floor((performance.now() - t0) * 1e6) };
 }
