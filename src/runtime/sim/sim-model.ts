@@ -436,6 +436,18 @@ export class SimModel implements RunningModel {
     await this.until(() => this.now() >= target, target);
   }
 
+  /**
+   * Runs events until something changes (a CQE, an event, an interrupt),
+   * the next event is past the horizon, or CHUNK_EVENTS have run; returns
+   * how many ran. For a driver loop that acts only on completions and on
+   * times it puts in the horizon (the scenario runner): unlike `step`, no
+   * `pollStep` cap, so it does not come back every microsecond of virtual
+   * time to find nothing new.
+   */
+  runToChange(): number {
+    return this.#runChunk(null, Infinity);
+  }
+
   /** Runs events until a change, `cond()`, the deadline, or CHUNK_EVENTS. Returns events run. */
   #runChunk(cond: (() => boolean) | null, deadlineNs: number): number {
     if (this.#driving) return 0;
