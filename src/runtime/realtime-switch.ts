@@ -15,14 +15,13 @@
  */
 import type { CableEnd } from '../fabric/cable.js';
 import { wireBytes } from '../fabric/link.js';
-import type { SwitchConfig } from '../fabric/switch/config.js';
+import { DEFAULT_SWITCH_CONFIG, type SwitchConfig } from '../fabric/switch/config.js';
 import { Switch, type SwitchLine, type SwitchPortStats } from '../fabric/switch/switch.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
 import { parseMac } from '../wire/index.js';
 import { Random } from './sim/random.js';
 import { Scheduler, type SimEvent } from './sim/scheduler.js';
 import type { ModelConfig } from './config.js';
-import { DEFAULT_SWITCH_CONFIG } from '../fabric/switch/config.js';
 import { applyRoutes, type HostAddresses, type SwitchRoute, switchPortMac, switchRoutes } from './switch-routes.js';
 
 /** One switch as the main thread hands it to the thread that runs it (plain data: it crosses to a worker). */
