@@ -7,7 +7,8 @@
  * load). The CPU-second figures are compared raw and a drop of more than
  * 25% is flagged as a regression; wall figures are never flagged.
  *
- * `npm run bench -- sim --save-baseline` rewrites the entries it measured.
+ * `npm run bench -- sim --save-baseline` (or `-- sim-stream`, `-- fabric`)
+ * rewrites the entries it measured.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

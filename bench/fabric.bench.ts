@@ -11,9 +11,12 @@
  *    includes waiting for a core);
  *  - wall ms per simulated ms;
  *  - the whole run's wall time (setup included);
+ *  - events per packet-hop;
  * beside the scheduler's no-queue loop (bench/sim.bench.ts) measured in the
- * same run. The goal is 1.3 M packet-hops/s (twice ns-3 HPCC's ~0.64 M at
- * 8:1); the figures say how far off that is.
+ * same run, and the saved baseline (bench/baseline.json, keys
+ * `fabric-<scenario>` and `fabric-<scenario>-cpu`). The goal is twice what
+ * ns-3's HPCC simulator does on this machine's kind (~0.64 M packet-hops/s
+ * at 8:1, ~0.43 M at 64:1); the figures say how far off that is.
  */
 import { loadScenario, type Scenario } from '../src/scenario/scenario.js';
 import { runScenario } from '../src/scenario/scenario-runner.js';
@@ -30,8 +33,14 @@ export interface FabricBenchResult {
   readonly hops: number;
   readonly simulatedNs: number;
   readonly drops: number;
+  readonly eventsPerHop: number;
   readonly noQueuePerSec: number;
+  /** ns-3 HPCC's packet-hops per second for this incast on this machine's kind (issue 10), or 0 when not known. */
+  readonly ns3PerSec: number;
 }
+
+/** What issue 10 gives for ns-3's HPCC simulator on this machine's kind (packet-hops per wall second). */
+const NS3_HOPS_PER_SEC: Readonly<Record<string, number>> = { 'incast-8to1': 640_000, 'incast-64to1': 430_000 };
 
 function spread(xs: number[]): Spread {
   const s = [...xs].sort((a, b) => a - b);
@@ -64,23 +73,30 @@ export async function benchFabric(file: string, rounds: number): Promise<FabricB
     hops: last.r.packetHops,
     simulatedNs: last.r.endNs,
     drops: last.drops,
+    eventsPerHop: last.r.eventsRun / last.r.packetHops,
     noQueuePerSec: noQueue,
+    ns3PerSec: NS3_HOPS_PER_SEC[s.name] ?? 0,
   };
 }
 
 const fmtK = (x: number): string => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : `${(x / 1e3).toFixed(0)} k`);
 const fmtSpread = (s: Spread, f: (x: number) => string): string => `${f(s.min)} / ${f(s.median)} / ${f(s.max)}`;
 
-export function printFabric(results: readonly FabricBenchResult[]): void {
-  console.log('\n## sim fabric: incast through a switch (min / median / max over rounds; goal ≥ 1.3 M packet-hops/s)');
+export function printFabric(results: readonly FabricBenchResult[], vsBaseline: (key: string, value: number, noQueue: number) => string = () => ''): void {
+  console.log('\n## sim fabric: incast through a switch (min / median / max over rounds; goal: twice ns-3 HPCC)');
   for (const r of results) {
     console.log(r.name);
-    console.log(
-      `  packet-hops/s       ${fmtSpread(r.hopsPerSec, fmtK)}   (traffic only; ${r.hops} hops, ${(r.simulatedNs / 1000).toFixed(0)} µs simulated, ${r.drops} dropped)`,
-    );
-    console.log(`  per CPU second      ${fmtSpread(r.hopsPerCpuSec, fmtK)}   (traffic only, CPU time of the process)`);
+    console.log(`  packet-hops/s       ${fmtSpread(r.hopsPerSec, fmtK).padEnd(26)} ${vsBaseline(r.key, r.hopsPerSec.median, r.noQueuePerSec)}`);
+    console.log(`  per CPU second      ${fmtSpread(r.hopsPerCpuSec, fmtK).padEnd(26)} ${vsBaseline(`${r.key}-cpu`, r.hopsPerCpuSec.median, r.noQueuePerSec)}`);
     console.log(`  wall ms per sim ms  ${fmtSpread(r.wallMsPerSimMs, (x) => x.toFixed(1))}`);
-    console.log(`  whole run, wall ms  ${fmtSpread(r.runWallMs, (x) => x.toFixed(0))}`);
+    console.log(`  whole run, wall ms  ${fmtSpread(r.runWallMs, (x) => x.toFixed(0))}   (setup included)`);
+    console.log(
+      `  traffic             ${r.hops} hops, ${(r.simulatedNs / 1000).toFixed(0)} µs simulated, ${r.drops} dropped, ${r.eventsPerHop.toFixed(2)} events per hop`,
+    );
+    if (r.ns3PerSec > 0)
+      console.log(
+        `  vs ns-3 HPCC        ${fmtK(r.ns3PerSec)} packet-hops/s there (issue 10): this median at x${(r.hopsPerSec.median / r.ns3PerSec).toFixed(2)} wall, x${(r.hopsPerCpuSec.median / r.ns3PerSec).toFixed(2)} per CPU second; goal x2`,
+      );
     console.log(
       `  same run: scheduler no-queue loop ${(r.noQueuePerSec / 1e6).toFixed(0)} M callbacks/s; ` +
         `packet-hops at ${((r.hopsPerSec.median / r.noQueuePerSec) * 1e6).toFixed(1)} per M no-queue callbacks`,
@@ -90,6 +106,7 @@ export function printFabric(results: readonly FabricBenchResult[]): void {
 
 /** `node dist/bench/fabric.bench.js` runs it alone. */
 if (import.meta.url === `file://${process.argv[1]}`) {
-  printFabric([await benchFabric('scenarios/incast-8to1.json', 5), await benchFabric('scenarios/incast-64to1.json', 3)]);
+  const { vsBaseline } = await import('./baseline.js');
+  printFabric([await benchFabric('scenarios/incast-8to1.json', 5), await benchFabric('scenarios/incast-64to1.json', 3)], vsBaseline);
   process.exit(0);
 }

@@ -1,4 +1,9 @@
-/** `npm run bench`: every benchmark, each beside its in-run baseline. */
+/**
+ * `npm run bench`: every benchmark, each beside its in-run baseline.
+ * `npm run bench -- NAME` runs one part (wire, sim, sim-stream, fabric,
+ * verbs, objects, campaign, rdma-core); `--save-baseline` writes what the
+ * run measured into bench/baseline.json.
+ */
 import { benchCampaign, printCampaign } from './campaign.bench.js';
 import { benchFabric, printFabric } from './fabric.bench.js';
 import { benchObjects, printObjects } from './objects.bench.js';
@@ -25,12 +30,12 @@ if (!only || only === 'realtime') {
   // The default configuration (devices on one worker) and all devices in the application's thread (docs/pipeline.md, "Threads").
   printRealtime([...(await benchRealtime()), ...(await benchRealtime({ workers: 0 }))], vsBaseline);
 }
-if (!only || only === 'sim') {
+if (!only || only === 'sim' || only === 'sim-stream') {
   printSimStream([await benchSimStream({ messageBytes: 65536 }), await benchSimStream({ messageBytes: 4096 })], vsBaseline);
-  printSimModel([await benchSimModel()]);
 }
+if (!only || only === 'sim') printSimModel([await benchSimModel()]);
 if (!only || only === 'sim' || only === 'fabric') {
-  printFabric([await benchFabric('scenarios/incast-8to1.json', 5), await benchFabric('scenarios/incast-64to1.json', 3)]);
+  printFabric([await benchFabric('scenarios/incast-8to1.json', 5), await benchFabric('scenarios/incast-64to1.json', 3)], vsBaseline);
 }
 if (!only || only === 'objects') printObjects(await benchObjects());
 if (!only || only === 'campaign') printCampaign(await benchCampaign());

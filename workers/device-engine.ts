@@ -7,11 +7,14 @@ import { Bar } from '../src/device/registers.js';
 import { DeviceHost, type RingCable } from '../src/runtime/device-host.js';
 import type { CableConfig } from '../src/runtime/config.js';
 import type { DeviceResources } from '../src/runtime/device-resources.js';
+import type { HostedSwitchSpec } from '../src/runtime/realtime-switch.js';
 import type { UdpCableShm } from '../src/runtime/udp-io.js';
 import { monotonicClock, runDeviceLoop, DEFAULT_TUNING, type LoopTuning } from '../src/runtime/run-loop.js';
 
 interface EngineData {
   devices: DeviceResources[];
+  /** Switches this engine runs (docs/fabric.md). */
+  switches: HostedSwitchSpec[];
   cables: CableConfig[];
   rings: RingCable[];
   /** Shared memory of the UDP cables, by index in `cables`. */
@@ -23,12 +26,19 @@ interface EngineData {
 }
 
 const data = workerData as EngineData;
-const host = new DeviceHost(data.devices, monotonicClock(), data.quirks);
+const host = new DeviceHost(data.devices, monotonicClock(), data.quirks, {
+  specs: data.switches,
+  ...(data.seed === undefined ? {} : { seed: data.seed }),
+});
 const stop = new Int32Array(data.stop);
 
 parentPort!.on('message', (m: { type: string; port?: string; path?: string | null }) => {
   if (m.type === 'stop') {
     Atomics.store(stop, 0, 1);
+    return;
+  }
+  if (m.type === 'fabric-stats') {
+    parentPort!.postMessage({ type: 'fabric-stats', stats: host.fabricStats() });
     return;
   }
   if (m.type === 'capture' && m.port) {

@@ -11,8 +11,11 @@ import { DEVICE_PARAMS } from '../device/capabilities.js';
 import { resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
 import { bool, firstIssue, schemaRef, int, list, numberOrText, oneOf, paramsObject, parsed, shown, strictObject, text } from '../params/schema.js';
 import { CC_PARAMS, resolveCcParams } from '../pipeline/cc-params.js';
+import type { SwitchConfig } from '../fabric/switch/config.js';
 import { QUIRK_NAMES } from '../pipeline/nic-env.js';
 import { ConfigError } from './config-error.js';
+import type { HostAddresses } from './switch-routes.js';
+import { duration, rate, resolveSwitchConfig, SwitchSchema } from './switch-schema.js';
 
 export interface PortConfig {
   /** Station MAC, 'xx:xx:xx:xx:xx:xx'. */
@@ -47,7 +50,33 @@ export type CableFaults = readonly ResolvedFaultRule[];
 
 export type CableConfig =
   | { kind: 'wire'; a: string; b: string; faults?: CableFaults }
-  | { kind: 'udp'; port: string; local: string; remote: string; socketBufferBytes?: number; faults?: CableFaults };
+  | {
+      kind: 'udp';
+      port: string;
+      local: string;
+      remote: string;
+      socketBufferBytes?: number;
+      faults?: CableFaults;
+      /** On a switch port: the hosts beyond the cable (the switch routes their addresses to it). */
+      hosts?: HostAddresses[];
+    };
+
+/**
+ * A switch between the devices (src/fabric/switch); cables name its ports
+ * 'sw0:1' ... The simulator takes each port's rate, delay and MTU from the
+ * link behind it; the realtime runtime from here.
+ */
+export interface SwitchEntry {
+  readonly name: string;
+  readonly ports: number;
+  readonly config?: SwitchConfig;
+  /** Realtime: every port's line rate, bit/s. */
+  readonly linkRate?: number;
+  /** Realtime: the cable delay PFC headroom is sized for, ns. */
+  readonly delayNs?: number;
+  /** Realtime: the largest frame forwarded (bytes, no FCS), for the headroom. */
+  readonly mtu?: number;
+}
 
 export interface ModelConfig {
   /** Worker threads that run the devices (0: run them in the application's thread). */
@@ -58,6 +87,8 @@ export interface ModelConfig {
   quirks: Record<string, boolean>;
   /** Seed of everything random (realtime: the fault dice; the simulator takes strings and bigints too); default 1. */
   seed?: number | string | bigint;
+  /** Switches between the devices (docs/fabric.md). */
+  switches?: readonly SwitchEntry[];
 }
 
 export { ConfigError };
@@ -164,14 +195,14 @@ export const DeviceSchema = strictObject({
 
 const WireCableSchema = strictObject({
   kind: z.literal('wire'),
-  a: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'one end, `"DEVICE:PORT"`' }),
+  a: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'one end, `"DEVICE:PORT"` (or `"SWITCH:PORT"`)' }),
   b: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'the other end; the two ends must differ in MAC and in every IPv4 / IPv6 address' }),
   faults: faultsField(),
 }).meta({ description: 'an in-process cable between two ports' });
 
 const UdpCableSchema = strictObject({
   kind: z.literal('udp'),
-  port: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'the port, `"DEVICE:PORT"`' }),
+  port: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'the port, `"DEVICE:PORT"` (or `"SWITCH:PORT"`)' }),
   local: text().meta({ description: "where we bind, `'a.b.c.d:port'` or `'[v6]:port'`" }),
   remote: text().meta({ description: "where frames go: the peer's own bound address" }),
   socketBufferBytes: parsed(numberOrText(), socketBufferSize).optional().meta({
@@ -180,6 +211,20 @@ const UdpCableSchema = strictObject({
     defaultText: '4 MiB',
   }),
   faults: faultsField(),
+  hosts: list(
+    strictObject({
+      mac: matching(MAC, 'a MAC address').meta({ description: "the host's MAC" }),
+      ipv4: list(matching(IPV4, 'an IPv4 address'), 'a list of IPv4 addresses').default([]).meta({ description: 'its IPv4 addresses', defaultText: 'none' }),
+      ipv6: list(matching(IPV6, 'an IPv6 address'), 'a list of IPv6 addresses').default([]).meta({ description: 'its IPv6 addresses', defaultText: 'none' }),
+    }),
+    'a list of hosts',
+  )
+    .optional()
+    .meta({
+      description:
+        'only when `port` is a switch port: the hosts beyond the cable (a device of another model process, a VM), `{mac, ipv4, ipv6}` each; the switch routes their addresses to this port and answers ARP / ND for them',
+      defaultText: 'none',
+    }),
 }).meta({
   description:
     "the port's frames as UDP datagrams, one frame each (QEMU's `-netdev socket,udp=…,localaddr=…` convention). The socket lives on its own I/O thread (see Threads)",
@@ -199,6 +244,31 @@ export const QuirksSchema = strictObject(quirkShape, `unknown device behaviour (
   .default({})
   .meta({ description: 'named device behaviours, e.g. `{"rxeRetryCnt7Infinite": true}`; the list is in docs/pipeline.md', defaultText: 'none (IBTA)' });
 
+/** A switch of the realtime runtime (docs/fabric.md, "Switches in the realtime runtime"). */
+const ConfigSwitchSchema = strictObject({
+  name: text()
+    .regex(NAME, { error: (iss) => `${shown(iss.input)}: use letters, digits, '_', '.', '-'` })
+    .meta({ description: 'its name; cables name its ports `"NAME:PORT"` (1-based)' }),
+  ports: int(1, 1024).meta({ description: 'how many ports, 1..1024' }),
+  linkRate: rate
+    .default(10_000_000_000)
+    .refine((r) => r >= 1_000_000 && r <= 1e13, 'must be 1Mbps..10Tbps')
+    .meta({
+      description:
+        'every port\'s line rate, bit/s or `"10Gbps"`: a port sends one frame at a time at this rate (preamble, FCS and gap counted), so its queue builds when devices send faster; ECN thresholds are picked by it',
+      defaultText: '10 Gb/s',
+    }),
+  delay: duration
+    .default(1000)
+    .meta({ description: 'the cable delay PFC headroom is sized for (3 × rate × delay + 2 MTU), ns or `"1us"`', defaultText: '1 µs' }),
+  mtu: int(256, 16384).default(9018).meta({ description: 'largest frame forwarded (bytes, no FCS), for the headroom' }),
+  config: SwitchSchema.prefault({}).meta({
+    description:
+      "buffer, PFC, ECN and scheduling settings: the scenario file's `switch` section (`buffer`, `pfc`, `ecn.thresholds`, `scheduler`, `trust`, …, docs/scenarios.md)",
+    defaultText: 'the HPCC ns-3 switch',
+  }),
+});
+
 /** The model configuration file (`RNIC_CONFIG`). */
 export const ConfigSchema = strictObject({
   $schema: schemaRef('config.schema.json'),
@@ -209,7 +279,13 @@ export const ConfigSchema = strictObject({
   devices: list(DeviceSchema, 'a non-empty list of devices').min(1, { error: 'expected a non-empty list of devices' }).meta({ description: 'the devices' }),
   cables: list(CableSchema).default([]).meta({ description: 'what connects the ports', defaultText: 'none' }),
   quirks: QuirksSchema,
-  seed: int(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'seed of the fault dice (each cable gets its own stream)', defaultText: '1' }),
+  seed: int(0, Number.MAX_SAFE_INTEGER)
+    .optional()
+    .meta({ description: "seed of the fault dice (each cable gets its own stream) and of the switches' ECN marking", defaultText: '1' }),
+  switches: list(ConfigSwitchSchema).default([]).meta({
+    description: 'switches between the devices (docs/fabric.md): output-queued, shared buffer, PFC, ECN; cables name their ports',
+    defaultText: 'none',
+  }),
 }).meta({ title: 'rnic-model configuration (RNIC_CONFIG)' });
 
 // ---- what the shape cannot say: references between entries ----
@@ -230,15 +306,26 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
   if (!r.success) throw new ConfigError(firstIssue(r.error, source));
   const o = r.data;
   const devices = resolveDevices(o.devices, source);
-  const portOf = (ref: string, path: string): PortConfig => {
+  const switches = o.switches.map((w, i): SwitchEntry => {
+    if (devices.some((d) => d.name === w.name)) fail(`${source}.switches[${i}].name`, `${w.name} is already the name of a device`);
+    if (o.switches.findIndex((x) => x.name === w.name) !== i) fail(`${source}.switches[${i}].name`, `switch ${w.name} is defined twice`);
+    return { name: w.name, ports: w.ports, linkRate: w.linkRate, delayNs: w.delay, mtu: w.mtu, config: resolveSwitchConfig(w.config) };
+  });
+  /** The device port a reference names, or null for a switch port. */
+  const portOf = (ref: string, path: string): PortConfig | null => {
     const [dev, port] = ref.split(':') as [string, string];
+    const w = switches.find((x) => x.name === dev);
+    if (w) {
+      if (Number(port) < 1 || Number(port) > w.ports) fail(path, `switch ${dev} has no port ${port} (ports 1..${w.ports})`);
+      return null;
+    }
     const d = devices.find((x) => x.name === dev);
-    if (!d) fail(path, `no device named ${dev}`);
+    if (!d) fail(path, `no device or switch named ${dev}`);
     if (Number(port) < 1 || Number(port) > d.ports.length) fail(path, `${dev} has no port ${port}`);
     return d.ports[Number(port) - 1]!;
   };
   const used = new Set<string>();
-  const use = (ref: string, path: string): PortConfig => {
+  const use = (ref: string, path: string): PortConfig | null => {
     const p = portOf(ref, path);
     if (used.has(ref)) fail(path, `port ${ref} already has a cable`);
     used.add(ref);
@@ -250,10 +337,11 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
     if (c.kind === 'wire') {
       const a = use(c.a, `${path}.a`);
       const b = use(c.b, `${path}.b`);
-      distinctEnds(a, b, c.a, c.b, path);
+      if (a && b) distinctEnds(a, b, c.a, c.b, path);
       return { kind: 'wire', a: c.a, b: c.b, ...faults };
     }
-    use(c.port, `${path}.port`);
+    const onSwitch = use(c.port, `${path}.port`) === null;
+    if (c.hosts !== undefined && !onSwitch) fail(`${path}.hosts`, `only a switch port's cable names the hosts beyond it (${c.port} is a device port)`);
     return {
       kind: 'udp',
       port: c.port,
@@ -261,9 +349,17 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       remote: c.remote,
       ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }),
       ...faults,
+      ...(c.hosts === undefined ? {} : { hosts: c.hosts }),
     };
   });
-  return { workers: o.workers, devices, cables, quirks: resolveQuirks(o.quirks), ...(o.seed === undefined ? {} : { seed: o.seed }) };
+  return {
+    workers: o.workers,
+    devices,
+    cables,
+    quirks: resolveQuirks(o.quirks),
+    ...(o.seed === undefined ? {} : { seed: o.seed }),
+    ...(switches.length === 0 ? {} : { switches }),
+  };
 }
 
 /** Checked devices (DeviceSchema's output) with unique names; `source` starts the paths. */

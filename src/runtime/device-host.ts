@@ -11,6 +11,7 @@ import { Firmware } from '../device/firmware.js';
 import { HostMemory } from '../device/host-memory.js';
 import { Bar, DevStatus, setDeviceStatus } from '../device/registers.js';
 import { InProcessCable, type CableEnd } from '../fabric/cable.js';
+import type { SwitchPortStats } from '../fabric/switch/switch.js';
 import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
 import { Random } from './sim/random.js';
 import { resolveCcParams } from '../pipeline/cc-params.js';
@@ -24,6 +25,7 @@ import type { DeviceResources } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
 import { createUdpCableShm, UdpIoThread, type UdpCableShm } from './udp-io.js';
 import { openPcapFile } from './pcap-file.js';
+import { type HostedSwitchSpec, RealtimeSwitches } from './realtime-switch.js';
 
 /** A cable between two threads: one ring each way, made by the main thread. */
 export interface RingCable {
@@ -40,6 +42,14 @@ export interface HostedDevice {
   readonly bar: Bar;
 }
 
+/** Counters of a running model's fabric (RunningModel.fabricStats). */
+export interface FabricStats {
+  /** Per switch, its ports' counters, port 1 first. */
+  switches: Record<string, SwitchPortStats[]>;
+  /** Per device port ('rnic0:1'), the port's counters (rx/tx, ARP, PFC: rx_prio3_pause, ...). */
+  ports: Record<string, Record<string, number>>;
+}
+
 /** Room counted per packet when budgeting a pass: a 4096-byte MTU packet with every header (and a tag), rounded up. */
 const FULL_FRAME_BYTES = 4096 + 128;
 
@@ -52,12 +62,16 @@ export class DeviceHost {
   private readonly captures: PcapWriter[] = [];
   private kick: (() => void) | null = null;
   private readonly injectors = new Map<CableConfig, FaultInjector>();
+  /** The switches this thread runs (docs/fabric.md), or null. */
+  readonly fabric: RealtimeSwitches | null;
 
   constructor(
     resources: DeviceResources[],
     readonly clock: NicClock,
     quirks: Partial<Quirks> = {},
+    switches: { specs: readonly HostedSwitchSpec[]; seed?: number | string | bigint } | null = null,
   ) {
+    this.fabric = switches && switches.specs.length > 0 ? new RealtimeSwitches(switches.specs, clock, switches.seed ?? 1) : null;
     const portClock = { nowNs: () => BigInt(Math.floor(clock.now())) };
     const q: Quirks = { ...IBTA_QUIRKS, ...quirks };
     for (const r of resources) {
@@ -104,12 +118,29 @@ export class DeviceHost {
   /** Ring ends by device: what limits how much a device may send in a pass. */
   private readonly deviceRings = new Map<HostedDevice, RingEnd[]>();
 
-  private plugRing(ref: { dev: HostedDevice; portNum: number }, ring: RingEnd, end: CableEnd = ring): void {
-    this.plug(ref, end);
+  /** Plugs a cable end into the port `ref` names here (a device's or a switch's); false if it is not here. */
+  private plugAt(ref: string, end: CableEnd): boolean {
+    const p = this.portRef(ref);
+    if (p) {
+      this.plug(p, end);
+      return true;
+    }
+    return this.fabric?.plug(ref, end) ?? false;
+  }
+
+  /** Is the port `ref` names (a device's or a switch's) run by this thread? */
+  private isHere(ref: string): boolean {
+    return this.portRef(ref) !== null || this.fabric?.port(ref) != null;
+  }
+
+  private plugRing(ref: string, ring: RingEnd, end: CableEnd = ring): void {
+    if (!this.plugAt(ref, end)) return;
     this.rings.push(ring);
-    const l = this.deviceRings.get(ref.dev) ?? [];
+    const p = this.portRef(ref);
+    if (!p) return; // a switch port: its line paces itself
+    const l = this.deviceRings.get(p.dev) ?? [];
     l.push(ring);
-    this.deviceRings.set(ref.dev, l);
+    this.deviceRings.set(p.dev, l);
   }
 
   private plug(ref: { dev: HostedDevice; portNum: number }, end: CableEnd): void {
@@ -148,7 +179,7 @@ export class DeviceHost {
     let quiet = 0;
     while (quiet < 4 && this.clock.now() < end) {
       const work = this.poll();
-      const busy = this.devices.some((d) => d.nic.busy());
+      const busy = this.devices.some((d) => d.nic.busy()) || (this.fabric?.busy() ?? false);
       if (work === 0 && !busy && this.pendingTx() === 0) quiet++;
       else quiet = 0;
       if (work === 0) await new Promise<void>((r) => setImmediate(r));
@@ -206,19 +237,15 @@ export class DeviceHost {
     for (const c of cables) {
       const inj = this.injectors.get(c) ?? null;
       if (c.kind === 'wire') {
-        const a = this.portRef(c.a);
-        const b = this.portRef(c.b);
-        if (!a || !b) continue; // the other end lives on another thread: a ring cable
+        if (!this.isHere(c.a) || !this.isHere(c.b)) continue; // the other end lives on another thread: a ring cable
         const w = new InProcessCable();
-        this.plug(a, this.faulty(w.a, inj, 'a->b'));
-        this.plug(b, this.faulty(w.b, inj, 'b->a'));
+        this.plugAt(c.a, this.faulty(w.a, inj, 'a->b'));
+        this.plugAt(c.b, this.faulty(w.b, inj, 'b->a'));
         this.wires.push(w);
       }
     }
     for (const r of rings) {
-      const p = this.portRef(r.port);
-      if (!p) continue;
-      this.plugRing(p, new RingEnd(r.tx, r.rx));
+      if (this.isHere(r.port)) this.plugRing(r.port, new RingEnd(r.tx, r.rx));
     }
     // UDP cables: their ring ends are plugged now, so what the port sends
     // before the socket is bound (an ARP request, say) waits in the TX ring.
@@ -227,12 +254,11 @@ export class DeviceHost {
     const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm }[] = [];
     cables.forEach((c, i) => {
       if (c.kind !== 'udp') return;
-      const p = this.portRef(c.port);
-      if (!p) return;
+      if (!this.isHere(c.port)) return;
       const options = { local: c.local, remote: c.remote, ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }) };
       const shm = udpShm.get(i) ?? createUdpCableShm();
       const end = UdpIoThread.end(shm);
-      this.plugRing(p, end, this.faulty(end, this.injectors.get(c) ?? null, 'a->b'));
+      this.plugRing(c.port, end, this.faulty(end, this.injectors.get(c) ?? null, 'a->b'));
       udp.push({ options, shm });
     });
     if (udp.length > 0) {
@@ -251,7 +277,7 @@ export class DeviceHost {
 
   /** One pass over every device and cable; returns the work done (0 = idle). */
   poll(): number {
-    let work = 0;
+    let work = this.fabric?.poll() ?? 0;
     for (const w of this.wires) work += w.drain();
     for (const r of this.rings) work += r.poll();
     for (const d of this.devices) work += d.nic.poll(this.budget(d));
@@ -282,7 +308,15 @@ export class DeviceHost {
   nextDeadline(): number {
     let t = Infinity;
     for (const d of this.devices) t = Math.min(t, d.nic.nextDeadline());
+    if (this.fabric) t = Math.min(t, this.fabric.nextDeadline());
     return t;
+  }
+
+  /** What the switches and the ports here have counted (the ethtool-style port counters, PFC included). */
+  fabricStats(): FabricStats {
+    const ports: Record<string, Record<string, number>> = {};
+    for (const d of this.devices) d.ports.forEach((p, i) => (ports[`${d.name}:${i + 1}`] = p.counters()));
+    return { switches: this.fabric?.stats() ?? {}, ports };
   }
 
   /** Starts or stops capturing a port at run time (null stops). */

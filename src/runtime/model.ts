@@ -10,8 +10,9 @@ import type { HwCounters } from '../device/counters.js';
 import { Reg, type Bar } from '../device/registers.js';
 import { FrameRing } from '../fabric/frame-ring.js';
 import type { ModelConfig } from './config.js';
-import { DeviceHost, type RingCable } from './device-host.js';
+import { DeviceHost, type FabricStats, type RingCable } from './device-host.js';
 import { createDevice, type DeviceOnHost } from './device-resources.js';
+import { type HostedSwitchSpec, hostedSwitches } from './realtime-switch.js';
 import { monotonicClock, type LoopTuning } from './run-loop.js';
 import { closeSocketsOnExit, createUdpCableShm, readUdpIoStats, type UdpCableShm, type UdpIoStats } from './udp-io.js';
 import { compiledWorker } from './worker-url.js';
@@ -38,6 +39,8 @@ export interface RunningModel {
    * socket is not bound yet is lost, as on a link that is not up.
    */
   cabled?: Promise<void>;
+  /** The switches' port counters and every device port's own (PFC pause counters among them); realtime runtime only. */
+  fabricStats?(): Promise<FabricStats>;
   /** Counters of each UDP cable by its port ('rnic0:1'), read from shared memory (realtime runtime only). */
   udpStats?(): Record<string, UdpIoStats>;
   /**
@@ -110,19 +113,27 @@ function udpStatsOf(config: ModelConfig, shm: Map<number, UdpCableShm>): Record<
  */
 export function startModel(config: ModelConfig, opts: StartOptions = {}): RunningModel {
   const made: DeviceOnHost[] = config.devices.map(createDevice);
+  const switches = hostedSwitches(config);
   const exitWord = new SharedArrayBuffer(8);
   const udpShm = udpShmOf(config, exitWord);
   if (config.workers === 0) {
     const off = udpShm.size > 0 ? closeSocketsOnExit(exitWord, 1) : () => {};
-    return startInline(config, made, udpShm, off);
+    return startInline(config, made, udpShm, off, switches);
   }
   const workers = Math.min(config.workers, made.length);
   const assign = made.map((_, i) => i % workers);
+  // A switch runs on a device engine (switch k on worker k): an engine with no device would have no doorbell to sleep on.
+  const switchAt = switches.map((_, k) => k % workers);
+  const workerOf = (ref: string): number => {
+    const name = ref.split(':')[0];
+    const d = config.devices.findIndex((x) => x.name === name);
+    return d >= 0 ? assign[d]! : switchAt[switches.findIndex((x) => x.name === name)]!;
+  };
   const rings: RingCable[][] = Array.from({ length: workers }, () => []);
   for (const c of config.cables) {
     if (c.kind !== 'wire') continue;
-    const wa = assign[config.devices.findIndex((d) => d.name === c.a.split(':')[0])]!;
-    const wb = assign[config.devices.findIndex((d) => d.name === c.b.split(':')[0])]!;
+    const wa = workerOf(c.a);
+    const wb = workerOf(c.b);
     if (wa === wb) continue;
     const ab = FrameRing.create(1 << 22);
     const ba = FrameRing.create(1 << 22);
@@ -136,14 +147,25 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   const engineCabled: Promise<void>[] = [];
   for (let w = 0; w < workers; w++) {
     const devices = made.filter((_, i) => assign[i] === w).map((d) => d.resources);
-    const names = new Set(devices.map((d) => d.name));
+    const mySwitches = switches.filter((_, k) => switchAt[k] === w);
+    const names = new Set([...devices.map((d) => d.name), ...mySwitches.map((s) => s.name)]);
     const udp = [...udpShm].filter(([i]) => {
       const c = config.cables[i]!;
       return c.kind === 'udp' && names.has(c.port.split(':')[0]!);
     });
     if (udp.length > 0) ioThreads.add(w);
     const t = new Worker(url, {
-      workerData: { devices, cables: config.cables, rings: rings[w], udp, quirks: config.quirks, seed: config.seed, stop, tuning: opts.tuning },
+      workerData: {
+        devices,
+        switches: mySwitches,
+        cables: config.cables,
+        rings: rings[w],
+        udp,
+        quirks: config.quirks,
+        seed: config.seed,
+        stop,
+        tuning: opts.tuning,
+      },
     });
     t.on('message', (m: { type: string; message?: string }) => {
       if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
@@ -183,6 +205,26 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
       return keptAlive(cabled);
     },
     udpStats: () => udpStatsOf(config, udpShm),
+    async fabricStats() {
+      const all = await Promise.all(
+        threads.map(
+          (t) =>
+            new Promise<FabricStats>((resolve) => {
+              const on = (m: { type: string; stats?: FabricStats }) => {
+                if (m.type !== 'fabric-stats') return;
+                t.off('message', on);
+                resolve(m.stats!);
+              };
+              t.on('message', on);
+              t.postMessage({ type: 'fabric-stats' });
+            }),
+        ),
+      );
+      return {
+        switches: Object.assign({}, ...all.map((s) => s.switches)),
+        ports: Object.assign({}, ...all.map((s) => s.ports)),
+      };
+    },
     async setCapture(port, path) {
       const dev = port.split(':')[0];
       const i = config.devices.findIndex((d) => d.name === dev);
@@ -220,11 +262,18 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
 }
 
 /** All devices in the application's thread: they run when the driver rings or polls. */
-function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<number, UdpCableShm>, offExit: () => void): RunningModel {
+function startInline(
+  config: ModelConfig,
+  made: DeviceOnHost[],
+  udpShm: Map<number, UdpCableShm>,
+  offExit: () => void,
+  switches: readonly HostedSwitchSpec[],
+): RunningModel {
   const host = new DeviceHost(
     made.map((d) => d.resources),
     monotonicClock(),
     config.quirks,
+    { specs: switches, ...(config.seed === undefined ? {} : { seed: config.seed }) },
   );
   let stopped = false;
   const ready = host.cable(config.cables, [], config.seed, udpShm);
@@ -278,6 +327,9 @@ function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<numb
     devices,
     async setCapture(port, path) {
       host.setCapture(port, path);
+    },
+    async fabricStats() {
+      return host.fabricStats();
     },
     get cabled() {
       return keptAlive(ready.catch(() => {}));

@@ -30,12 +30,29 @@ export interface FabricSeries {
   readonly ccAlpha: Record<string, number[]>;
 }
 
+/** One flow's receive counter and its series (found by device, then QP number: no key text per frame). */
+interface FlowRx {
+  bytes: number;
+  readonly gbps: number[];
+}
+
+/** One sending QP's congestion-control series. */
+interface CcSeries {
+  readonly rate: number[];
+  readonly alpha: number[];
+}
+
 export class FabricRecorder {
   readonly pfc: PfcRecord[] = [];
   readonly series: FabricSeries;
   readonly #sim: SimModel;
   readonly #ev: SimEvent;
-  readonly #bytes = new Map<string, number>();
+  readonly #flows = new Map<string, Map<number, FlowRx>>();
+  readonly #flowList: FlowRx[] = [];
+  readonly #cc = new Map<string, Map<number, CcSeries>>();
+  readonly #ccList: CcSeries[] = [];
+  /** Each switch port's queue series, beside the port it samples. */
+  readonly #queues: { readonly sw: SimModel['switches'][number]['sw']; readonly port: number; readonly list: number[] }[] = [];
   readonly #unobserve: () => void;
   #ended = false;
 
@@ -44,16 +61,17 @@ export class FabricRecorder {
     this.series = { intervalNs, t: [], queueBytes: {}, flowGbps: {}, ccRateGbps: {}, ccAlpha: {} };
     for (const s of sim.switches) {
       s.sw.onPfc((r) => this.pfc.push({ ...r, port: r.port + 1 }));
-      for (let p = 0; p < s.sw.portCount; p++) this.series.queueBytes[`${s.name}:${p + 1}`] = [];
+      for (let p = 0; p < s.sw.portCount; p++) {
+        const list: number[] = [];
+        this.series.queueBytes[`${s.name}:${p + 1}`] = list;
+        this.#queues.push({ sw: s.sw, port: p, list });
+      }
     }
     this.#ev = new SimEvent('fabric.sample', Priority.stats, () => this.#sample());
     const observer: FrameObserver = (e) => {
       if (e.dir === 'rx') {
         const bth = bthOffset(e.frame);
-        if (bth >= 0 && OPCODES[e.frame[bth]!]?.isRequest) {
-          const key = `${e.device}/qpn ${bthDestQp(e.frame, bth)}`;
-          this.#bytes.set(key, (this.#bytes.get(key) ?? 0) + payloadLength(e.frame, bth));
-        }
+        if (bth >= 0 && OPCODES[e.frame[bth]!]?.isRequest) this.#flow(e.device, bthDestQp(e.frame, bth)).bytes += payloadLength(e.frame, bth);
       }
       if (!this.#ev.scheduled && !this.#ended) {
         const now = this.#sim.now();
@@ -63,32 +81,54 @@ export class FabricRecorder {
     this.#unobserve = sim.observe(observer);
   }
 
+  #flow(device: string, qpn: number): FlowRx {
+    let byQp = this.#flows.get(device);
+    if (!byQp) this.#flows.set(device, (byQp = new Map()));
+    let f = byQp.get(qpn);
+    if (!f) {
+      // A flow first seen mid-run has had nothing in the intervals before.
+      f = { bytes: 0, gbps: new Array<number>(this.series.t.length).fill(0) };
+      this.series.flowGbps[`${device}/qpn ${qpn}`] = f.gbps;
+      byQp.set(qpn, f);
+      this.#flowList.push(f);
+    }
+    return f;
+  }
+
+  #ccOf(device: string, qpn: number, n: number): CcSeries {
+    let byQp = this.#cc.get(device);
+    if (!byQp) this.#cc.set(device, (byQp = new Map()));
+    let c = byQp.get(qpn);
+    if (!c) {
+      c = { rate: new Array<number>(n).fill(Number.NaN), alpha: new Array<number>(n).fill(Number.NaN) };
+      const k = `${device}/qpn ${qpn}`;
+      this.series.ccRateGbps[k] = c.rate;
+      this.series.ccAlpha[k] = c.alpha;
+      byQp.set(qpn, c);
+      this.#ccList.push(c);
+    }
+    return c;
+  }
+
   #sample(): void {
     const s = this.series;
     const now = this.#sim.now();
     const n = s.t.length;
     s.t.push(now);
-    for (const w of this.#sim.switches) {
-      for (let p = 0; p < w.sw.portCount; p++) s.queueBytes[`${w.name}:${p + 1}`]!.push(w.sw.queueBytes(p));
+    for (const q of this.#queues) q.list.push(q.sw.queueBytes(q.port));
+    for (const f of this.#flowList) {
+      f.gbps.push((f.bytes * 8) / s.intervalNs);
+      f.bytes = 0;
     }
-    for (const [k, b] of this.#bytes) {
-      let list = s.flowGbps[k];
-      if (!list) s.flowGbps[k] = list = new Array<number>(n).fill(0);
-      list.push((b * 8) / s.intervalNs);
-      this.#bytes.set(k, 0);
-    }
-    for (const list of Object.values(s.flowGbps)) if (list.length < n + 1) list.push(0);
     for (const c of this.#sim.congestionSnapshot()) {
-      const k = `${c.device}/qpn ${c.qpn}`;
-      let rate = s.ccRateGbps[k];
-      let alpha = s.ccAlpha[k];
-      if (!rate) s.ccRateGbps[k] = rate = new Array<number>(n).fill(Number.NaN);
-      if (!alpha) s.ccAlpha[k] = alpha = new Array<number>(n).fill(Number.NaN);
-      rate.push(c.rateBps / 1e9);
-      alpha.push(c.alpha);
+      const cc = this.#ccOf(c.device, c.qpn, n);
+      cc.rate.push(c.rateBps / 1e9);
+      cc.alpha.push(c.alpha);
     }
-    for (const list of Object.values(s.ccRateGbps)) if (list.length < n + 1) list.push(Number.NaN);
-    for (const list of Object.values(s.ccAlpha)) if (list.length < n + 1) list.push(Number.NaN);
+    for (const cc of this.#ccList) {
+      if (cc.rate.length < n + 1) cc.rate.push(Number.NaN);
+      if (cc.alpha.length < n + 1) cc.alpha.push(Number.NaN);
+    }
     // Keep sampling while the fabric has other work; a frame wakes us after a quiet spell.
     if (this.#sim.scheduler.pending > 0) this.#sim.scheduler.schedule(this.#ev, now + s.intervalNs);
   }

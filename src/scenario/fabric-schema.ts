@@ -15,33 +15,10 @@
  * `incast-8to1.json.switch.ecn.thresholds[0].kmax: must be above kmin`.
  */
 import { z } from 'zod';
-import { parseBytes } from '../params/params.js';
-import { type EcnAtRate, DEFAULT_SWITCH_CONFIG, PRIORITIES, type SwitchConfig } from '../fabric/switch/config.js';
-import { parseDurationNs, parseRate } from '../fabric/timing-params.js';
+import type { SwitchConfig } from '../fabric/switch/config.js';
 import { buildTopology, type Topology } from '../fabric/topology.js';
 import { resolveCcParams } from '../pipeline/cc-params.js';
-
-/** A value in units ('100Gbps', '1us', '32MiB') or a bare number, converted by `parse` (which throws on bad input). */
-function unit(parse: (raw: unknown, path: string) => number, what: string) {
-  return z.union([z.number(), z.string()]).transform((v, ctx) => {
-    try {
-      return parse(v, '');
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: `${what}: ${(e as Error).message.replace(/^: /, '')}` });
-      return z.NEVER;
-    }
-  });
-}
-
-const rate = unit(parseRate, 'a rate');
-const duration = unit(parseDurationNs, 'a duration');
-const bytes = unit(parseBytes, 'a size');
-const prio = z
-  .number()
-  .int()
-  .min(0)
-  .max(PRIORITIES - 1);
-const prioList = z.array(prio).max(PRIORITIES);
+import { duration, prio, rate, resolveSwitchConfig, SwitchSchema } from '../runtime/switch-schema.js';
 
 const linkOverride = z.strictObject({
   linkRate: rate.optional(),
@@ -95,59 +72,6 @@ export const TopologySchema = z.discriminatedUnion('kind', [
     ...topoCommon,
   }),
 ]);
-
-const ecnAtRate = z
-  .strictObject({ linkRate: rate, kmin: bytes, kmax: bytes, pmax: z.number().min(0).max(1) })
-  .refine((e) => e.kmax > e.kmin, { message: 'must be above kmin', path: ['kmax'] });
-
-const D = DEFAULT_SWITCH_CONFIG;
-const bits = (list: readonly number[]): number => list.reduce((m, p) => m | (1 << p), 0);
-
-export const SwitchSchema = z
-  .strictObject({
-    buffer: bytes.default(D.bufferBytes),
-    reserve: bytes.default(D.reserveBytes),
-    pfc: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        mode: z.enum(['dynamic', 'static']).default('dynamic'),
-        alphaShift: z.number().int().min(0).max(16).default(D.pfc.alphaShift),
-        xoff: bytes.default(D.pfc.xoffBytes),
-        xon: bytes.default(D.pfc.xonBytes),
-        resumeOffset: bytes.default(D.pfc.resumeOffsetBytes),
-        headroomFactor: z.number().min(0).max(100).default(D.pfc.headroomFactor),
-        headroomMtus: z.number().int().min(0).max(64).default(D.pfc.headroomMtus),
-        pauseQuanta: z.number().int().min(1).max(0xffff).default(D.pfc.pauseQuanta),
-        priorities: prioList.default([3]),
-      })
-      .refine((p) => p.xon <= p.xoff, { message: 'must be at most xoff', path: ['xon'] })
-      .prefault({}),
-    ecn: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        thresholds: z
-          .array(ecnAtRate)
-          .min(1)
-          .default([{ linkRate: 100e9, kmin: 400_000, kmax: 1_600_000, pmax: 0.2 }]),
-        priorities: prioList.default([1, 2, 3, 4, 5, 6, 7]),
-      })
-      .prefault({}),
-    scheduler: z.enum(['strict', 'dwrr']).default('strict'),
-    dwrrWeights: z
-      .array(z.number().int().min(1).max(1000))
-      .length(PRIORITIES)
-      .default([...D.dwrrWeights]),
-    dwrrQuantum: bytes.default(D.dwrrQuantumBytes),
-    trust: z.enum(['dscp', 'pcp']).default('dscp'),
-    /** 64 priorities, one per DSCP. */
-    dscpToPriority: z
-      .array(prio)
-      .length(64)
-      .default([...D.dscpToPriority]),
-    ecmpSeed: z.number().int().min(0).max(0xffffffff).default(0),
-  })
-  .refine((s) => s.buffer > 0, { message: 'must be more than 0', path: ['buffer'] })
-  .refine((s) => s.dwrrQuantum >= 64, { message: 'must be at least 64 bytes', path: ['dwrrQuantum'] });
 
 export const IncastSchema = z.strictObject({
   receiver: z.string().min(1).default('h0'),
@@ -206,33 +130,6 @@ function check<T extends z.ZodType>(schema: T, raw: unknown, path: string, fail:
   return fail(`${p}: ${i.message}`);
 }
 
-function resolveSwitch(s: z.output<typeof SwitchSchema>): SwitchConfig {
-  const thresholds: EcnAtRate[] = s.ecn.thresholds.map((t) => ({ linkRate: t.linkRate, kminBytes: t.kmin, kmaxBytes: t.kmax, pmax: t.pmax }));
-  return Object.freeze({
-    bufferBytes: s.buffer,
-    reserveBytes: s.reserve,
-    pfc: Object.freeze({
-      enabled: s.pfc.enabled,
-      mode: s.pfc.mode,
-      alphaShift: s.pfc.alphaShift,
-      xoffBytes: s.pfc.xoff,
-      xonBytes: s.pfc.xon,
-      resumeOffsetBytes: s.pfc.resumeOffset,
-      headroomFactor: s.pfc.headroomFactor,
-      headroomMtus: s.pfc.headroomMtus,
-      pauseQuanta: s.pfc.pauseQuanta,
-      priorities: bits(s.pfc.priorities),
-    }),
-    ecn: s.ecn.enabled ? Object.freeze({ thresholds: Object.freeze(thresholds), priorities: bits(s.ecn.priorities) }) : null,
-    scheduler: s.scheduler,
-    dwrrWeights: Object.freeze(s.dwrrWeights),
-    dwrrQuantumBytes: s.dwrrQuantum,
-    trust: s.trust,
-    dscpToPriority: Object.freeze(s.dscpToPriority),
-    ecmpSeed: s.ecmpSeed,
-  });
-}
-
 const hex2 = (n: number): string => n.toString(16).padStart(2, '0');
 
 /**
@@ -268,7 +165,7 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
   }
   const topo = buildTopology(t);
   if (topo.hosts.length > 4096) fail(`${source}.topology: ${topo.hosts.length} hosts; at most 4096`);
-  const sw = resolveSwitch(check(SwitchSchema, o.switch ?? {}, `${source}.switch`, fail));
+  const sw = resolveSwitchConfig(check(SwitchSchema, o.switch ?? {}, `${source}.switch`, fail));
   const incast = o.incast === undefined ? null : check(IncastSchema, o.incast, `${source}.incast`, fail);
 
   // Who sends to whom (for host memory: each registers its buffers).

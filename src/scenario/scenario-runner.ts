@@ -834,7 +834,9 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       } finally {
         sim.horizon = horizon;
       }
-      if (n === 0) sim.step();
+      // Nothing completed: run to the next completion (or the horizon: a start time, a
+      // watchdog deadline, the end). Between them the runner has nothing to do.
+      if (n === 0) sim.runToChange();
       return n;
     };
 

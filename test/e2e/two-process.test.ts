@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { restartModel, stopModel } from '../../src/boot.js';
+import { currentModel, restartModel, stopModel } from '../../src/boot.js';
 import { loadConfig } from '../../src/runtime/config.js';
 import { IBV_QPT_RC, IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_SEND, IBV_WC_SUCCESS, IBV_WC_WITH_IMM } from '../../src/driver/verbs/index.js';
 import * as H from './harness.js';
@@ -71,7 +71,14 @@ class Mailbox {
   }
 }
 
-describe('two processes over a UDP cable', () => {
+/**
+ * Either the ports' cables meet directly, or this process runs a switch
+ * (docs/fabric.md, "Switches in the realtime runtime") between rnic0 (a
+ * wire) and the child's rnic1 (the UDP cable, with rnic1's addresses
+ * named on it): the same traffic, the switch answering ARP for both.
+ */
+describe.each([{ via: 'directly' }, { via: 'through a switch in this process' }])('two processes over a UDP cable, $via', ({ via }) => {
+  const switched = via !== 'directly';
   let dir: string;
   let child: ChildProcess | null = null;
   let box: Mailbox;
@@ -93,7 +100,23 @@ describe('two processes over a UDP cable', () => {
         },
       ],
     });
-    const cfgA = { workers: 1, devices: [device('rnic0', 1)], cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${pa}`, remote: `127.0.0.1:${pb}` }] };
+    const cfgA = switched
+      ? {
+          workers: 1,
+          devices: [device('rnic0', 1)],
+          switches: [{ name: 'sw0', ports: 2 }],
+          cables: [
+            { kind: 'wire', a: 'rnic0:1', b: 'sw0:1' },
+            {
+              kind: 'udp',
+              port: 'sw0:2',
+              local: `127.0.0.1:${pa}`,
+              remote: `127.0.0.1:${pb}`,
+              hosts: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'], ipv6: ['fd00::2'] }],
+            },
+          ],
+        }
+      : { workers: 1, devices: [device('rnic0', 1)], cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${pa}`, remote: `127.0.0.1:${pb}` }] };
     const cfgB = { workers: 1, devices: [device('rnic1', 2)], cables: [{ kind: 'udp', port: 'rnic1:1', local: `127.0.0.1:${pb}`, remote: `127.0.0.1:${pa}` }] };
     writeFileSync(join(dir, 'a.json'), JSON.stringify(cfgA, null, 2));
     writeFileSync(join(dir, 'b.json'), JSON.stringify(cfgB, null, 2));
@@ -202,6 +225,14 @@ describe('two processes over a UDP cable', () => {
     expect(d['sent_pkts'] ?? 0n, 'packets sent by rnic0').toBeGreaterThanOrEqual(25n);
     expect(d['rcvd_pkts'] ?? 0n, 'packets received by rnic0 (ACKs + 64 read responses)').toBeGreaterThanOrEqual(64n);
     expect(d['rx_icrc_encapsulated'] ?? 0n, 'ICRC errors').toBe(0n);
+    if (switched) {
+      // It all went through the switch, which answered rnic0's ARP for the child (the child learns rnic0's MAC from its packets).
+      const [p1, p2] = (await currentModel()!.fabricStats!()).switches.sw0!;
+      expect(p1!.rxFrames, 'frames from rnic0 into the switch').toBeGreaterThanOrEqual(25);
+      expect(p2!.rxFrames, 'frames from the child into the switch').toBeGreaterThanOrEqual(64);
+      expect(p1!.arpReplies, 'ARP answered by the switch').toBeGreaterThanOrEqual(1);
+      expect(p1!.droppedNoRoute + p2!.droppedNoRoute + p1!.droppedFrames + p2!.droppedFrames).toBe(0);
+    }
   });
 
   it('20 × 1 KiB SEND ping-pong: every byte back, and no packet sent twice (no loss on loopback, so no retransmission)', async () => {

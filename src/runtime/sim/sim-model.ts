@@ -32,14 +32,13 @@ import { carryOut, FaultInjector, type FaultRule, type FaultStats, PASS, type Re
 
 import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats, WIRE_PRIORITY } from '../../fabric/link.js';
 import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
-import { DEFAULT_SWITCH_CONFIG, type SwitchConfig } from '../../fabric/switch/config.js';
+import { DEFAULT_SWITCH_CONFIG } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
-import { shortestPathPorts } from '../../fabric/topology.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
 import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, parseIpv4, parseIpv6, parseMac, type PcapWriter } from '../../wire/index.js';
+import { LINKTYPE_ETHERNET, parseMac, type PcapWriter } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
-import type { ModelConfig } from '../config.js';
+import type { ModelConfig, SwitchEntry } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
 import { Random, type Seed } from './random.js';
@@ -47,6 +46,7 @@ import { Priority, Scheduler, SimError, SimEvent } from './scheduler.js';
 import { type FrameObserver, SimDevice, type SimDeviceContext, type SimPort } from './sim-device.js';
 import { resolveSimRuntimeParams, type SimRuntimeParams } from './sim-params.js';
 import { openPcapFile } from '../pcap-file.js';
+import { applyRoutes, switchPortMac, switchRoutes } from '../switch-routes.js';
 
 /** One cable's link settings and faults (`links[i]` goes with `cables[i]`). */
 export interface SimLinkOptions {
@@ -62,12 +62,8 @@ export interface SimLinkOptions {
   readonly faults?: readonly (FaultRule | ResolvedFaultRule)[];
 }
 
-/** A switch of the simulated fabric (src/fabric/switch); cables name its ports 'sw0:1' ... */
-export interface SimSwitchOptions {
-  readonly name: string;
-  readonly ports: number;
-  readonly config?: SwitchConfig;
-}
+/** A switch of the simulated fabric (src/fabric/switch); cables name its ports 'sw0:1' ... (its links give each port's rate, delay and MTU). */
+export type SimSwitchOptions = SwitchEntry;
 
 /** A switch of the running simulation. */
 export interface SimSwitchInfo {
@@ -78,8 +74,6 @@ export interface SimSwitchInfo {
 }
 
 export interface SimOptions {
-  /** Switches between the devices (cables may name their ports). */
-  readonly switches?: readonly SimSwitchOptions[];
   /** The one seed of the run (number, bigint or string). Default 0. */
   readonly seed?: Seed;
   /** Timing model overrides (TIMING_PARAMS, src/fabric/timing-params.ts). */
@@ -285,45 +279,19 @@ export class SimModel implements RunningModel {
     for (const [name, pend] of this.#pendingSwitches) {
       const ports = pend.ports.map((p, i) => ({
         ...(p ?? { linkRate: this.timing.linkRate, delayNs: this.timing.propagationDelay, mtu: 9018 }),
-        mac: parseMac(
-          `02:5e:${((k >> 8) & 0xff).toString(16).padStart(2, '0')}:${(k & 0xff).toString(16).padStart(2, '0')}:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}`,
-        ),
+        mac: parseMac(switchPortMac(k, i)),
       }));
       const sw = new Switch(name, pend.opts.config ?? DEFAULT_SWITCH_CONFIG, ports, this.scheduler, this.random.fork(`${name}.ecn`));
       out.push({ name, sw, peers: pend.ports.map(() => null) });
       k++;
     }
     for (const plug of this.#switchPlugs) plug();
-    // Each device port is a host of the graph ('rnic0/1'); switches forward.
-    const hostOf = (ref: string): string => {
-      const [n, p] = ref.split(':') as [string, string | undefined];
-      return this.#pendingSwitches.has(n) ? `${n}:${p ?? '1'}` : `${n}/${p ?? '1'}:1`;
-    };
-    const table = shortestPathPorts(
-      config.cables.flatMap((c) => (c.kind === 'wire' ? [{ a: hostOf(c.a), b: hostOf(c.b) }] : [])),
-      new Set(this.#pendingSwitches.keys()),
-    );
-    for (const info of out) {
-      const routes = table.get(info.name)!;
-      for (const d of config.devices) {
-        for (const [j, p] of d.ports.entries()) {
-          const hops = routes.get(`${d.name}/${j + 1}`);
-          if (!hops) continue;
-          const mac = parseMac(p.mac);
-          const ports = hops.map((h) => h - 1);
-          for (const ip of p.ipv4) {
-            const a = parseIpv4(ip);
-            info.sw.addRoute(a, ports);
-            info.sw.addHost(a, mac);
-          }
-          for (const ip of p.ipv6) {
-            const a = parseIpv6(ip);
-            info.sw.addRoute(a, ports);
-            info.sw.addHost(a, mac);
-          }
-        }
-      }
-    }
+    const routes = switchRoutes({
+      devices: config.devices,
+      wires: config.cables.flatMap((c) => (c.kind === 'wire' ? [c] : [])),
+      switches: new Set(this.#pendingSwitches.keys()),
+    });
+    for (const info of out) applyRoutes(info.sw, routes.get(info.name)!);
   }
 
   #port(ref: string, path: string): SimPort {
@@ -466,6 +434,18 @@ export class SimModel implements RunningModel {
   async sleep(ns: number): Promise<void> {
     const target = this.now() + ns;
     await this.until(() => this.now() >= target, target);
+  }
+
+  /**
+   * Runs events until something changes (a CQE, an event, an interrupt),
+   * the next event is past the horizon, or CHUNK_EVENTS have run; returns
+   * how many ran. For a driver loop that acts only on completions and on
+   * times it puts in the horizon (the scenario runner): unlike `step`, no
+   * `pollStep` cap, so it does not come back every microsecond of virtual
+   * time to find nothing new.
+   */
+  runToChange(): number {
+    return this.#runChunk(null, Infinity);
   }
 
   /** Runs events until a change, `cond()`, the deadline, or CHUNK_EVENTS. Returns events run. */
