@@ -16,14 +16,13 @@ interface EngineData {
   rings: RingCable[];
   /** Shared memory of the UDP cables, by index in `cables`. */
   udp: [number, UdpCableShm][];
-  quirks: Record<string, boolean>;
   seed?: number;
   stop: SharedArrayBuffer;
   tuning?: Partial<LoopTuning>;
 }
 
 const data = workerData as EngineData;
-const host = new DeviceHost(data.devices, monotonicClock(), data.quirks);
+const host = new DeviceHost(data.devices, monotonicClock());
 const stop = new Int32Array(data.stop);
 
 parentPort!.on('message', (m: { type: string; port?: string; path?: string | null }) => {

@@ -139,7 +139,7 @@ function goBackTo(q: QpCtx, psn: number): void {
 function takeRetry(nic: NicCore, q: QpCtx): boolean {
   const head = q.window[0];
   if (!head) return true;
-  const infinite = q.retryCnt === 7 && nic.env.quirks.rxeRetryCnt7Infinite;
+  const infinite = q.retryCnt === 7 && nic.env.profile.retryCnt7Infinite;
   if (q.retryLeft === 0 && !infinite) {
     failHead(nic, q, head, IBV_WC_RETRY_EXC_ERR, Ctr.RETRY_EXCEEDED_ERR);
     return false;

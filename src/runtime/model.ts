@@ -143,7 +143,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     });
     if (udp.length > 0) ioThreads.add(w);
     const t = new Worker(url, {
-      workerData: { devices, cables: config.cables, rings: rings[w], udp, quirks: config.quirks, seed: config.seed, stop, tuning: opts.tuning },
+      workerData: { devices, cables: config.cables, rings: rings[w], udp, seed: config.seed, stop, tuning: opts.tuning },
     });
     t.on('message', (m: { type: string; message?: string }) => {
       if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
@@ -224,7 +224,6 @@ function startInline(config: ModelConfig, made: DeviceOnHost[], udpShm: Map<numb
   const host = new DeviceHost(
     made.map((d) => d.resources),
     monotonicClock(),
-    config.quirks,
   );
   let stopped = false;
   const ready = host.cable(config.cables, [], config.seed, udpShm);

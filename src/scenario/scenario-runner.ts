@@ -387,7 +387,6 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     workers: 0,
     devices: s.devices.map((d) => ({ ...d, ports: d.ports.map((p) => ({ ...p })) })),
     cables: s.links.map((l) => ({ kind: 'wire' as const, a: l.a, b: l.b })),
-    quirks: { ...s.quirks },
     seed: s.seed,
     timing: { ...s.timing },
     sim: { ...s.sim },
