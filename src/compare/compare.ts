@@ -220,14 +220,16 @@ function compareCompletions(a: readonly QpCompletions[], b: readonly QpCompletio
           });
       }
     }
+    // The order of the WRs both runs completed.
+    const both = new Set(qa.wrs.filter((w) => w.completedNs !== null && wb.get(w.index)?.completedNs != null).map((w) => w.index));
     const order = (q: QpCompletions) =>
       q.wrs
-        .filter((w) => w.completedNs !== null)
+        .filter((w) => both.has(w.index))
         .sort((u, v) => u.completedNs! - v.completedNs! || u.index - v.index)
         .map((w) => w.index);
     const [oa, ob] = [order(qa), order(qb)];
     const at = oa.findIndex((w, i) => ob[i] !== w);
-    if (at >= 0 && oa.length === ob.length)
+    if (at >= 0)
       out.push({
         kind: 'completion-order',
         a: oa.slice(at, at + 4),

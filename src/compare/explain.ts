@@ -39,8 +39,11 @@ export interface Explainable {
   readonly counter?: string;
 }
 
-/** The first of `differ` (the choices where the runs' profiles differ) that accounts for `d`. */
-export function explain(d: Explainable, differ: ReadonlySet<Choice>): Choice | undefined {
+/**
+ * The choice of `differ` (where the runs' profiles differ) that accounts for
+ * `d`; a counter several choices move names them all ('a or b').
+ */
+export function explain(d: Explainable, differ: ReadonlySet<Choice>): string | undefined {
   const has = (c: Choice) => differ.has(c);
   if (d.kind === 'packet-field') {
     if (d.field === 'ttl' && has('ipHopLimit')) return 'ipHopLimit';
@@ -57,7 +60,8 @@ export function explain(d: Explainable, differ: ReadonlySet<Choice>): Choice | u
   if (d.kind === 'completion-missing' && has('flushRecvPostedInErr') && (d.a === 'IBV_WC_WR_FLUSH_ERR' || d.b === 'IBV_WC_WR_FLUSH_ERR'))
     return 'flushRecvPostedInErr';
   if (d.kind === 'counter' && d.counter !== undefined) {
-    for (const c of differ) if (COUNTERS_OF[c]?.includes(d.counter)) return c;
+    const by = [...differ].filter((c) => COUNTERS_OF[c]?.includes(d.counter!));
+    if (by.length > 0) return by.join(' or ');
   }
   return undefined;
 }
