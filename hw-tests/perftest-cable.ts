@@ -99,7 +99,7 @@ export const PERFTEST_CASES: PerftestCase[] = [
   { name: 'ud_pingpong-e-c', test: 'ud_pingpong', args: ['-n', '50', '-s', '512', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
 ];
 
-function shQuote(a: string): string {
+export function shQuote(a: string): string {
   return /^[\w./=:,-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
 }
 
@@ -125,12 +125,12 @@ export function guestScript(cases: PerftestCase[], portA: (i: number) => number,
   return `${lines.join('\n')}\n`;
 }
 
-interface Run {
+export interface Run {
   code: number | null;
   out: string;
 }
 
-function runModel(args: string[], cfg: string, killAfterMs: number): Promise<Run> {
+export function runModel(args: string[], cfg: string, killAfterMs: number): Promise<Run> {
   return new Promise((res) => {
     const c = spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), ...args], {
       env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' },

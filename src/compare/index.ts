@@ -3,3 +3,4 @@ export * from './types.js';
 export { compareRuns, IGNORED } from './compare.js';
 export { renderReport } from './render.js';
 export { flowsOf, type Flow, type FlowPacket } from './flows.js';
+export { CompareInputError, decodeCapture } from './capture.js';

@@ -4,8 +4,7 @@
  * completion and counter comparisons and the profile explanations.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeCapture } from '../../src/cli/compare-input.js';
-import { compareRuns, type RunRecord } from '../../src/compare/index.js';
+import { compareRuns, decodeCapture, type RunRecord } from '../../src/compare/index.js';
 import { IBTA_PROFILE, RXE_PROFILE, resolveProfile } from '../../src/pipeline/profiles.js';
 import { parseScenario } from '../../src/scenario/scenario.js';
 import { runScenario } from '../../src/scenario/scenario-runner.js';
