@@ -38,22 +38,25 @@ export interface CompareCase {
 }
 
 const LAT = ['-n', '20'];
-/** The 5th request the client sends, lost before the server's port sees it. */
-const lose5th = (opcode: string) => [{ name: 'lose-5th', action: 'drop', on: 'rx', direction: 'b->a', match: { opcode, after: 4, count: 1 } }];
-/** The server's 5th ACK lost after its port sent it: the client's transport timer fires. */
-const ack5thLost = [{ name: 'ack-5th-lost', action: 'drop', direction: 'a->b', match: { opcode: 'ack', after: 4, count: 1 } }];
+/** Four packets a message (rxe1's MTU is 1024): a loss inside one is seen at the next packet. */
+const LAT4K = ['-n', '20', '-s', '4096'];
+/** The 5th such packet the client sends, lost before the server's port (and its capture) sees it: the server NAKs the gap. */
+const lostFromClient = (opcode: string) => [{ name: 'lost-from-client', action: 'drop', on: 'rx', direction: 'b->a', match: { opcode, after: 4, count: 1 } }];
+/** The 5th such packet the server sends, lost after its port sent it: the client (responder, or READ requester) reacts. */
+const lostToClient = (opcode: string) => [{ name: 'lost-to-client', action: 'drop', direction: 'a->b', match: { opcode, after: 4, count: 1 } }];
 
-/** Each operation; loss; a timeout. (RNR: neither perftest nor the pingpongs run out of receives.) */
+/** Each operation; loss both ways; a timeout. (RNR: neither perftest nor the pingpongs run out of receives.) */
 export const COMPARE_CASES: CompareCase[] = [
   { name: 'compare-send_lat', test: 'send_lat', args: LAT },
   { name: 'compare-write_lat', test: 'write_lat', args: LAT },
-  { name: 'compare-read_lat', test: 'read_lat', args: LAT },
+  { name: 'compare-read_lat', test: 'read_lat', args: LAT4K },
   { name: 'compare-atomic_lat', test: 'atomic_lat', args: LAT },
   { name: 'compare-rc_pingpong', test: 'rc_pingpong', args: ['-n', '20', '-s', '2048'] },
-  { name: 'compare-send_lat-loss', test: 'send_lat', args: LAT, faults: lose5th('send') },
-  { name: 'compare-write_lat-loss', test: 'write_lat', args: LAT, faults: lose5th('write') },
-  { name: 'compare-read_lat-loss', test: 'read_lat', args: LAT, faults: lose5th('read-request') },
-  { name: 'compare-send_lat-timeout', test: 'send_lat', args: ['-u', '14', ...LAT], faults: ack5thLost },
+  { name: 'compare-send_lat-loss', test: 'send_lat', args: LAT4K, faults: lostFromClient('RC_SEND_MIDDLE') },
+  { name: 'compare-write_lat-loss', test: 'write_lat', args: LAT4K, faults: lostFromClient('RC_RDMA_WRITE_MIDDLE') },
+  { name: 'compare-read_lat-loss', test: 'read_lat', args: LAT4K, faults: lostToClient('RC_RDMA_READ_RESPONSE_MIDDLE') },
+  // The server's 5th ACK lost: the client's transport timer (4.096 µs × 2^14 = 67 ms) fires and it resends.
+  { name: 'compare-send_lat-timeout', test: 'send_lat', args: ['-u', '14', ...LAT], faults: lostToClient('ack') },
 ];
 
 const isPingpong = (c: CompareCase) => c.test.endsWith('_pingpong');

@@ -95,7 +95,10 @@ function compareFlow(fa: Flow, fb: Flow, out: Found[], tolerance: number): numbe
         b: vb,
         ud: fa.ud,
         where: packetWhere(fa, pa, pb),
-        text: `${label(pa)}: ${field} ${shown(field, va)} in A, ${shown(field, vb)} in B`,
+        text:
+          field === 'udpSrcPort'
+            ? `${label(pa)}: udpSrcPort ${va} (${hex(pa.udpSrcPortRaw)}) in A, ${vb} (${hex(pb.udpSrcPortRaw)}) in B`
+            : `${label(pa)}: ${field} ${shown(field, va)} in A, ${shown(field, vb)} in B`,
       });
     }
     if (pa.startsRetry && pa.sincePreviousNs !== null && pb.sincePreviousNs !== null) {

@@ -48,6 +48,7 @@ export function explain(d: Explainable, differ: ReadonlySet<Choice>): string | u
   if (d.kind === 'packet-field') {
     if (d.field === 'ttl' && has('ipHopLimit')) return 'ipHopLimit';
     if (d.field === 'udpSrcPort' && d.ud && has('udSourcePort')) return 'udSourcePort';
+    if (d.field === 'ecn' && has('ectWithCongestionControl')) return 'ectWithCongestionControl';
     if (d.field === 'syndrome' && has('recvOverflow') && RECV_OVERFLOW_SYNDROMES.has(d.a as number) && RECV_OVERFLOW_SYNDROMES.has(d.b as number))
       return 'recvOverflow';
     return undefined;

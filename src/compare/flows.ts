@@ -6,7 +6,7 @@
  * the first retransmission, …) and, for a retransmission, the time since
  * that PSN last went out: the timer that fired.
  */
-import { OPCODES, opcodeName, type Packet } from '../wire/index.js';
+import { OPCODES, opcodeName, type Packet, roceUdpSport, rxeInitialUdpSport } from '../wire/index.js';
 import type { CapturedPacket } from './types.js';
 
 const PSN_MASK = 0xffffff;
@@ -26,7 +26,9 @@ export interface FlowPacket {
   readonly sincePreviousNs: number | null;
   /** The previous packet of the flow was not a retransmission: this one starts a retry. */
   readonly startsRetry: boolean;
-  readonly fields: PacketFields;
+  /** The UDP source port as sent (fields.udpSrcPort says which rule gave it). */
+  readonly udpSrcPortRaw: number | null;
+  fields: PacketFields;
 }
 
 export interface PacketFields {
@@ -40,7 +42,13 @@ export interface PacketFields {
   readonly length: number;
   /** RETH DMA length; null without a RETH. */
   readonly dmaLength: number | null;
-  readonly udpSrcPort: number | null;
+  /**
+   * Which rule gave the UDP source port: `qpn-pair` (rdma_get_udp_sport of
+   * the connected QPN pair), `flow-label` (UD, rdma_get_udp_sport with no
+   * flow label), `rxe-qpn-hash` (UD, rxe's per-QP hash); else the port in
+   * hex. The QPNs differ between runs, so the rule is what compares.
+   */
+  readonly udpSrcPort: string | null;
   /** IPv4 TTL or IPv6 hop limit. */
   readonly ttl: number | null;
   readonly ecn: number | null;
@@ -51,6 +59,8 @@ export interface Flow {
   /** `requests 192.0.2.1 → 192.0.2.2 QP 0x000011`. */
   readonly name: string;
   readonly cls: FlowClass;
+  readonly src: string;
+  readonly dst: string;
   readonly destQp: number;
   /** UD (DETH) traffic: its source port is a profile choice. */
   readonly ud: boolean;
@@ -84,7 +94,7 @@ export function fieldsOf(p: Packet): PacketFields {
     msn: p.aeth ? p.aeth.msn : null,
     length: p.payload.length,
     dmaLength: p.reth ? p.reth.dmaLength : null,
-    udpSrcPort: p.udp ? p.udp.srcPort : null,
+    udpSrcPort: p.udp ? `0x${p.udp.srcPort.toString(16)}` : null,
     ttl: p.ipv4 ? p.ipv4.ttl : p.ipv6 ? p.ipv6.hopLimit : null,
     ecn: p.ipv4 ? p.ipv4.ecn : p.ipv6 ? p.ipv6.trafficClass & 3 : null,
     dscp: p.ipv4 ? p.ipv4.dscp : p.ipv6 ? p.ipv6.trafficClass >>> 2 : null,
@@ -106,6 +116,8 @@ export function flowsOf(packets: readonly CapturedPacket[]): Flow[] {
       f = {
         name: `${cls} ${address(p, true)} → ${address(p, false)} QP ${qp}`,
         cls,
+        src: address(p, true),
+        dst: address(p, false),
         destQp: p.bth.destQp,
         ud: p.deth !== null,
         firstPsn: p.bth.psn,
@@ -131,10 +143,34 @@ export function flowsOf(packets: readonly CapturedPacket[]): Flow[] {
       transmission,
       sincePreviousNs: before ? c.ns - before.ns : null,
       startsRetry: transmission > 1 && (prev === undefined || prev.transmission === 1),
-      fields,
+      udpSrcPortRaw: p.udp ? p.udp.srcPort : null,
+      fields: { ...fields, udpSrcPort: udRule(p) ?? fields.udpSrcPort },
     });
   }
-  return flows.map(({ seen: _, ...f }) => f);
+  const out = flows.map(({ seen: _, ...f }) => f);
+  for (const f of out) if (!f.ud) nameConnectedPorts(f, out);
+  return out;
+}
+
+/** A UD datagram's source-port rule: its source QPN is in the DETH. */
+function udRule(p: Packet): string | undefined {
+  if (!p.udp || !p.deth) return undefined;
+  if (p.udp.srcPort === rxeInitialUdpSport(p.deth.srcQp)) return 'rxe-qpn-hash';
+  if (p.udp.srcPort === roceUdpSport(0, p.deth.srcQp, 0)) return 'flow-label';
+  return undefined;
+}
+
+/**
+ * A connected flow's ports: its source QPN is the destination QP of the flow
+ * coming back (the reverse addresses, the same symmetric port).
+ */
+function nameConnectedPorts(f: Flow, all: readonly Flow[]): void {
+  const port = f.packets[0]?.udpSrcPortRaw;
+  if (port === null || port === undefined) return;
+  const back = all.find((g) => !g.ud && g.src === f.dst && g.dst === f.src && g.packets[0]?.udpSrcPortRaw === port);
+  if (!back) return;
+  const pair = roceUdpSport(0, back.destQp, f.destQp);
+  for (const p of f.packets) if (p.udpSrcPortRaw === pair) p.fields = { ...p.fields, udpSrcPort: 'qpn-pair' };
 }
 
 /** Retransmitted packets (transmission > 1) over all flows. */

@@ -23,7 +23,7 @@ export function connectedPath(nic: NicCore, q: QpCtx): PathTemplate | null {
       nic.port(q.portNum).mac,
       q.destQpn,
       ipFields(nic.env.profile, q.av, roceUdpSport(q.av.flowLabel, q.qpn, q.destQpn)),
-      nic.cc.ecn,
+      ect(nic),
     );
   }
   return q.path.resolveMac(nic.port(q.portNum)) ? q.path : null;
@@ -36,6 +36,9 @@ export function connectedPath(nic: NicCore, q: QpCtx): PathTemplate | null {
 function ipFields(p: DeviceProfile, av: AddressVector, udpSrcPort: number): { hopLimit: number; udpSrcPort: number } {
   return { hopLimit: p.ipHopLimit ?? (av.hopLimit || 64), udpSrcPort };
 }
+
+/** Packets go out ECN-capable when congestion control has ECN on and the profile lets it mark (profiles.ts). */
+const ect = (nic: NicCore): boolean => nic.cc.ecn && nic.env.profile.ectWithCongestionControl;
 
 /** A UD datagram's UDP source port: from the AV's flow label (rdma_get_udp_sport), or rxe's per-QP hash. */
 function udSourcePort(p: DeviceProfile, qpn: number, av: AddressVector): number {
@@ -52,7 +55,7 @@ export function udPath(nic: NicCore, q: QpCtx, av: AddressVector, cache: Map<str
     if (!port) return null;
     const path = pathFor(port, av);
     if (!path) return null;
-    t = new PathTemplate(path, av, nic.port(portNum).mac, 0, ipFields(nic.env.profile, av, udSourcePort(nic.env.profile, q.qpn, av)), nic.cc.ecn);
+    t = new PathTemplate(path, av, nic.port(portNum).mac, 0, ipFields(nic.env.profile, av, udSourcePort(nic.env.profile, q.qpn, av)), ect(nic));
     if (cache.size > 256) cache.clear();
     cache.set(key, t);
   }

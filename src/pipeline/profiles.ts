@@ -62,6 +62,15 @@ export interface DeviceProfile {
    */
   readonly ipHopLimit: number | null;
   readonly udSourcePort: UdSourcePort;
+  /**
+   * RoCE v2 packets go out ECN-capable (ECT(0)) while the device's
+   * congestion control has ECN on (`congestion.ecn`, as mlx5 with DCQCN).
+   * false: the ECN bits are the traffic class's two low bits, whatever the
+   * congestion settings — rxe_net.c prepare4/prepare6 write
+   * av->grh.traffic_class as the TOS, and rxe has no congestion control
+   * (seen on the cable: ECN 0 from rxe1, hw-tests compare cases).
+   */
+  readonly ectWithCongestionControl: boolean;
 }
 
 export const PROFILE_NAMES = ['ibta', 'rxe'] as const;
@@ -76,6 +85,7 @@ export const IBTA_PROFILE: DeviceProfile = Object.freeze({
   flushRecvPostedInErr: true,
   ipHopLimit: null,
   udSourcePort: 'flow-label',
+  ectWithCongestionControl: true,
 } satisfies DeviceProfile);
 
 export const RXE_PROFILE: DeviceProfile = Object.freeze({
@@ -86,6 +96,7 @@ export const RXE_PROFILE: DeviceProfile = Object.freeze({
   flushRecvPostedInErr: false,
   ipHopLimit: 64,
   udSourcePort: 'rxe-qpn-hash',
+  ectWithCongestionControl: false,
 } satisfies DeviceProfile);
 
 export const PROFILES: Readonly<Record<ProfileName, DeviceProfile>> = Object.freeze({ ibta: IBTA_PROFILE, rxe: RXE_PROFILE });

@@ -152,6 +152,7 @@ export const ProfileSchema = z
         flushRecvPostedInErr: bool().optional(),
         ipHopLimit: int(1, 255).nullable().optional(),
         udSourcePort: oneOf(['flow-label', 'rxe-qpn-hash'], "'flow-label' or 'rxe-qpn-hash'").optional(),
+        ectWithCongestionControl: bool().optional(),
       }),
     ],
     {

@@ -74,26 +74,30 @@ describe('rnic compare', () => {
     expect(again.r.differences.map((x) => x.text)).toEqual(r.differences.map((x) => x.text));
   });
 
-  it('ibta against rxe: exactly the profile choices that differ on this traffic (TTL, UD source port), exit 0; --strict exit 1', () => {
+  it('ibta against rxe: exactly the profile choices that differ on this traffic (TTL, ECT, UD source port), exit 0; --strict exit 1', () => {
     const { status, r } = report(PROFILES, '--a', 'ibta', '--b', 'rxe');
     expect(status).toBe(0);
     expect(r.unexplained).toBe(0);
     expect(new Set(r.differences.map((d) => `${d.kind}/${d.field}/${d.explainedBy}`))).toEqual(
-      new Set(['packet-field/ttl/ipHopLimit', 'packet-field/udpSrcPort/udSourcePort']),
+      new Set(['packet-field/ttl/ipHopLimit', 'packet-field/ecn/ectWithCongestionControl', 'packet-field/udpSrcPort/udSourcePort']),
     );
+    // ECT(0) under ibta (congestion control's ECN is on by default), the traffic class's 0 under rxe: every packet.
+    const ecn = r.differences.filter((d) => d.field === 'ecn');
+    expect(ecn.every((d) => d.a === 2 && d.b === 0)).toBe(true);
+    expect(ecn.reduce((n, d) => n + (d.count ?? 1), 0)).toBe(r.matchedPackets);
     // Every packet differs in TTL (1 against 64); each UD datagram in its port.
     const ttl = r.differences.filter((d) => d.field === 'ttl');
     expect(ttl.every((d) => d.a === 1 && d.b === 64)).toBe(true);
     expect(ttl.reduce((n, d) => n + (d.count ?? 1), 0)).toBe(r.matchedPackets);
     const ud = r.differences.filter((d) => d.field === 'udpSrcPort');
     expect(ud).toHaveLength(1);
-    expect(ud[0]!.a).toBe(0xc000);
+    expect(ud[0]).toMatchObject({ a: 'flow-label', b: 'rxe-qpn-hash' });
     expect(ud[0]!.count).toBe(4);
     const strict = rnic(PROFILES, '--strict');
     expect(strict.status).toBe(1);
-    expect(strict.stdout).toMatch(/10 unexplained differences\n$/);
-    // --allow ttl: only the port is left, explained.
-    const allowed = report(PROFILES, '--allow', 'ttl', '--strict');
+    expect(strict.stdout).toMatch(new RegExp(`\n${r.differences.length} unexplained differences\n$`));
+    // --allow ttl,ecn: only the UD port is left, counted under --strict.
+    const allowed = report(PROFILES, '--allow', 'ttl,ecn', '--strict');
     expect(allowed.status).toBe(1);
     expect(allowed.r.unexplained).toBe(1);
   });

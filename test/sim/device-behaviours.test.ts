@@ -56,25 +56,34 @@ describe('the wire choices: IP TTL and the UD source port', () => {
   });
   const frames = async (profile: unknown) => {
     const r = await run(hop1(profile));
-    const out: { ttl: number; sport: number; ud: boolean; srcQp: number }[] = [];
+    const out: { ttl: number; ecn: number; sport: number; ud: boolean; srcQp: number }[] = [];
     for (const rec of iteratePcap(Object.values(r.captures)[0]!)) {
       const d = decodePacket(rec.data);
-      if (d.ok) out.push({ ttl: d.packet.ipv4!.ttl, sport: d.packet.udp!.srcPort, ud: d.packet.deth !== null, srcQp: d.packet.deth?.srcQp ?? -1 });
+      if (d.ok)
+        out.push({
+          ttl: d.packet.ipv4!.ttl,
+          ecn: d.packet.ipv4!.ecn,
+          sport: d.packet.udp!.srcPort,
+          ud: d.packet.deth !== null,
+          srcQp: d.packet.deth?.srcQp ?? -1,
+        });
     }
     expect(out.filter((f) => f.ud).length).toBe(2);
     expect(out.filter((f) => !f.ud).length).toBeGreaterThanOrEqual(4); // two SENDs, their ACKs
     return out;
   };
 
-  it('ibta: TTL is the hop limit (1); UD from the flow-label port 0xC000', async () => {
+  it('ibta: TTL is the hop limit (1); ECT(0) with congestion control on (the default); UD from the flow-label port 0xC000', async () => {
     const out = await frames('ibta');
     expect(new Set(out.map((f) => f.ttl))).toEqual(new Set([1]));
+    expect(new Set(out.map((f) => f.ecn))).toEqual(new Set([2]));
     for (const f of out.filter((x) => x.ud)) expect(f.sport).toBe(0xc000);
   });
 
-  it("rxe: TTL 64 whatever the hop limit; UD from rxe's per-QP port 0xC000 + hash_32(qpn, 14)", async () => {
+  it("rxe: TTL 64 whatever the hop limit; ECN the traffic class's (0); UD from rxe's per-QP port 0xC000 + hash_32(qpn, 14)", async () => {
     const out = await frames('rxe');
     expect(new Set(out.map((f) => f.ttl))).toEqual(new Set([64]));
+    expect(new Set(out.map((f) => f.ecn))).toEqual(new Set([0]));
     for (const f of out.filter((x) => x.ud)) expect(f.sport).toBe(rxeInitialUdpSport(f.srcQp));
     // The RC QP's port is the same under both profiles (rdma_get_udp_sport of the QPN pair, rxe_verbs.c rxe_modify_qp).
     const ibta = await frames('ibta');
