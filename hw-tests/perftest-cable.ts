@@ -175,13 +175,17 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const portA = (i: number): number => 40000 + (process.pid % 500) * 40 + i;
   const portB = (i: number): number => 60000 + (process.pid % 100) * 40 + i;
   const cfg = join(CACHE, `perftest-cable-${process.pid}.json`);
-  writeFileSync(
-    cfg,
-    JSON.stringify({
-      devices: [{ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'] }] }],
-      cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` }],
-    }),
-  );
+  const cable = { kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` };
+  const device = (capture?: string) => ({ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'], ...(capture ? { capture } : {}) }] });
+  writeFileSync(cfg, JSON.stringify({ devices: [device()], cables: [cable] }));
+  // RNIC_HW_DUMP: each case and role also captures the model's port (both directions), beside the dump.
+  const dump = process.env['RNIC_HW_DUMP'];
+  const cfgFor = (c: PerftestCase, role: 'A' | 'B'): string => {
+    if (!dump) return cfg;
+    const f = join(CACHE, `perftest-cable-${process.pid}-${c.name}-${role}.json`);
+    writeFileSync(f, JSON.stringify({ devices: [device(`${dump}.${c.name}-${role}.pcap`)], cables: [cable] }));
+    return f;
+  };
   const fwd = cases.map((_, i) => `,hostfwd=tcp:127.0.0.1:${portB(i)}-:${portB(i)}`).join('');
   const netArgs = [
     '-netdev',
@@ -198,14 +202,18 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const driver = (async () => {
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
-      host.a.push(await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portA(i))], cfg, 240_000));
+      host.a.push(await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portA(i))], cfgFor(c, 'A'), 240_000));
     }
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
       let r: Run = { code: null, out: 'not run' };
       // Until the guest's server listens, QEMU accepts and drops: the version exchange then reads 0 bytes.
       for (let t = 0; t < 120 && !guestDone; t++) {
-        r = await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portB(i)), '127.0.0.1'], cfg, 240_000);
+        r = await runModel(
+          [...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portB(i)), '127.0.0.1'],
+          cfgFor(c, 'B'),
+          240_000,
+        );
         if (
           r.code === 0 ||
           !/version: the other side closed the connection after 0 of|ECONNREFUSED|ECONNRESET|Couldn't read\/write remote address|read 0 of 52/.test(r.out)

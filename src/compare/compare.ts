@@ -101,12 +101,13 @@ function compareFlow(fa: Flow, fb: Flow, out: Found[], tolerance: number): numbe
             : `${label(pa)}: ${field} ${shown(field, va)} in A, ${shown(field, vb)} in B`,
       });
     }
-    if (pa.startsRetry && pa.sincePreviousNs !== null && pb.sincePreviousNs !== null) {
+    if (pa.startsRetry && !pa.nakDriven && !pb.nakDriven && pa.sincePreviousNs !== null && pb.sincePreviousNs !== null) {
       const [x, y] = [pa.sincePreviousNs, pb.sincePreviousNs];
       if (Math.abs(x - y) > tolerance * Math.max(x, y))
         out.push({
           kind: 'timer',
           field: 'retryAfterNs',
+          opcode: pa.opcode,
           a: x,
           b: y,
           where: packetWhere(fa, pa, pb),

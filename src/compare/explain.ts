@@ -37,6 +37,8 @@ export interface Explainable {
   /** A packet's transmission count (retransmissions past the IBTA's 7 retries). */
   readonly transmission?: number;
   readonly counter?: string;
+  /** The packet's opcode (a timer difference: which request was retried). */
+  readonly opcode?: string;
 }
 
 /**
@@ -53,6 +55,8 @@ export function explain(d: Explainable, differ: ReadonlySet<Choice>): string | u
       return 'recvOverflow';
     return undefined;
   }
+  // A READ asked again at once under one profile, one timeout later under the other.
+  if (d.kind === 'timer' && d.opcode?.startsWith('RC_RDMA_READ') && has('readResponseGap')) return 'readResponseGap';
   if ((d.kind === 'packet-only-in-a' || d.kind === 'packet-only-in-b') && has('retryCnt7Infinite') && (d.transmission ?? 0) > 8) return 'retryCnt7Infinite';
   if (d.kind === 'completion-field' && d.field === 'status') {
     if (has('recvOverflow') && RECV_OVERFLOW_STATUSES.has(d.a as string) && RECV_OVERFLOW_STATUSES.has(d.b as string)) return 'recvOverflow';

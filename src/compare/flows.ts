@@ -26,6 +26,12 @@ export interface FlowPacket {
   readonly sincePreviousNs: number | null;
   /** The previous packet of the flow was not a retransmission: this one starts a retry. */
   readonly startsRetry: boolean;
+  /**
+   * A retry the peer asked for: a NAK (PSN sequence error) came back between
+   * the previous transmission and this one. Its wait is a round trip, not
+   * a timer, so it is not compared as one.
+   */
+  nakDriven: boolean;
   /** The UDP source port as sent (fields.udpSrcPort says which rule gave it). */
   readonly udpSrcPortRaw: number | null;
   fields: PacketFields;
@@ -144,11 +150,19 @@ export function flowsOf(packets: readonly CapturedPacket[]): Flow[] {
       sincePreviousNs: before ? c.ns - before.ns : null,
       startsRetry: transmission > 1 && (prev === undefined || prev.transmission === 1),
       udpSrcPortRaw: p.udp ? p.udp.srcPort : null,
+      nakDriven: false,
       fields: { ...fields, udpSrcPort: udRule(p) ?? fields.udpSrcPort },
     });
   }
   const out = flows.map(({ seen: _, ...f }) => f);
-  for (const f of out) if (!f.ud) nameConnectedPorts(f, out);
+  for (const f of out) {
+    if (f.ud) continue;
+    const back = reverseOf(f, out);
+    if (back) {
+      nameConnectedPorts(f, back);
+      markNakDriven(f, back);
+    }
+  }
   return out;
 }
 
@@ -161,14 +175,29 @@ function udRule(p: Packet): string | undefined {
 }
 
 /**
- * A connected flow's ports: its source QPN is the destination QP of the flow
- * coming back (the reverse addresses, the same symmetric port).
+ * The flow coming back on the same connection: the reverse addresses, the
+ * other class, the same symmetric UDP port (rdma_get_udp_sport).
  */
-function nameConnectedPorts(f: Flow, all: readonly Flow[]): void {
+function reverseOf(f: Flow, all: readonly Flow[]): Flow | undefined {
   const port = f.packets[0]?.udpSrcPortRaw;
-  if (port === null || port === undefined) return;
-  const back = all.find((g) => !g.ud && g.src === f.dst && g.dst === f.src && g.packets[0]?.udpSrcPortRaw === port);
-  if (!back) return;
+  if (port === null || port === undefined) return undefined;
+  return all.find((g) => !g.ud && g.cls !== f.cls && g.src === f.dst && g.dst === f.src && g.packets[0]?.udpSrcPortRaw === port);
+}
+
+/** Retries of a request flow that follow a NAK PSN sequence error of its response flow. */
+function markNakDriven(f: Flow, back: Flow): void {
+  if (f.cls !== 'requests') return;
+  const naks = back.packets.filter((p) => p.fields.syndrome !== null && p.fields.syndrome >>> 5 === 3).map((p) => p.ns);
+  if (naks.length === 0) return;
+  for (const p of f.packets) {
+    if (p.sincePreviousNs === null) continue;
+    const from = p.ns - p.sincePreviousNs;
+    p.nakDriven = naks.some((t) => t >= from && t <= p.ns);
+  }
+}
+
+/** A connected flow's ports: its source QPN is the destination QP of the flow coming back. */
+function nameConnectedPorts(f: Flow, back: Flow): void {
   const pair = roceUdpSport(0, back.destQp, f.destQp);
   for (const p of f.packets) if (p.udpSrcPortRaw === pair) p.fields = { ...p.fields, udpSrcPort: 'qpn-pair' };
 }

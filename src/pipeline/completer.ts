@@ -277,8 +277,9 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   const d = psnCompare(psn, expected);
   if (d < 0) return; // duplicate response
   if (d > 0) {
-    // A response of this READ is missing: ask again from what we have (resumePsn).
-    impliedNak(nic, q, now);
+    // A response of this READ is missing: ask again from what we have (resumePsn),
+    // or (rxe) ignore this one and leave the retry to the transport timer (profiles.ts).
+    if (nic.env.profile.readResponseGap === 'reissue') impliedNak(nic, q, now);
     return;
   }
   const isFirst = op === Op.RC_RDMA_READ_RESPONSE_FIRST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;

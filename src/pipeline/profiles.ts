@@ -71,6 +71,16 @@ export interface DeviceProfile {
    * (seen on the cable: ECN 0 from rxe1, hw-tests compare cases).
    */
   readonly ectWithCongestionControl: boolean;
+  /**
+   * A READ response past the one expected (one of this READ's responses was
+   * lost). 'reissue': the gap is an implied NAK, the READ is asked again at
+   * once from the first byte not received (the IBTA's implied NAK; mlx5
+   * counts it as implied_nak_seq_err). 'ignore': rxe_comp.c check_psn returns COMPST_DONE
+   * for a READ or atomic response past comp.psn; the transport timer then
+   * retries from there (seen on the cable: rxe re-reads one timeout later,
+   * hw-tests compare-read_lat-loss).
+   */
+  readonly readResponseGap: 'reissue' | 'ignore';
 }
 
 export const PROFILE_NAMES = ['ibta', 'rxe'] as const;
@@ -86,6 +96,7 @@ export const IBTA_PROFILE: DeviceProfile = Object.freeze({
   ipHopLimit: null,
   udSourcePort: 'flow-label',
   ectWithCongestionControl: true,
+  readResponseGap: 'reissue',
 } satisfies DeviceProfile);
 
 export const RXE_PROFILE: DeviceProfile = Object.freeze({
@@ -97,6 +108,7 @@ export const RXE_PROFILE: DeviceProfile = Object.freeze({
   ipHopLimit: 64,
   udSourcePort: 'rxe-qpn-hash',
   ectWithCongestionControl: false,
+  readResponseGap: 'ignore',
 } satisfies DeviceProfile);
 
 export const PROFILES: Readonly<Record<ProfileName, DeviceProfile>> = Object.freeze({ ibta: IBTA_PROFILE, rxe: RXE_PROFILE });

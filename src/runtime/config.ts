@@ -153,6 +153,7 @@ export const ProfileSchema = z
         ipHopLimit: int(1, 255).nullable().optional(),
         udSourcePort: oneOf(['flow-label', 'rxe-qpn-hash'], "'flow-label' or 'rxe-qpn-hash'").optional(),
         ectWithCongestionControl: bool().optional(),
+        readResponseGap: oneOf(['reissue', 'ignore'], "'reissue' or 'ignore'").optional(),
       }),
     ],
     {

@@ -98,3 +98,35 @@ describe('compareRuns', () => {
     expect(compareRuns(a, b, { strict: true }).unexplained).toBe(3);
   });
 });
+
+describe('readResponseGap', () => {
+  /** One READ of four responses, the second lost once; a 4 ms transport timer (timeout 10). */
+  const readLoss = (profile: string) =>
+    parseScenario({
+      name: 'read-gap',
+      seed: 1,
+      duration: '50ms',
+      profile,
+      qps: [{ name: 'q', type: 'RC', mtu: 1024, timeout: 10 }],
+      faults: [{ name: 'lose', action: 'drop', direction: 'b->a', match: { opcode: 'RC_RDMA_READ_RESPONSE_MIDDLE', count: 1 } }],
+      traffic: [{ qp: 'q', op: 'read', size: 4096, count: 1, depth: 1 }],
+    });
+  const record = async (profile: 'ibta' | 'rxe'): Promise<RunRecord> => {
+    const s = readLoss(profile);
+    const r = await runScenario(s);
+    expect(r.traffic[0]!.ok, `${profile}: the READ completes`).toBe(1);
+    return { label: profile, ...decodeCapture(r.captures[s.capture[0]!]!, profile), profile: resolveProfile(profile) };
+  };
+
+  it('ibta asks the READ again at the gap; rxe ignores the gap and asks one timeout later; compare names the choice', async () => {
+    const [a, b] = [await record('ibta'), await record('rxe')];
+    const r = compareRuns(a, b);
+    const t = r.differences.find((d) => d.kind === 'timer');
+    expect(t).toMatchObject({ explainedBy: 'readResponseGap' });
+    const timeoutNs = 4096 * 2 ** 10;
+    expect(t!.a as number).toBeLessThan(timeoutNs / 10);
+    expect(t!.b as number).toBeGreaterThanOrEqual(timeoutNs);
+    // Nothing else differs but what the other profile choices explain.
+    expect(r.unexplained).toBe(0);
+  });
+});
