@@ -81,6 +81,15 @@ export interface DeviceProfile {
    * hw-tests compare-read_lat-loss).
    */
   readonly readResponseGap: 'reissue' | 'ignore';
+  /**
+   * AckReq on the last packet of every message (rxe_req.c init_req_packet:
+   * `ack_req = (pkt->mask & RXE_END_MASK) || noack_pkts++ >
+   * RXE_MAX_PKT_PER_ACK`). false: only on a message someone waits for
+   * (signaled, or the last one queued) and every 64 packets — the IBTA
+   * leaves it to the requester (9.7.4.1.1), and a stream of unsignaled
+   * messages is then acknowledged cumulatively.
+   */
+  readonly ackReqEveryMessage: boolean;
 }
 
 export const PROFILE_NAMES = ['ibta', 'rxe'] as const;
@@ -97,6 +106,7 @@ export const IBTA_PROFILE: DeviceProfile = Object.freeze({
   udSourcePort: 'flow-label',
   ectWithCongestionControl: true,
   readResponseGap: 'reissue',
+  ackReqEveryMessage: false,
 } satisfies DeviceProfile);
 
 export const RXE_PROFILE: DeviceProfile = Object.freeze({
@@ -109,6 +119,7 @@ export const RXE_PROFILE: DeviceProfile = Object.freeze({
   udSourcePort: 'rxe-qpn-hash',
   ectWithCongestionControl: false,
   readResponseGap: 'ignore',
+  ackReqEveryMessage: true,
 } satisfies DeviceProfile);
 
 export const PROFILES: Readonly<Record<ProfileName, DeviceProfile>> = Object.freeze({ ibta: IBTA_PROFILE, rxe: RXE_PROFILE });

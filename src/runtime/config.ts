@@ -154,6 +154,7 @@ export const ProfileSchema = z
         udSourcePort: oneOf(['flow-label', 'rxe-qpn-hash'], "'flow-label' or 'rxe-qpn-hash'").optional(),
         ectWithCongestionControl: bool().optional(),
         readResponseGap: oneOf(['reissue', 'ignore'], "'reissue' or 'ignore'").optional(),
+        ackReqEveryMessage: bool().optional(),
       }),
     ],
     {

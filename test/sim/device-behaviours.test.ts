@@ -90,3 +90,36 @@ describe('the wire choices: IP TTL and the UD source port', () => {
     expect(out.filter((f) => !f.ud).map((f) => f.sport)).toEqual(ibta.filter((f) => !f.ud).map((f) => f.sport));
   });
 });
+
+describe('ackReqEveryMessage', () => {
+  /** 16 unsignaled WRITEs of one packet each, one signaled in every 16 (and the last). */
+  const stream = (profile: unknown) => ({
+    name: 'ackreq',
+    seed: 1,
+    duration: '2ms',
+    profile,
+    qps: [{ name: 'q', type: 'RC', mtu: 1024 }],
+    traffic: [{ qp: 'q', op: 'write', size: 512, count: 32, depth: 16, signalEvery: 16 }],
+  });
+  const ackReqs = async (profile: unknown) => {
+    const r = await run(stream(profile));
+    expect(r.traffic[0]!.ok).toBe(32);
+    let asked = 0;
+    let acks = 0;
+    for (const rec of iteratePcap(Object.values(r.captures)[0]!)) {
+      const d = decodePacket(rec.data);
+      if (!d.ok) continue;
+      if (d.packet.bth.opcode === 0x0a && d.packet.bth.ackReq) asked++; // RC_RDMA_WRITE_ONLY
+      if (d.packet.bth.opcode === 0x11) acks++; // RC_ACKNOWLEDGE
+    }
+    return { asked, acks };
+  };
+
+  it('rxe asks on every message and is answered for each; ibta asks on the messages someone waits for', async () => {
+    const rxe = await ackReqs('rxe');
+    expect(rxe).toEqual({ asked: 32, acks: 32 });
+    const ibta = await ackReqs('ibta');
+    expect(ibta.asked).toBeLessThan(32);
+    expect(ibta.acks).toBe(ibta.asked);
+  });
+});
