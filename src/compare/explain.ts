@@ -59,7 +59,8 @@ export function explain(d: Explainable, differ: ReadonlySet<Choice>): string | u
   // A READ asked again at once under one profile, one timeout later under the other.
   if (d.kind === 'timer' && d.opcode?.startsWith('RC_RDMA_READ') && has('readResponseGap')) return 'readResponseGap';
   // More or fewer ACKs, as the requester asks for them.
-  if ((d.kind === 'packet-only-in-a' || d.kind === 'packet-only-in-b') && has('ackReqEveryMessage') && (d.a ?? d.b) === 'RC_ACKNOWLEDGE') return 'ackReqEveryMessage';
+  if ((d.kind === 'packet-only-in-a' || d.kind === 'packet-only-in-b') && has('ackReqEveryMessage') && (d.a ?? d.b) === 'RC_ACKNOWLEDGE')
+    return 'ackReqEveryMessage';
   if ((d.kind === 'packet-only-in-a' || d.kind === 'packet-only-in-b') && has('retryCnt7Infinite') && (d.transmission ?? 0) > 8) return 'retryCnt7Infinite';
   if (d.kind === 'completion-field' && d.field === 'status') {
     if (has('recvOverflow') && RECV_OVERFLOW_STATUSES.has(d.a as string) && RECV_OVERFLOW_STATUSES.has(d.b as string)) return 'recvOverflow';
