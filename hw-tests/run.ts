@@ -16,9 +16,12 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
+import { COMPARE_CASES, runCompareCable } from './compare-cable.js';
 import { PERFTEST_CASES, runPerftestCable } from './perftest-cable.js';
 
 const filter = process.argv.slice(2);
+/** `npm run hw-test -- compare…`: only the compare cases (compare-cable.ts), no other guest. */
+const compareOnly = filter.length > 0 && filter.every((f) => f.startsWith('compare'));
 const ENV_SKIP = 3;
 
 function parse(out: string): CaseResult[] {
@@ -52,7 +55,7 @@ if (!envProblem && process.getuid?.() === 0) {
   if (missing.length) envProblem = `missing Debian packages: ${missing.join(' ')}`;
 }
 if (!envProblem) envProblem = qemuUsable();
-if (!envProblem) {
+if (!envProblem && !compareOnly) {
   const b = spawnSync(process.execPath, [join(PROJECT, 'src/driver/rdma-core/native/build.mjs')], {
     encoding: 'utf8',
     env: { ...process.env, RNIC_RDMA_CORE_BUILD: 'require' },
@@ -62,7 +65,7 @@ if (!envProblem) {
     real.push({ test: 'addon-build', provider: 'rdma-core', device: '-', result: 'failed', detail: 'node-gyp failed', ms: 0 });
   }
 }
-if (!envProblem && real.length === 0) {
+if (!envProblem && real.length === 0 && !compareOnly) {
   try {
     const k = ensureKernel();
     const initrd = ensureInitramfs(k);
@@ -238,9 +241,11 @@ if (!envProblem && real.length === 0) {
 
 // 2b. perftest's ib_* and rdma-core's uc/ud pingpong in a second guest, against the model's CLI over the cable, both roles.
 const peerCases = PERFTEST_CASES.filter((c) =>
-  c.onlyWhenNamed
-    ? filter.includes(c.name)
-    : filter.length === 0 || filter.some((f) => f === 'peers' || c.name.includes(f) || (f === 'perftest' && !c.test.endsWith('_pingpong'))),
+  compareOnly
+    ? false
+    : c.onlyWhenNamed
+      ? filter.includes(c.name)
+      : filter.length === 0 || filter.some((f) => f === 'peers' || c.name.includes(f) || (f === 'perftest' && !c.test.endsWith('_pingpong'))),
 );
 for (const c of PERFTEST_CASES)
   if (c.onlyWhenNamed && !filter.includes(c.name)) say(`hw-test: not run unless named (npm run hw-test -- ${c.name}): ${c.onlyWhenNamed}`);
@@ -252,6 +257,18 @@ if (!envProblem && peerCases.length > 0) {
   } else {
     for (const x of pr.results) (x.provider === 'model' ? model : real).push(x);
     guestNote += `${guestNote ? '\n' : ''}perftest/pingpong peers: ${pr.note} (${peerCases.length} cases × 2 roles, ${((Date.now() - t2) / 1000).toFixed(0)} s)`;
+  }
+}
+
+// 2c. rnic compare: rxe1 in a third guest against the model's rxe profile, flow by flow.
+const compareCases = COMPARE_CASES.filter((c) => filter.length === 0 || filter.some((f) => c.name.includes(f)));
+if (!envProblem && compareCases.length > 0) {
+  const t3 = Date.now();
+  const cr = await runCompareCable(compareCases);
+  if ('cannot' in cr) envProblem = cr.cannot;
+  else {
+    real.push(...cr.results);
+    guestNote += `${guestNote ? '\n' : ''}rnic compare: ${cr.note} (${compareCases.length} cases, ${((Date.now() - t3) / 1000).toFixed(0)} s)`;
   }
 }
 

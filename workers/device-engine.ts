@@ -19,14 +19,13 @@ interface EngineData {
   rings: RingCable[];
   /** Shared memory of the UDP cables, by index in `cables`. */
   udp: [number, UdpCableShm][];
-  quirks: Record<string, boolean>;
   seed?: number;
   stop: SharedArrayBuffer;
   tuning?: Partial<LoopTuning>;
 }
 
 const data = workerData as EngineData;
-const host = new DeviceHost(data.devices, monotonicClock(), data.quirks, {
+const host = new DeviceHost(data.devices, monotonicClock(), {
   specs: data.switches,
   ...(data.seed === undefined ? {} : { seed: data.seed }),
 });

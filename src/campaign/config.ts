@@ -10,6 +10,7 @@ import { parseDurationNs } from '../fabric/timing-params.js';
 import { RnicError } from '../wire/errors.js';
 import { DEFAULT_CONFIG, parseConfig } from '../runtime/config.js';
 import { TRAFFIC_OPS, type TrafficOp } from '../scenario/scenario.js';
+import type { ProfileSpec } from '../pipeline/profiles.js';
 
 export class CampaignError extends RnicError<'CAMPAIGN_INVALID'> {
   constructor(message: string) {
@@ -70,13 +71,13 @@ export interface Campaign {
   /** Virtual time limit of one seed (ns); the watchdog is the scenario default. */
   readonly durationNs: number;
   /**
-   * Named device behaviours for every seed (docs/pipeline.md). The default
-   * sets rxeRetryCnt7Infinite, so that retry_cnt 7 retries for ever: at a
+   * The device profile of every seed (src/pipeline/profiles.ts). The default
+   * is the IBTA's with retryCnt7Infinite, so that retry_cnt 7 retries for ever: at a
    * 10% loss rate a WR may legitimately exhaust seven retries, which would
    * hide real failures among correct RETRY_EXC_ERRs; retrying for ever, a
    * transport that stops making progress shows as a stall (the watchdog).
    */
-  readonly quirks: Readonly<Record<string, boolean>>;
+  readonly profile: ProfileSpec;
   /**
    * With a finite retry budget, an RC QP that uses it up as its faults or late
    * receives explain passes (`expect: success-or-exhausted`, docs/scenarios.md);
@@ -115,7 +116,7 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
     duplicateCopies: [1, 2],
   },
   durationNs: 250_000_000,
-  quirks: { rxeRetryCnt7Infinite: true },
+  profile: { base: 'ibta', retryCnt7Infinite: true },
   explainExhaustion: true,
 } satisfies Campaign);
 
@@ -203,7 +204,7 @@ const TOP = [
   'startSpreadNs',
   'faults',
   'duration',
-  'quirks',
+  'profile',
   'explainExhaustion',
 ] as const;
 const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'duplicateCopies'] as const;
@@ -282,16 +283,15 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
     }
     if (durationNs <= 0) fail(p('duration'), 'must be more than 0');
   }
-  let quirks = d.quirks;
-  if (o.quirks !== undefined) {
-    const qo = obj(o.quirks, p('quirks'));
+  let profile = d.profile;
+  if (o.profile !== undefined) {
     // The model configuration's own checker names the field.
     try {
-      parseConfig({ workers: 0, devices: DEFAULT_CONFIG.devices.map((d) => ({ name: d.name, ports: d.ports })), quirks: qo }, source);
+      profile = parseConfig({ workers: 0, devices: DEFAULT_CONFIG.devices.map((d) => ({ name: d.name, ports: d.ports })), profile: o.profile }, source)
+        .devices[0]!.profile!;
     } catch (e) {
       throw new CampaignError((e as Error).message);
     }
-    quirks = qo as Record<string, boolean>;
   }
   const c: Campaign = {
     name,
@@ -326,7 +326,7 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
       duplicateCopies: range(fo.duplicateCopies, p('faults.duplicateCopies'), d.faults.duplicateCopies, 1, 64),
     },
     durationNs,
-    quirks,
+    profile,
     explainExhaustion: bool(o.explainExhaustion, p('explainExhaustion'), d.explainExhaustion),
   };
   return deepFreeze(c);

@@ -2,6 +2,7 @@
 /** The `rnic` command: one verb per file in this folder. */
 import '../boot.js';
 import { campaignCommand } from './commands/campaign.js';
+import { compareCommand } from './commands/compare.js';
 import { countersCommand } from './commands/counters.js';
 import { demoCommand } from './commands/demo.js';
 import { devinfoCommand } from './commands/devinfo.js';
@@ -30,6 +31,7 @@ const COMMANDS: Record<string, Command> = {
   devinfo: devinfoCommand,
   sim: simCommand,
   campaign: campaignCommand,
+  compare: compareCommand,
 };
 
 function usage(): string {

@@ -66,7 +66,6 @@ export function twoHostConfig(role: 'A' | 'B'): ModelConfig {
       { name: 'rnic0', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], ipv6: [`fd00::${n}`], mtu: 4096 }] },
     ],
     cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${mine}`, remote: `127.0.0.1:${theirs}` }],
-    quirks: {},
   };
 }
 

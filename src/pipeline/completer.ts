@@ -139,7 +139,7 @@ function goBackTo(q: QpCtx, psn: number): void {
 function takeRetry(nic: NicCore, q: QpCtx): boolean {
   const head = q.window[0];
   if (!head) return true;
-  const infinite = q.retryCnt === 7 && nic.env.quirks.rxeRetryCnt7Infinite;
+  const infinite = q.retryCnt === 7 && nic.env.profile.retryCnt7Infinite;
   if (q.retryLeft === 0 && !infinite) {
     failHead(nic, q, head, IBV_WC_RETRY_EXC_ERR, Ctr.RETRY_EXCEEDED_ERR);
     return false;
@@ -284,8 +284,9 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   const d = psnCompare(psn, expected);
   if (d < 0) return; // duplicate response
   if (d > 0) {
-    // A response of this READ is missing: ask again from what we have (resumePsn).
-    impliedNak(nic, q, now);
+    // A response of this READ is missing: ask again from what we have (resumePsn),
+    // or (rxe) ignore this one and leave the retry to the transport timer (profiles.ts).
+    if (nic.env.profile.readResponseGap === 'reissue') impliedNak(nic, q, now);
     return;
   }
   const isFirst = op === Op.RC_RDMA_READ_RESPONSE_FIRST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;

@@ -401,8 +401,10 @@ export class Nic implements NicCore {
     for (let i = 0; i < n; i++) {
       const s = this.qp(pairs[2 * i]!);
       if (!s) continue;
-      if (t.qpState(s.off) === IBV_QPS_ERR) this.flush(s.q, s.off);
-      else if (isSend) this.schedule(s.q);
+      if (t.qpState(s.off) === IBV_QPS_ERR) {
+        // rxe 6.1 leaves a receive posted in ERR in its queue (profiles.ts flushRecvPostedInErr).
+        if (isSend || this.env.profile.flushRecvPostedInErr) this.flush(s.q, s.off);
+      } else if (isSend) this.schedule(s.q);
     }
     return n;
   }

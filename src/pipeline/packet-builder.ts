@@ -16,7 +16,6 @@ import {
   newPacket,
   OPCODES,
   payloadOffset,
-  roceUdpSport,
   type Aeth,
   type AtomicEth,
   type Deth,
@@ -107,8 +106,9 @@ export class PathTemplate {
     readonly path: PathInfo,
     readonly av: AddressVector,
     readonly srcMac: Uint8Array,
-    srcQpn: number,
     destQpn: number,
+    /** The IP header's TTL / hop limit, and the UDP source port (the device profile decides both: paths.ts). */
+    ip: { readonly hopLimit: number; readonly udpSrcPort: number },
     /** RoCE v2: send ECN-capable, ECT(0), whatever the traffic class's low bits say. */
     ect = false,
   ) {
@@ -122,9 +122,9 @@ export class PathTemplate {
       dstIp: dst,
       dscp: av.trafficClass >>> 2,
       ecn: ect && path.framing === 'roce-v2' ? 2 : av.trafficClass & 3,
-      hopLimit: av.hopLimit || 64,
+      hopLimit: ip.hopLimit,
       flowLabel: av.flowLabel,
-      udpSrcPort: roceUdpSport(av.flowLabel, srcQpn, destQpn),
+      udpSrcPort: ip.udpSrcPort,
       destQp: destQpn,
     });
     if (this.pkt.eth) this.pkt.eth.etherType = path.framing === 'roce-v1' ? EtherType.ROCE : path.v6 ? EtherType.IPV6 : EtherType.IPV4;

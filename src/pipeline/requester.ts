@@ -227,8 +227,8 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   // AckReq is the requester's to choose (IBTA 9.7.4.1.1): ask on the last
   // packet of a message someone waits for (signaled, or the last one queued),
   // and every MAX_PKT_PER_ACK packets; a stream of unsignaled messages is
-  // acknowledged cumulatively. rxe asks on every message's last packet.
-  const wanted = lastPkt && (w.signaled || q.sqSigAll || q.txIndex === q.window.length - 1 || isReadOrAtomic(w.opcode));
+  // acknowledged cumulatively. rxe asks on every message's last packet (profiles.ts ackReqEveryMessage).
+  const wanted = lastPkt && (nic.env.profile.ackReqEveryMessage || w.signaled || q.sqSigAll || q.txIndex === q.window.length - 1 || isReadOrAtomic(w.opcode));
   const ackReq = q.qpType === IBV_QPT_RC && (wanted || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
   if (ackReq) q.sinceAckReq = 0;
   const se =

@@ -20,6 +20,7 @@ import {
   IBV_QPT_UD,
   IBV_WC_GRH,
   IBV_WC_LOC_LEN_ERR,
+  IBV_WC_LOC_QP_OP_ERR,
   IBV_WC_LOC_PROT_ERR,
   IBV_WC_RECV,
   IBV_WC_RECV_RDMA_WITH_IMM,
@@ -37,6 +38,7 @@ import type { NicCore } from './core.js';
 import { copyBytes, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
 import { psnAdd, psnCompare } from './psn.js';
+import type { RecvOverflow } from './profiles.js';
 import type { QpCtx, ResponderResource } from './qp-ctx.js';
 import { readRecvWqe, type RecvWqe } from './work-requests.js';
 
@@ -122,6 +124,13 @@ function completeRecv(
  * A class C error (IBTA §9.9.3): NAK the request, report it on the receive
  * side where a WQE is in progress, move the QP to ERR.
  */
+/** An RC SEND longer than its receive buffer: the NAK and the receive's status, per profile (profiles.ts RecvOverflow). */
+const RECV_OVERFLOW: Record<RecvOverflow, readonly [number, number]> = {
+  'nak-invalid-request': [Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR],
+  'nak-invalid-request-rem-inv': [Syndrome.NAK_INVALID_REQUEST, IBV_WC_REM_INV_REQ_ERR],
+  'nak-remote-op': [Syndrome.NAK_REMOTE_OP, IBV_WC_LOC_QP_OP_ERR],
+};
+
 function fatal(nic: NicCore, q: QpCtx, psn: number, syndrome: number, recvStatus: number, event: number): void {
   queueNak(q, psn, syndrome);
   if (q.recv) {
@@ -251,8 +260,8 @@ function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position
   if (q.recvOffset + len > w.length) {
     ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
     if (rc) {
-      const status = nic.env.quirks.rxeRecvOverflowRemInvReq ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_LOC_LEN_ERR;
-      fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, status, IBV_EVENT_QP_REQ_ERR);
+      const [syndrome, status] = RECV_OVERFLOW[nic.env.profile.recvOverflow];
+      fatal(nic, q, psn, syndrome, status, IBV_EVENT_QP_REQ_ERR);
     } else {
       dropUcMessage(q);
     }

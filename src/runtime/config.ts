@@ -12,7 +12,7 @@ import { resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
 import { bool, firstIssue, schemaRef, int, list, numberOrText, oneOf, paramsObject, parsed, shown, strictObject, text } from '../params/schema.js';
 import { CC_PARAMS, resolveCcParams } from '../pipeline/cc-params.js';
 import type { SwitchConfig } from '../fabric/switch/config.js';
-import { QUIRK_NAMES } from '../pipeline/nic-env.js';
+import { PROFILE_NAMES, type ProfileSpec } from '../pipeline/profiles.js';
 import { ConfigError } from './config-error.js';
 import type { HostAddresses } from './switch-routes.js';
 import { duration, rate, resolveSwitchConfig, SwitchSchema } from './switch-schema.js';
@@ -37,6 +37,8 @@ export interface DeviceConfig {
   caps: Record<string, unknown>;
   /** QoS and congestion-control parameters (CC_PARAMS, docs/configuration.md); validated at parse time. */
   congestion?: Record<string, unknown>;
+  /** Where this device's behaviour differs from the IBTA's (src/pipeline/profiles.ts); absent: `ibta`. */
+  profile?: ProfileSpec;
 }
 
 /**
@@ -83,8 +85,6 @@ export interface ModelConfig {
   workers: number;
   devices: DeviceConfig[];
   cables: CableConfig[];
-  /** Named device behaviours (docs/pipeline.md). */
-  quirks: Record<string, boolean>;
   /** Seed of everything random (realtime: the fault dice; the simulator takes strings and bigints too); default 1. */
   seed?: number | string | bigint;
   /** Switches between the devices (docs/fabric.md). */
@@ -100,7 +100,6 @@ export const DEFAULT_CONFIG: ModelConfig = Object.freeze({
     { name: 'rnic1', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'], ipv6: ['fd00::2'], mtu: 4096 }] },
   ],
   cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1' }],
-  quirks: {},
 }) as ModelConfig;
 
 function fail(path: string, msg: string): never {
@@ -167,6 +166,43 @@ const PortSchema = strictObject({
   capture: text().optional().meta({ description: 'write every frame in and out of the port to this pcap (ns timestamps)', defaultText: 'none' }),
 });
 
+const profileName = () => oneOf(PROFILE_NAMES, PROFILE_NAMES.map((n) => `'${n}'`).join(' or '));
+
+/** A device profile (src/pipeline/profiles.ts): a name, or a named base with some of its choices changed. */
+export const ProfileSchema = z
+  .union(
+    [
+      profileName(),
+      strictObject({
+        base: profileName().optional(),
+        retryCnt7Infinite: bool().optional(),
+        recvOverflow: oneOf(
+          ['nak-invalid-request', 'nak-invalid-request-rem-inv', 'nak-remote-op'],
+          "'nak-invalid-request', 'nak-invalid-request-rem-inv' or 'nak-remote-op'",
+        ).optional(),
+        flushRecvPostedInErr: bool().optional(),
+        ipHopLimit: int(1, 255).nullable().optional(),
+        udSourcePort: oneOf(['flow-label', 'rxe-qpn-hash'], "'flow-label' or 'rxe-qpn-hash'").optional(),
+        ectWithCongestionControl: bool().optional(),
+        readResponseGap: oneOf(['reissue', 'ignore'], "'reissue' or 'ignore'").optional(),
+        ackReqEveryMessage: bool().optional(),
+      }),
+    ],
+    {
+      error: (iss) =>
+        iss.code === 'invalid_union' && typeof iss.input === 'string'
+          ? `unknown profile ${shown(iss.input)} (known: ${PROFILE_NAMES.join(', ')})`
+          : `expected a profile name (${PROFILE_NAMES.join(', ')}) or an object with \`base\` and the choices to change, got ${shown(iss.input)}`,
+    },
+  )
+  .optional();
+
+const profileField = (what: string) =>
+  ProfileSchema.meta({
+    description: `${what}: \`"ibta"\` or \`"rxe"\` (Linux 6.1 Soft-RoCE), or \`{"base": "rxe", "retryCnt7Infinite": false, …}\` to change single choices; the choices are in docs/compare.md`,
+    defaultText: '`ibta`',
+  });
+
 /** One device, as the configuration and scenario files write it. */
 export const DeviceSchema = strictObject({
   name: text()
@@ -191,6 +227,7 @@ export const DeviceSchema = strictObject({
       'QoS and congestion-control parameters (`trust`, `ecn`, DCQCN `rpg_*`, `dce_tcp_*`, CNP `min_time_between_cnps`, … — `CC_PARAMS` in `src/pipeline/cc-params.ts`, listed in docs/pipeline.md)',
     defaultText: 'mlx5 defaults',
   }),
+  profile: profileField("where the device's behaviour may differ from the IBTA's"),
 });
 
 const WireCableSchema = strictObject({
@@ -237,13 +274,6 @@ const CableSchema = z.discriminatedUnion('kind', [WireCableSchema, UdpCableSchem
       : `expected an object, got ${shown(iss.input)}`,
 });
 
-const quirkShape = Object.fromEntries(QUIRK_NAMES.map((q) => [q, bool().optional()])) as Record<(typeof QUIRK_NAMES)[number], z.ZodOptional<z.ZodBoolean>>;
-
-/** Named device behaviours (docs/pipeline.md), each on or off. */
-export const QuirksSchema = strictObject(quirkShape, `unknown device behaviour (known: ${QUIRK_NAMES.join(', ')})`)
-  .default({})
-  .meta({ description: 'named device behaviours, e.g. `{"rxeRetryCnt7Infinite": true}`; the list is in docs/pipeline.md', defaultText: 'none (IBTA)' });
-
 /** A switch of the realtime runtime (docs/fabric.md, "Switches in the realtime runtime"). */
 const ConfigSwitchSchema = strictObject({
   name: text()
@@ -278,7 +308,7 @@ export const ConfigSchema = strictObject({
   }),
   devices: list(DeviceSchema, 'a non-empty list of devices').min(1, { error: 'expected a non-empty list of devices' }).meta({ description: 'the devices' }),
   cables: list(CableSchema).default([]).meta({ description: 'what connects the ports', defaultText: 'none' }),
-  quirks: QuirksSchema,
+  profile: profileField('the profile of every device that names none'),
   seed: int(0, Number.MAX_SAFE_INTEGER)
     .optional()
     .meta({ description: "seed of the fault dice (each cable gets its own stream) and of the switches' ECN marking", defaultText: '1' }),
@@ -305,7 +335,7 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
   const r = ConfigSchema.safeParse(raw);
   if (!r.success) throw new ConfigError(firstIssue(r.error, source));
   const o = r.data;
-  const devices = resolveDevices(o.devices, source);
+  const devices = resolveDevices(o.devices, source, o.profile);
   const switches = o.switches.map((w, i): SwitchEntry => {
     if (devices.some((d) => d.name === w.name)) fail(`${source}.switches[${i}].name`, `${w.name} is already the name of a device`);
     if (o.switches.findIndex((x) => x.name === w.name) !== i) fail(`${source}.switches[${i}].name`, `switch ${w.name} is defined twice`);
@@ -356,14 +386,16 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
     workers: o.workers,
     devices,
     cables,
-    quirks: resolveQuirks(o.quirks),
     ...(o.seed === undefined ? {} : { seed: o.seed }),
     ...(switches.length === 0 ? {} : { switches }),
   };
 }
 
-/** Checked devices (DeviceSchema's output) with unique names; `source` starts the paths. */
-export function resolveDevices(parsed: readonly z.output<typeof DeviceSchema>[], source: string): DeviceConfig[] {
+/**
+ * Checked devices (DeviceSchema's output) with unique names; `source` starts
+ * the paths. A device that names no profile gets `profile` (the file's).
+ */
+export function resolveDevices(parsed: readonly z.output<typeof DeviceSchema>[], source: string, profile?: ProfileSpec): DeviceConfig[] {
   const names = new Set<string>();
   return parsed.map((d, i): DeviceConfig => {
     if (names.has(d.name)) fail(`${source}.devices[${i}].name`, `device ${d.name} is defined twice`);
@@ -379,13 +411,16 @@ export function resolveDevices(parsed: readonly z.output<typeof DeviceSchema>[],
         throw new ConfigError((e as Error).message);
       }
     }
-    return { name: d.name, ports, memoryBytes: d.memory, caps: d.caps, ...(d.congestion === undefined ? {} : { congestion: d.congestion }) };
+    const spec = d.profile ?? profile;
+    return {
+      name: d.name,
+      ports,
+      memoryBytes: d.memory,
+      caps: d.caps,
+      ...(d.congestion === undefined ? {} : { congestion: d.congestion }),
+      ...(spec === undefined ? {} : { profile: spec }),
+    };
   });
-}
-
-/** The quirks a file switched (QuirksSchema's output). */
-export function resolveQuirks(parsed: z.output<typeof QuirksSchema>): Record<string, boolean> {
-  return Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as Record<string, boolean>;
 }
 
 /** The configuration in force: RNIC_CONFIG's file, or the default. */

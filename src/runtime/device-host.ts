@@ -18,7 +18,7 @@ import { resolveCcParams } from '../pipeline/cc-params.js';
 import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
-import { IBTA_QUIRKS, type NicClock, type Quirks } from '../pipeline/nic-env.js';
+import type { NicClock } from '../pipeline/nic-env.js';
 import { LINKTYPE_ETHERNET, type PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
 import type { DeviceResources } from './device-resources.js';
@@ -68,12 +68,10 @@ export class DeviceHost {
   constructor(
     resources: DeviceResources[],
     readonly clock: NicClock,
-    quirks: Partial<Quirks> = {},
     switches: { specs: readonly HostedSwitchSpec[]; seed?: number | string | bigint } | null = null,
   ) {
     this.fabric = switches && switches.specs.length > 0 ? new RealtimeSwitches(switches.specs, clock, switches.seed ?? 1) : null;
     const portClock = { nowNs: () => BigInt(Math.floor(clock.now())) };
-    const q: Quirks = { ...IBTA_QUIRKS, ...quirks };
     for (const r of resources) {
       const caps = resolveCapabilities(r.capsConfig);
       const mem = HostMemory.attach(r.mem);
@@ -94,7 +92,7 @@ export class DeviceHost {
         counters,
         ports,
         clock,
-        quirks: q,
+        profile: r.profile,
         cc: resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`),
       });
       r.ports.forEach((p, i) => {

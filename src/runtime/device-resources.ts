@@ -11,6 +11,7 @@ import { HwCounters, type HwCountersDescriptor } from '../device/counters.js';
 import { HostMemory, type HostMemoryDescriptor } from '../device/host-memory.js';
 import { Bar } from '../device/registers.js';
 import { ConfigError } from './config-error.js';
+import { type DeviceProfile, resolveProfile } from '../pipeline/profiles.js';
 import type { DeviceConfig, PortConfig } from './config.js';
 
 /** Plain data: posted to a worker as is. */
@@ -19,6 +20,8 @@ export interface DeviceResources {
   capsConfig: CapabilitiesConfig;
   /** The device's `congestion` section as configured (resolveCcParams makes the values). */
   ccConfig: Record<string, unknown>;
+  /** Where the device's behaviour differs from the IBTA's (resolved from the configuration's `profile`). */
+  profile: DeviceProfile;
   ports: PortConfig[];
   mem: HostMemoryDescriptor;
   bar: SharedArrayBuffer;
@@ -69,6 +72,7 @@ export function createDevice(d: DeviceConfig): DeviceOnHost {
       name: d.name,
       capsConfig,
       ccConfig: d.congestion ?? {},
+      profile: resolveProfile(d.profile),
       ports: d.ports,
       mem: mem.descriptor,
       bar: bar.sab,

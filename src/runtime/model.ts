@@ -161,7 +161,6 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
         cables: config.cables,
         rings: rings[w],
         udp,
-        quirks: config.quirks,
         seed: config.seed,
         stop,
         tuning: opts.tuning,
@@ -272,7 +271,6 @@ function startInline(
   const host = new DeviceHost(
     made.map((d) => d.resources),
     monotonicClock(),
-    config.quirks,
     { specs: switches, ...(config.seed === undefined ? {} : { seed: config.seed }) },
   );
   let stopped = false;

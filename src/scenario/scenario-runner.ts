@@ -66,6 +66,7 @@ import type { PfcRecord, SwitchPortStats } from '../fabric/switch/switch.js';
 import type { FrameObserver } from '../runtime/sim/sim-device.js';
 import type { SimModel, SimStats } from '../runtime/sim/sim-model.js';
 import { type Exhaustion, explainRetryExhausted, explainRnrExhausted } from './exhaustion.js';
+import { resolveProfile } from '../pipeline/profiles.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
 import { psnAddMasked, psnCount, type QpTimeline, TimelineRecorder, wcStatusName } from './timeline.js';
 
@@ -202,9 +203,10 @@ export interface ExhaustedReport {
   readonly why: string;
 }
 
-/** retry_cnt as a count of retries: the rxe behaviour makes 7 infinite. */
-function retryBudget(s: Scenario, retryCnt: number): number {
-  return retryCnt === 7 && s.quirks.rxeRetryCnt7Infinite ? Infinity : retryCnt;
+/** retry_cnt as a count of retries on device `dev`: a profile may make 7 infinite (rxe). */
+function retryBudget(s: Scenario, dev: string, retryCnt: number): number {
+  const profile = resolveProfile(s.devices.find((d) => d.name === dev)?.profile);
+  return retryCnt === 7 && profile.retryCnt7Infinite ? Infinity : retryCnt;
 }
 
 /** How many of the ascending times `xs` are at or before `ns`. */
@@ -422,7 +424,6 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     workers: 0,
     devices: s.devices.map((d) => ({ ...d, ports: d.ports.map((p) => ({ ...p })) })),
     cables: s.links.map((l) => ({ kind: 'wire' as const, a: l.a, b: l.b })),
-    quirks: { ...s.quirks },
     seed: s.seed,
     timing: { ...s.timing },
     sim: { ...s.sim },
@@ -505,7 +506,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           ...(faultTimes.get(`${st.resp.dev.name}/${st.resp.qp.qp_num}/req`) ?? []),
           ...(faultTimes.get(`${st.req.dev.name}/${st.req.qp.qp_num}/resp`) ?? []),
         ];
-        return explainRetryExhausted({ tl: st.tl, index: wr, budget: retryBudget(s, st.pair.spec.retry_cnt), faultNs, errorNs: now });
+        return explainRetryExhausted({ tl: st.tl, index: wr, budget: retryBudget(s, st.req.dev.name, st.pair.spec.retry_cnt), faultNs, errorNs: now });
       }
       if (status === IBV_WC_RNR_RETRY_EXC_ERR) {
         const heldReceives = (txNs: number, nakNs: number): number => countUpTo(st.recvPostNs, txNs) - countUpTo(st.recvDoneNs, nakNs);

@@ -178,7 +178,7 @@ function avTowards(end: QpEnd, peer: QpEnd, spec: ScenarioQp): ibv_ah_attr {
   ah.sl = spec.sl;
   ah.grh.dgid = { raw: Uint8Array.from(peer.gid.raw) };
   ah.grh.sgid_index = spec.gid_index;
-  ah.grh.hop_limit = 64;
+  ah.grh.hop_limit = spec.hop_limit;
   ah.grh.traffic_class = spec.traffic_class;
   return ah;
 }

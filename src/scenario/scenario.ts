@@ -24,7 +24,8 @@ import { FaultError, resolveFaultRules, type ResolvedFaultRule } from '../fabric
 import { SIM_LINK_PARAMS } from '../fabric/link.js';
 import { parseDurationNs, parseRate, resolveTimingParams, TIMING_PARAMS, type TimingParams } from '../fabric/timing-params.js';
 import { RnicError } from '../wire/errors.js';
-import { ConfigError, DEFAULT_CONFIG, DeviceSchema, QuirksSchema, resolveDevices, resolveQuirks, type DeviceConfig } from '../runtime/config.js';
+import { ConfigError, DEFAULT_CONFIG, DeviceSchema, ProfileSchema, resolveDevices, type DeviceConfig } from '../runtime/config.js';
+import type { ProfileSpec } from '../pipeline/profiles.js';
 import { resolveSimRuntimeParams, SIM_RUNTIME_PARAMS, type SimRuntimeParams } from '../runtime/sim/sim-params.js';
 import { expandFabric, type OutputOptions, type ScenarioSwitch } from './fabric-schema.js';
 
@@ -86,6 +87,8 @@ export interface ScenarioQp {
   /** Service level and IP traffic class of the address vector each end uses (priority: docs/fabric.md). */
   readonly sl: number;
   readonly traffic_class: number;
+  /** The GRH hop limit of that address vector (the IP TTL, unless the device profile fixes it). */
+  readonly hop_limit: number;
   /** Path MTU in bytes. */
   readonly mtu: number;
   readonly timeout: number;
@@ -143,8 +146,8 @@ export interface Scenario {
   readonly watchdogNs: number | null;
   readonly timing: TimingParams;
   readonly sim: SimRuntimeParams;
+  /** Each with its profile: its own, else the scenario's `profile`. */
   readonly devices: readonly DeviceConfig[];
-  readonly quirks: Readonly<Record<string, boolean>>;
   readonly links: readonly ScenarioLink[];
   /** Ports captured ('rnic0:1'); the first one is `capture.pcap`. */
   readonly capture: readonly string[];
@@ -221,6 +224,10 @@ const QpSchema = strictObject({
   traffic_class: described(
     int(0, 255).default(0),
     "the GRH traffic class: DSCP in the upper 6 bits (a switch's priority is `dscp >> 3` by default), ECN in the lower 2",
+  ),
+  hop_limit: described(
+    int(0, 255).default(64),
+    "the GRH hop limit, sent as the IP TTL / hop limit (rdma-core's pingpongs use 1; the `rxe` profile sends the route's 64 whatever this says)",
   ),
   mtu: described(oneOf(MTUS, '256, 512, 1024, 2048 or 4096').default(1024), "path MTU in bytes, 256..4096, at most the ports'"),
   timeout: described(int(0, 31).default(14), 'local ACK timeout, 4.096 µs × 2^timeout (0: none)'),
@@ -303,7 +310,11 @@ export const ScenarioSchema = strictObject({
     "the hosts' devices, in the model configuration's format (`name`, `ports[]` with `mac`, `ipv4`, `ipv6`, `mtu`; `memory`, `caps`; docs/configuration.md)",
     '`rnic0` and `rnic1` of the default configuration',
   ),
-  quirks: QuirksSchema,
+  profile: ProfileSchema.meta({
+    description:
+      'the device profile of every device that names none (`devices[].profile`): `"ibta"` or `"rxe"`, or `{"base": …, choice: value}`; docs/compare.md',
+    defaultText: '`ibta`',
+  }),
   links: described(list(LinkSchema).optional(), 'the cables, see below', 'with exactly two devices: one link between their ports 1'),
   faults: described(faultRules().optional(), 'fault rules (docs/faults.md) for the one link; with several links put them in `links[i].faults`', 'none'),
   capture: described(list(endpointRef()).optional(), 'ports to capture, `"DEVICE:PORT"`; the first is `capture.pcap`', "the first link's `a` port"),
@@ -383,6 +394,7 @@ function resolveQp(q: RawQp, i: number, path: string, devices: readonly DeviceCo
     gid_index: q.gid_index,
     sl: q.sl,
     traffic_class: q.traffic_class,
+    hop_limit: q.hop_limit,
     mtu: q.mtu,
     timeout: q.timeout,
     retry_cnt: q.retry_cnt,
@@ -506,8 +518,10 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
   const sim = rethrow(() => resolveSimRuntimeParams(o.sim, `${source}.sim`));
 
   // Devices: the model configuration's own checks, with our paths.
-  const devices = o.devices === undefined ? DEFAULT_CONFIG.devices.map((d) => ({ ...d, caps: {} })) : rethrow(() => resolveDevices(o.devices!, source));
-  const quirks = resolveQuirks(o.quirks);
+  const devices =
+    o.devices === undefined
+      ? DEFAULT_CONFIG.devices.map((d) => ({ ...d, caps: {}, ...(o.profile === undefined ? {} : { profile: o.profile }) }))
+      : rethrow(() => resolveDevices(o.devices!, source, o.profile));
 
   // Links.
   const rawLinks =
@@ -585,7 +599,6 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
     timing,
     sim,
     devices,
-    quirks,
     links,
     capture,
     qps,
@@ -623,4 +636,9 @@ export function loadScenario(file: string): Scenario {
 /** The scenario with another seed (`rnic sim --seed`). */
 export function withSeed(s: Scenario, seed: number | string): Scenario {
   return deepFreeze({ ...s, seed });
+}
+
+/** `s` with every device on profile `profile` (rnic sim --profile, rnic compare). */
+export function withProfile(s: Scenario, profile: ProfileSpec): Scenario {
+  return deepFreeze({ ...s, devices: s.devices.map((d) => ({ ...d, profile })) });
 }

@@ -31,7 +31,7 @@ const LOSSY = [
   '--set',
   'retryCnt=0',
   '--set',
-  'quirks={}',
+  'profile="ibta"',
   '--set',
   'faults.kinds=["drop"]',
   '--set',
@@ -41,7 +41,7 @@ const LOSSY = [
   '--set',
   'wrs=[2,5]',
 ];
-const lossy = parseCampaign({ explainExhaustion: false, retryCnt: 0, quirks: {}, faults: { kinds: ['drop'], rate: 0.2 }, qps: { RC: 1 }, wrs: [2, 5] });
+const lossy = parseCampaign({ explainExhaustion: false, retryCnt: 0, profile: 'ibta', faults: { kinds: ['drop'], rate: 0.2 }, qps: { RC: 1 }, wrs: [2, 5] });
 
 describe('rnic campaign', () => {
   it('the same seeds give the same verdicts inline and on a pool of two workers', async () => {

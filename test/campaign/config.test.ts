@@ -60,7 +60,8 @@ describe('campaign files', () => {
     expect(bad({ inline: 2 })).toBe('c.json.inline: 2 is outside [0, 1]');
     expect(bad({ ops: { send: 0, write: 0 } })).toMatch(/^c\.json\.ops: every weight is 0/);
     expect(bad({ lateRecv: { delayNs: ['5us', 'soon'] } })).toMatch(/^c\.json\.lateRecv\.delayNs\[1\]: /);
-    expect(bad({ quirks: { nope: true } })).toMatch(/^c\.json\.quirks\.nope: unknown device behaviour/);
+    expect(bad({ profile: 'mlx4' })).toBe('c.json.profile: unknown profile "mlx4" (known: ibta, rxe)');
+    expect(bad({ profile: { base: 'rxe', nope: true } })).toMatch(/^c\.json\.profile\.nope: unknown setting/);
     expect(bad({ seeds: 5 })).toMatch(/^c\.json\.seeds: unknown setting/);
     expect(parseCampaign({ faults: { kinds: ['drop'], perSeed: [1, 3] } }).faults.perSeed).toEqual([1, 1]);
   });

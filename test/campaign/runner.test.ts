@@ -88,7 +88,7 @@ describe('mixed work requests', () => {
       { action: 'delay', probability: 0.05, delayNs: '3us' },
     ];
     for (const seed of [1, 2, 3]) {
-      const r = await runScenario(parseScenario(mixed({ seed, faults, quirks: { rxeRetryCnt7Infinite: true } })));
+      const r = await runScenario(parseScenario(mixed({ seed, faults, profile: { retryCnt7Infinite: true } })));
       expect(r.verify, `seed ${seed}`).toEqual([]);
       expect(r.sim.links.l0!.faults!.dropped, `seed ${seed}`).toBeGreaterThan(0);
     }
@@ -157,7 +157,7 @@ describe('mixed work requests', () => {
       parseScenario({
         seed: 356,
         duration: '250ms',
-        quirks: { rxeRetryCnt7Infinite: true },
+        profile: { retryCnt7Infinite: true },
         qps: [
           {
             name: 'rc1',
@@ -204,7 +204,7 @@ describe('mixed work requests', () => {
       parseScenario({
         seed: 130,
         duration: 250000000,
-        quirks: { rxeRetryCnt7Infinite: true },
+        profile: { retryCnt7Infinite: true },
         qps: [
           {
             name: 'rc1',
@@ -288,7 +288,6 @@ describe('guard bytes', () => {
       workers: 0,
       devices: s.devices.map((d) => ({ ...d, ports: d.ports.map((p) => ({ ...p })) })),
       cables: s.links.map((l) => ({ kind: 'wire' as const, a: l.a, b: l.b })),
-      quirks: {},
     });
     const hosts = openHosts(s);
     try {

@@ -62,6 +62,15 @@ const EXPECT: Record<string, Expect> = {
   },
   'npx rnic perf write_bw --loopback -s 65536 -n 1000 -x 3': { out: /RDMA_Write BW Test[\s\S]*GID index\s+: 3[\s\S]*\n 65536\s+1000\s+[\d.]+\s+[\d.]+/ },
   'npx rnic counters -v': { out: /rnic0 port 1:[\s\S]*port_xmit_data +\d+[\s\S]*port_rcv_packets +\d+[\s\S]*rnic1 port 1:/ },
+  'npx rnic compare scenarios/compare-profiles.json': {
+    out: /9 flows aligned, 68 packets matched[\s\S]*0 unexplained[\s\S]*\[profile: ipHopLimit\] RC_SEND_FIRST PSN \+0: ttl 1 in A, 64 in B[\s\S]*\[profile: udSourcePort\] UD_SEND_ONLY[\s\S]*identical, modulo/,
+  },
+  "npx rnic compare scenarios/write-basic.json --b ibta --fault-b 'drop:opcode=RC_RDMA_WRITE_ONLY,after=10,count=1'": {
+    status: 1,
+    out: /\[DIFFERS\] B sent RC_RDMA_WRITE_ONLY PSN \+10\.\.\+\d+ \(\d+ packets, transmission 2\); A did not[\s\S]*syndrome 0x1f \(ACK\) in A, 0x60 \(NAK PSN sequence error\) in B/,
+  },
+  'npx rnic sim scenarios/compare-profiles.json --profile rxe --out rxe-run/ --quiet': { files: ['rxe-run/capture.pcap', 'rxe-run/config.json'] },
+  'npx rnic compare rxe-run/ rxe-run/capture.pcap --b rxe': { out: /\nno differences\n/ },
   'npx rnic sim scenarios/drop-5th-packet.json --out run/': {
     out: /checks: all passed\n  wrote config\.json, timeline\.json, counters\.json, summary\.txt, summary\.json, flows\.json, capture\.pcap, capture-rnic1-1\.pcap in run\//,
     files: ['run/capture.pcap', 'run/counters.json', 'run/flows.json'],

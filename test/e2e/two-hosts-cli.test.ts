@@ -108,7 +108,7 @@ describe('two rnic processes on one host', () => {
       // starve a process for the whole IBTA budget (8 × 67 ms) only slows it.
       const cfg = (n: number, local: number, remote: number) => ({
         workers,
-        quirks: { rxeRetryCnt7Infinite: true },
+        profile: { retryCnt7Infinite: true },
         devices: [{ name: 'rnic0', ports: [{ mac: `02:00:00:00:00:0${n}`, ipv4: [`192.0.2.${n}`], capture: join(dir, `w${workers}-${n}.pcap`) }] }],
         cables: [{ kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${local}`, remote: `127.0.0.1:${remote}` }],
       });

@@ -78,7 +78,7 @@ describe('mutated files: refused with one line naming the field, or accepted', (
           { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'], mtu: 1024, capture: 'x.pcap' }] },
         ],
         cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1', faults: [{ action: 'drop', match: { every: 3 } }] }],
-        quirks: { rxeRetryCnt7Infinite: true },
+        profile: { retryCnt7Infinite: true },
         seed: 7,
       },
       2,

@@ -151,7 +151,7 @@ describe('scenarios that run a QP out of retries', () => {
   it('rxe retries for ever at retry_cnt 7: the cable that stops is a stall, not an explained exhaustion', async () => {
     const r = await run({
       ...scenarioWith({ retry_cnt: 7 }, [{ ...writes, expect: 'success-or-exhausted' }], blackhole),
-      quirks: { rxeRetryCnt7Infinite: true },
+      profile: 'rxe',
       watchdog: '5ms',
     });
     expect(r.exhausted).toEqual([]);

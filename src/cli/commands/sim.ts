@@ -8,14 +8,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseFaultSpecs, resolveFaultRules, type ResolvedFaultRule } from '../../fabric/faults.js';
-import { loadScenario, type Scenario, withSeed } from '../../scenario/scenario.js';
+import { loadScenario, type Scenario, withProfile, withSeed } from '../../scenario/scenario.js';
+import { PROFILE_NAMES, type ProfileName } from '../../pipeline/profiles.js';
 import { runScenario, summarize } from '../../scenario/scenario-runner.js';
 import { LINKTYPE_ETHERNET } from '../../wire/index.js';
 import { CliError, joinDashValues, type Command } from '../command.js';
 import { openPcapFile } from '../../runtime/pcap-file.js';
 import { renderPlots, reportHtml } from '../report/render.js';
 
-const USAGE = `usage: rnic sim SCENARIO [--seed N] [--out DIR] [--fault SPEC]... [--quiet]
+const USAGE = `usage: rnic sim SCENARIO [--seed N] [--profile NAME] [--out DIR] [--fault SPEC]... [--quiet]
 
 Runs SCENARIO, a JSON scenario file (docs/scenarios.md: hosts, links with
 their timing and faults, queue pairs, traffic, duration, seed), on the
@@ -44,6 +45,7 @@ with switches (a scenario with a topology), also:
                   the plots, and one self-contained HTML report
 
   --seed N        run with this seed instead of the file's
+  --profile NAME  every device on this device profile (ibta, rxe; docs/compare.md)
   --out DIR       where to write
   --fault SPEC    add a fault rule to the first link (docs/faults.md, repeatable)
   --quiet         print nothing but errors
@@ -62,6 +64,13 @@ export function parseSeed(v: string): number | string {
   return v;
 }
 
+/** --profile: one of the profile names. */
+export function profileFlag(v: string, flag = '--profile'): ProfileName {
+  if (!(PROFILE_NAMES as readonly string[]).includes(v))
+    throw new CliError(`${flag}: unknown profile ${JSON.stringify(v)} (known: ${PROFILE_NAMES.join(', ')})`);
+  return v as ProfileName;
+}
+
 function captureFile(dir: string, port: string, index: number): string {
   return join(dir, index === 0 ? 'capture.pcap' : `capture-${port.replace(':', '-')}.pcap`);
 }
@@ -72,7 +81,13 @@ export const simCommand: Command = {
   async run(args) {
     const { values, positionals } = parseArgs({
       args: joinDashValues(args, ['--seed']),
-      options: { seed: { type: 'string' }, out: { type: 'string' }, fault: { type: 'string', multiple: true }, quiet: { type: 'boolean' } },
+      options: {
+        seed: { type: 'string' },
+        profile: { type: 'string' },
+        out: { type: 'string' },
+        fault: { type: 'string', multiple: true },
+        quiet: { type: 'boolean' },
+      },
       allowPositionals: true,
       strict: true,
     });
@@ -81,6 +96,7 @@ export const simCommand: Command = {
     if (values.seed !== undefined) {
       scenario = withSeed(scenario, parseSeed(values.seed));
     }
+    if (values.profile !== undefined) scenario = withProfile(scenario, profileFlag(values.profile));
     if (values.fault && values.fault.length > 0) {
       if (scenario.links.length === 0) throw new CliError('--fault: the scenario has no link');
       const extra: readonly ResolvedFaultRule[] = resolveFaultRules(parseFaultSpecs(values.fault));

@@ -36,7 +36,7 @@ import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params
 import { resolveCcParams } from '../../pipeline/cc-params.js';
 import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
-import type { NicEnv, Quirks } from '../../pipeline/nic-env.js';
+import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
 import { OPCODES, Position, type PcapWriter } from '../../wire/index.js';
 import type { DeviceResources } from '../device-resources.js';
@@ -339,7 +339,7 @@ export class SimDevice {
   readonly #pcieReadPs: number;
   readonly #writeLatencyNs: number;
 
-  constructor(r: DeviceResources, index: number, ctx: SimDeviceContext, quirks: Quirks) {
+  constructor(r: DeviceResources, index: number, ctx: SimDeviceContext) {
     this.name = r.name;
     this.index = index;
     this.ctx = ctx;
@@ -356,7 +356,7 @@ export class SimDevice {
       (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
     );
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
-    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, quirks, cc }, this);
+    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc }, this);
     this.ports = eth.map((e, i) => {
       const p = new SimPort(this, i + 1, e);
       e.attach(p);

@@ -35,7 +35,6 @@ import { resolveTimingParams, type TimingParams } from '../../fabric/timing-para
 import { DEFAULT_SWITCH_CONFIG } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
-import { IBTA_QUIRKS, type Quirks } from '../../pipeline/nic-env.js';
 import { LINKTYPE_ETHERNET, parseMac, type PcapWriter } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
 import type { ModelConfig, SwitchEntry } from '../config.js';
@@ -156,7 +155,6 @@ export class SimModel implements RunningModel {
     this.random = new Random(this.seed);
     this.timing = resolveTimingParams(config.timing ?? {}, 'timing');
     this.params = resolveSimRuntimeParams(config.sim ?? {}, 'sim');
-    const quirks: Quirks = { ...IBTA_QUIRKS, ...config.quirks };
     const ctx: SimDeviceContext = {
       sched: this.scheduler,
       timing: this.timing,
@@ -167,7 +165,7 @@ export class SimModel implements RunningModel {
       observer: () => this.#observer,
     };
     this.#made = config.devices.map(createDevice);
-    this.#devs = this.#made.map((d, i) => new SimDevice(d.resources, i, ctx, quirks));
+    this.#devs = this.#made.map((d, i) => new SimDevice(d.resources, i, ctx));
     this.switches = this.#buildSwitches(config);
     this.links = this.#layCables(config);
     this.#route(config);
