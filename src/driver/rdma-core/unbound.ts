@@ -31,8 +31,5 @@ export const rc_unbound_ops = {
   query_rt_values: int('ibv_query_rt_values_ex'),
   reg_mr_iova: thrower('ibv_reg_mr_iova'),
   alloc_null_mr: thrower('ibv_alloc_null_mr'),
-  alloc_mw: thrower('ibv_alloc_mw'),
-  dealloc_mw: int('ibv_dealloc_mw'),
-  bind_mw: int('ibv_bind_mw'),
   rereg_mr: () => ({ rc: IBV_REREG_MR_ERR_INPUT, errno: errno.EOPNOTSUPP }),
 } satisfies Partial<VerbsContextOps>;
