@@ -458,7 +458,10 @@ export const CASES: Case[] = [
       post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 200, 22n, { wr: { rdma: { remote_addr: dst.mr.addr + 1100n, rkey: mw.rkey } } }));
       wcOk((await pollN(x.cq, 1, 'write through the window'))[0]!, 'write through the window');
       sameBytes(dst.buf.subarray(1100, 1300), src.buf.subarray(0, 200), 'bytes through the window');
-      check(dst.buf.subarray(0, 1100).every((v) => v === 0), 'bytes before the write untouched');
+      check(
+        dst.buf.subarray(0, 1100).every((v) => v === 0),
+        'bytes before the write untouched',
+      );
       const rc = ibv_dereg_mr(dst.mr);
       eq(rc, behaviour === 'rxe' ? errno.EINVAL : errno.EBUSY, 'ibv_dereg_mr of an MR with a bound window');
       const k1 = mw.rkey;

@@ -36,6 +36,7 @@ export function ibv_bind_mw(qp: ibv_qp, mw: ibv_mw, mw_bind: ibv_mw_bind): numbe
   if (!o || !isObj(mw) || !isObj(mw_bind) || !isObj(mw_bind.bind_info)) return errno.EINVAL;
   if (mw.type !== IBV_MW_TYPE_1) return errno.EINVAL;
   const b = mw_bind.bind_info;
+  if (b.mr !== null && b.mr !== undefined && !isObj(b.mr)) return errno.EINVAL;
   if (!b.mr && (b.addr || b.length)) return errno.EINVAL;
   if (b.mr && b.mr.pd !== mw.pd) return errno.EPERM;
   return o.bind_mw(qp, mw, mw_bind);
