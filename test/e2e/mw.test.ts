@@ -27,6 +27,7 @@ import {
   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
   IBV_QPS_ERR,
   IBV_QPT_RC,
+  IBV_QPT_UC,
   IBV_QPT_UD,
   IBV_SEND_SIGNALED,
   IBV_WC_BIND_MW,
@@ -409,6 +410,39 @@ describe.each(MODES)('memory windows, devices on %i worker thread(s)', (workers)
     H.expectWc(await H.poll1(b.scq, 'local_inv'), { wr_id: 5n, status: IBV_WC_SUCCESS, opcode: IBV_WC_LOCAL_INV }, 'ibv_wr_local_inv');
     expect(ibv_dealloc_mw(m1)).toBe(0);
     expect(ibv_dealloc_mw(m2)).toBe(0);
+  });
+
+  it('type 2 on UC: bind, WRITE through it, LOCAL_INV; destroying the QP a window is bound to frees the window', async () => {
+    const uc = H.makePair(f, IBV_QPT_UC);
+    const mem = H.region(f.b, 512, BINDABLE);
+    const src = H.region(f.a, 64, H.ALL_ACCESS, { fill: (i) => 0x40 + i });
+    const mw = ibv_alloc_mw(f.b.pd, IBV_MW_TYPE_2);
+    const k1 = ibv_inc_rkey(mw.rkey);
+    H.postSend(uc.b, bindWr(mw, k1, mem.mr, mem.at(0), 256n, IBV_ACCESS_REMOTE_WRITE));
+    H.expectWc(await H.poll1(uc.b.scq, 'UC bind'), { status: IBV_WC_SUCCESS, opcode: IBV_WC_BIND_MW }, 'UC bind');
+    H.postSend(uc.a, H.wrWrite({ wrId: 1n, sge: [src.sge(0, 64)], remote: { addr: mem.at(32), rkey: k1 } }));
+    expect((await H.poll1(uc.a.scq, 'UC write')).status).toBe(IBV_WC_SUCCESS);
+    // UC completes once sent: wait (bounded) for the bytes to land.
+    for (let i = 0; i < 5000 && mem.data[95] !== src.data[63]; i++) await H.sleep(1);
+    H.expectBytes(mem.data.subarray(32, 96), src.data, 'UC WRITE through the window');
+    H.postSend(uc.b, invWr(IBV_WR_LOCAL_INV, k1, 2n));
+    H.expectWc(await H.poll1(uc.b.scq, 'UC local inv'), { status: IBV_WC_SUCCESS, opcode: IBV_WC_LOCAL_INV }, 'UC LOCAL_INV');
+    // Bound to an RC QP that is then destroyed: FREE again, its key dead, bindable on another QP.
+    const p = H.makePair(f, IBV_QPT_RC);
+    const k2 = ibv_inc_rkey(k1);
+    H.postSend(p.b, bindWr(mw, k2, mem.mr, mem.at(0), 256n, RW));
+    expect((await H.poll1(p.b.scq, 'bind')).status).toBe(IBV_WC_SUCCESS);
+    expect(ibv_dereg_mr(mem.mr), 'bound').toBe(errno.EBUSY);
+    expect(ibv_destroy_qp(p.b.qp)).toBe(0);
+    const q = H.makePair(f, IBV_QPT_RC);
+    expect((await write(q, src, k2, mem.at(0), 8, 'through the destroyed QP binding')).status).toBe(IBV_WC_REM_ACCESS_ERR);
+    const r = H.makePair(f, IBV_QPT_RC);
+    const k3 = ibv_inc_rkey(k2);
+    H.postSend(r.b, bindWr(mw, k3, mem.mr, mem.at(0), 64n, RW));
+    expect((await H.poll1(r.b.scq, 'rebind after destroy')).status, 'FREE again').toBe(IBV_WC_SUCCESS);
+    expect((await write(r, src, k3, mem.at(0), 8, 'rebound')).status).toBe(IBV_WC_SUCCESS);
+    expect(ibv_dealloc_mw(mw)).toBe(0);
+    mem.dereg();
   });
 
   it('post-time checks: BIND_MW on UD, a bind WR without bind_mw or with a dead window: EINVAL', () => {
