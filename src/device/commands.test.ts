@@ -468,7 +468,9 @@ describe('memory windows (ALLOC_MW / DEALLOC_MW, and the MR side of binds)', () 
   it('a bound window pins its MR: DEREG_MR and REREG_MR are BUSY until it is unbound or freed', () => {
     const pdn = ok(Cmd.ALLOC_PD)['pdn'] as number;
     const buf = tb.mem.alloc(4096, 64);
-    const lkey = ok(Cmd.REG_MR, { pdn, access: IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, hostAddr: buf.addr, length: 4096, iova: buf.addr })['lkey'] as number;
+    const lkey = ok(Cmd.REG_MR, { pdn, access: IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, hostAddr: buf.addr, length: 4096, iova: buf.addr })[
+      'lkey'
+    ] as number;
     const key = ok(Cmd.ALLOC_MW, { pdn, type: IBV_MW_TYPE_1 })['rkey'] as number;
     const t = tb.fw.tables;
     const bind = { mwKey: key, newKey: key + 1, mrLkey: lkey, addr: Number(buf.addr) + 64, length: 128, access: IBV_ACCESS_REMOTE_WRITE };
