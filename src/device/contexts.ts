@@ -439,9 +439,10 @@ export function checkAccess(t: ContextTables, mr: number, pdn: number, addr: num
 }
 
 /**
- * A remote access through `rkey` by QP `qpn`: checkAccess, plus the rule of
- * a type 2 window, which only the QP it is bound to may use (rxe_lookup_mw).
- * Returns the MrCheck and leaves the entry's offset in `out.off`.
+ * A remote access through `rkey` (an MR's or a bound window's) by QP `qpn`:
+ * checkAccess, plus the rule of a type 2 window, which only the QP it is
+ * bound to may use (rxe_lookup_mw). Returns the entry's offset, or
+ * -1 - MrCheck.
  */
 export function checkRemote(t: ContextTables, rkey: number, pdn: number, qpn: number, addr: number, len: number, needed: number): number {
   const off = t.mrByRkey(rkey);

@@ -169,8 +169,8 @@ export function mwBind(t: ContextTables, r: BindRequest, qpn: number, qpPdn: num
     if ((r.access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) !== 0 && (mrAccess & IBV_ACCESS_LOCAL_WRITE) === 0) return MwFault.NO_LOCAL_WRITE;
     const iova = u64(t, mr + CtxOff.MPT_IOVA);
     const len = u64(t, mr + CtxOff.MPT_LENGTH);
-    const inside = zeroBased ? r.length <= len && r.addr >= iova && r.addr + r.length <= iova + len : r.addr >= iova && r.addr + r.length <= iova + len;
-    if (!inside) return MwFault.OUT_OF_BOUNDS;
+    // Zero-based or not, the window's bytes are [addr, addr + length) of the MR; only how remote addresses name them differs.
+    if (!(r.addr >= iova && r.addr + r.length <= iova + len)) return MwFault.OUT_OF_BOUNDS;
     // Count the window on the MR first, then make sure the MR is still there (see the header).
     Atomics.add(t.i32, (mr + CtxOff.MPT_MW_COUNT) >> 2, 1);
     if (t.mrByLkey(r.mrLkey) !== mr) {
