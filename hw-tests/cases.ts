@@ -23,7 +23,11 @@ import {
   IBV_ACCESS_REMOTE_READ,
   IBV_ACCESS_REMOTE_WRITE,
   IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
   IBV_WC_BIND_MW,
+  IBV_WC_WITH_INV,
+  IBV_WR_BIND_MW,
+  IBV_WR_SEND_WITH_INV,
   IBV_WC_COMP_SWAP,
   IBV_WC_FETCH_ADD,
   IBV_WC_LOC_LEN_ERR,
@@ -473,6 +477,46 @@ export const CASES: Case[] = [
       eq(ibv_wc_status_str(e!.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), 'the key before the rebind is refused');
       eq(ibv_dealloc_mw(mw), 0, 'ibv_dealloc_mw');
       eq(ibv_dereg_mr(dst.mr), 0, 'ibv_dereg_mr once the window is gone');
+    },
+  },
+  {
+    name: 'mw-type2-bind-send-inv',
+    async run({ a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096, ALL_ACCESS | IBV_ACCESS_MW_BIND);
+      const rbuf = mem(b, 4096);
+      fill(src.buf, 11);
+      const mw = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+      eq(mw.type, IBV_MW_TYPE_2, 'window type');
+      const rkey = ibv_inc_rkey(mw.rkey);
+      const bind: ibv_send_wr = {
+        wr_id: 31n,
+        next: null,
+        sg_list: [],
+        num_sge: 0,
+        opcode: IBV_WR_BIND_MW,
+        send_flags: IBV_SEND_SIGNALED,
+        bind_mw: { mw, rkey, bind_info: { mr: dst.mr, addr: dst.mr.addr + 512n, length: 1024n, mw_access_flags: IBV_ACCESS_REMOTE_WRITE } },
+      };
+      post(y, bind);
+      const [bw] = await pollN(y.cq, 1, 'type 2 bind');
+      wcOk(bw!, 'type 2 bind');
+      eq(bw!.opcode, IBV_WC_BIND_MW, 'bind opcode');
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 300, 32n, { wr: { rdma: { remote_addr: dst.mr.addr + 600n, rkey } } }));
+      wcOk((await pollN(x.cq, 1, 'write through the window'))[0]!, 'write through the window');
+      sameBytes(dst.buf.subarray(600, 900), src.buf.subarray(0, 300), 'bytes through the window');
+      postRecv(y, rbuf, 0, 64, 33n);
+      post(x, sendWr(IBV_WR_SEND_WITH_INV, src, 0, 16, 34n, { invalidate_rkey: rkey }));
+      wcOk((await pollN(x.cq, 1, 'SEND_WITH_INV'))[0]!, 'SEND_WITH_INV');
+      const [r] = await pollN(y.cq, 1, 'its receive');
+      wcOk(r!, 'receive of SEND_WITH_INV');
+      eq(r!.wc_flags & IBV_WC_WITH_INV, IBV_WC_WITH_INV, 'IBV_WC_WITH_INV');
+      eq(r!.invalidated_rkey >>> 0, rkey, 'invalidated_rkey');
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 8, 35n, { wr: { rdma: { remote_addr: dst.mr.addr + 600n, rkey } } }));
+      const [e] = await pollN(x.cq, 1, 'write with the invalidated key');
+      eq(ibv_wc_status_str(e!.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), 'the invalidated key is refused');
+      eq(ibv_dealloc_mw(mw), 0, 'ibv_dealloc_mw');
     },
   },
   {

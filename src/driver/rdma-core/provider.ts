@@ -22,7 +22,17 @@
 import { rc_unbound_ops } from './unbound.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errno, IBV_MW_TYPE_1, IBV_MW_TYPE_2, IBV_QP_STATE, IBV_QPS_RESET, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_SRQ_MAX_WR } from '../../device/abi/constants.js';
+import {
+  errno,
+  IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
+  IBV_WR_BIND_MW,
+  IBV_QP_STATE,
+  IBV_QPS_RESET,
+  IBV_QPT_UD,
+  IBV_SRQ_LIMIT,
+  IBV_SRQ_MAX_WR,
+} from '../../device/abi/constants.js';
 import { registerProvider, unregisterProvider } from '../providers.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { BadWr, ProviderDevice, VerbsContextOps, VerbsProvider } from '../verbs/ops.js';
@@ -478,7 +488,7 @@ function rc_dealloc_mw(ibmw: ibv_mw): number {
   return r;
 }
 
-/** ibv_bind_mw (type 1) through libibverbs' own inline ibv_bind_mw; type 2 binds need IBV_WR_BIND_MW, which this binding's post path does not encode yet. */
+/** ibv_bind_mw (type 1) through libibverbs' own inline ibv_bind_mw (type 2 windows are bound by IBV_WR_BIND_MW through ibv_post_send). */
 function rc_bind_mw(ibqp: ibv_qp, ibmw: ibv_mw, bind: ibv_mw_bind): number {
   const qp = live(ibqp, RcQp);
   const mw = live(ibmw, RcMw);
@@ -821,6 +831,28 @@ function encodeSend(first: ibv_send_wr, ud: boolean): { n: number; rest: ibv_sen
       wr32[q + 9] = x.remote_qpn;
       wr32[q + 10] = x.remote_qkey;
       wr64[(q >> 1) + 8] = BigInt(ah.ptr);
+    } else if (w.opcode === IBV_WR_BIND_MW) {
+      const bm = w.bind_mw;
+      const mw = bm ? live(bm.mw, RcMw) : null;
+      const info = bm?.bind_info;
+      const mr = info && info.mr !== null ? live(info.mr, RcMr) : null;
+      if (
+        !bm ||
+        !mw ||
+        !info ||
+        (info.mr !== null && !mr) ||
+        !isNum(bm.rkey) ||
+        typeof info.addr !== 'bigint' ||
+        typeof info.length !== 'bigint' ||
+        !isNum(info.mw_access_flags)
+      )
+        return { n: -1, rest: null, bad: w };
+      wr64[(q >> 1) + 3] = BigInt.asUintN(64, info.addr);
+      wr32[q + 8] = bm.rkey;
+      wr32[q + 9] = info.mw_access_flags;
+      wr64[(q >> 1) + 6] = BigInt(mr ? mr.ptr : 0);
+      wr64[(q >> 1) + 7] = BigInt.asUintN(64, info.length);
+      wr64[(q >> 1) + 8] = BigInt(mw.ptr);
     } else {
       const at = u?.atomic;
       const rd = u?.rdma;

@@ -617,6 +617,14 @@ Napi::Value PostSend(const Napi::CallbackInfo& info) {
       w.wr.ud.ah = reinterpret_cast<ibv_ah*>(static_cast<uintptr_t>(ah));
       w.wr.ud.remote_qpn = v[1];
       w.wr.ud.remote_qkey = v[2];
+    } else if (w.opcode == IBV_WR_BIND_MW) {
+      // Type 2 bind: mw in the AH slot, mr in compare, length in swap, rkey / access in v[0] / v[1].
+      w.bind_mw.mw = reinterpret_cast<ibv_mw*>(static_cast<uintptr_t>(ah));
+      w.bind_mw.rkey = v[0];
+      w.bind_mw.bind_info.mr = reinterpret_cast<ibv_mr*>(static_cast<uintptr_t>(cmp));
+      w.bind_mw.bind_info.addr = raddr;
+      w.bind_mw.bind_info.length = swp;
+      w.bind_mw.bind_info.mw_access_flags = v[1];
     } else if (w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
       w.wr.atomic.remote_addr = raddr;
       w.wr.atomic.rkey = v[0];
