@@ -19,6 +19,15 @@ import {
   IBV_QPT_UC,
   IBV_QPT_UD,
   IBV_SRQ_LIMIT,
+  IBV_ACCESS_MW_BIND,
+  IBV_ACCESS_REMOTE_READ,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
+  IBV_WC_BIND_MW,
+  IBV_WC_WITH_INV,
+  IBV_WR_BIND_MW,
+  IBV_WR_SEND_WITH_INV,
   IBV_WC_COMP_SWAP,
   IBV_WC_FETCH_ADD,
   IBV_WC_LOC_LEN_ERR,
@@ -45,6 +54,10 @@ import {
   IBV_WR_SEND,
   IBV_WR_SEND_WITH_IMM,
   ibv_ack_async_event,
+  ibv_alloc_mw,
+  ibv_bind_mw,
+  ibv_dealloc_mw,
+  ibv_inc_rkey,
   ibv_ack_cq_events,
   ibv_close_device,
   ibv_destroy_qp,
@@ -117,6 +130,12 @@ export interface Case {
 export const DEVICE_DIFFERENCES: Record<string, Partial<Record<Target['behaviour'], string>>> = {
   'rc-recv-overflow': {
     rxe: 'rxe (Linux 6.1) answers a SEND longer than the receive buffer with NAK remote operational error: sender REM_OP_ERR, receiver LOC_QP_OP_ERR (IBTA and the model: NAK invalid request, REM_INV_REQ_ERR and LOC_LEN_ERR)',
+  },
+  'mw-type1-bind-write-rebind': {
+    rxe: 'rxe (Linux 6.1) refuses ibv_dereg_mr of an MR with bound windows with EINVAL (rxe_dereg_mr, "see IBA 10.6.7.2.6"); the model says EBUSY (the IBTA requires the refusal, not the errno)',
+  },
+  'mw-type2-bind-send-inv': {
+    rxe: "rxe (Linux 6.1) reports the receive of a SEND_WITH_INV with wc_flags 5: IBV_WC_GRH and bit 2, the kernel's IB_WC_WITH_INVALIDATE, which libibverbs reads as IBV_WC_IP_CSUM_OK; the model sets IBV_WC_WITH_INV (1 << 3) as libibverbs defines it. invalidated_rkey and the invalidation itself agree",
   },
   'rc-rem-access-error-flush': {
     rxe: 'rxe (Linux 6.1) moves the responder QP to ERR but never completes a receive posted to it afterwards (the IBTA and the model flush it with WR_FLUSH_ERR)',
@@ -419,6 +438,90 @@ export const CASES: Case[] = [
       eq(ibv_destroy_srq(srq), errno.EBUSY, 'destroy the SRQ before its event is acknowledged: EBUSY (libibverbs would block)');
       ibv_ack_async_event(e);
       eq(ibv_destroy_srq(srq), 0, 'destroy the SRQ after the acknowledgement');
+    },
+  },
+  {
+    name: 'mw-type1-bind-write-rebind',
+    async run({ behaviour, a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096, ALL_ACCESS | IBV_ACCESS_MW_BIND);
+      fill(src.buf, 9);
+      const mw = ibv_alloc_mw(b.pd, IBV_MW_TYPE_1);
+      eq(mw.type, IBV_MW_TYPE_1, 'window type');
+      const bind = (length: bigint, wr_id: bigint) =>
+        ibv_bind_mw(y.qp, mw, {
+          wr_id,
+          send_flags: IBV_SEND_SIGNALED,
+          bind_info: { mr: dst.mr, addr: dst.mr.addr + 1024n, length, mw_access_flags: IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ },
+        });
+      const k0 = mw.rkey;
+      eq(bind(512n, 21n), 0, 'ibv_bind_mw');
+      eq(mw.rkey, ibv_inc_rkey(k0), 'the window key after the bind (ibv_inc_rkey)');
+      const [bw] = await pollN(y.cq, 1, 'bind completion');
+      wcOk(bw!, 'bind');
+      eq(bw!.opcode, IBV_WC_BIND_MW, 'bind opcode');
+      eq(bw!.wr_id, 21n, 'bind wr_id');
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 200, 22n, { wr: { rdma: { remote_addr: dst.mr.addr + 1100n, rkey: mw.rkey } } }));
+      wcOk((await pollN(x.cq, 1, 'write through the window'))[0]!, 'write through the window');
+      sameBytes(dst.buf.subarray(1100, 1300), src.buf.subarray(0, 200), 'bytes through the window');
+      check(
+        dst.buf.subarray(0, 1100).every((v) => v === 0),
+        'bytes before the write untouched',
+      );
+      const rc = ibv_dereg_mr(dst.mr);
+      eq(rc, behaviour === 'rxe' ? errno.EINVAL : errno.EBUSY, 'ibv_dereg_mr of an MR with a bound window');
+      const k1 = mw.rkey;
+      eq(bind(256n, 23n), 0, 'rebind');
+      wcOk((await pollN(y.cq, 1, 'rebind'))[0]!, 'rebind');
+      eq(mw.rkey, ibv_inc_rkey(k1), 'the key after the rebind');
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 8, 24n, { wr: { rdma: { remote_addr: dst.mr.addr + 1024n, rkey: k1 } } }));
+      const [e] = await pollN(x.cq, 1, 'write with the old key');
+      eq(ibv_wc_status_str(e!.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), 'the key before the rebind is refused');
+      eq(ibv_dealloc_mw(mw), 0, 'ibv_dealloc_mw');
+      eq(ibv_dereg_mr(dst.mr), 0, 'ibv_dereg_mr once the window is gone');
+    },
+  },
+  {
+    name: 'mw-type2-bind-send-inv',
+    async run({ behaviour, a, b }) {
+      const [x, y] = connectedPair(a, b);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096, ALL_ACCESS | IBV_ACCESS_MW_BIND);
+      const rbuf = mem(b, 4096);
+      fill(src.buf, 11);
+      const mw = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+      eq(mw.type, IBV_MW_TYPE_2, 'window type');
+      const rkey = ibv_inc_rkey(mw.rkey);
+      const bind: ibv_send_wr = {
+        wr_id: 31n,
+        next: null,
+        sg_list: [],
+        num_sge: 0,
+        opcode: IBV_WR_BIND_MW,
+        send_flags: IBV_SEND_SIGNALED,
+        bind_mw: { mw, rkey, bind_info: { mr: dst.mr, addr: dst.mr.addr + 512n, length: 1024n, mw_access_flags: IBV_ACCESS_REMOTE_WRITE } },
+      };
+      post(y, bind);
+      const [bw] = await pollN(y.cq, 1, 'type 2 bind');
+      wcOk(bw!, 'type 2 bind');
+      eq(bw!.opcode, IBV_WC_BIND_MW, 'bind opcode');
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 300, 32n, { wr: { rdma: { remote_addr: dst.mr.addr + 600n, rkey } } }));
+      wcOk((await pollN(x.cq, 1, 'write through the window'))[0]!, 'write through the window');
+      sameBytes(dst.buf.subarray(600, 900), src.buf.subarray(0, 300), 'bytes through the window');
+      postRecv(y, rbuf, 0, 64, 33n);
+      post(x, sendWr(IBV_WR_SEND_WITH_INV, src, 0, 16, 34n, { invalidate_rkey: rkey }));
+      wcOk((await pollN(x.cq, 1, 'SEND_WITH_INV'))[0]!, 'SEND_WITH_INV');
+      const [r] = await pollN(y.cq, 1, 'its receive');
+      wcOk(r!, 'receive of SEND_WITH_INV');
+      // rxe hands up the kernel's IB_WC_WITH_INVALIDATE (1 << 2), which libibverbs calls IBV_WC_IP_CSUM_OK; IBV_WC_WITH_INV is 1 << 3.
+      const withInv = behaviour === 'rxe' ? 1 << 2 : IBV_WC_WITH_INV;
+      eq(r!.wc_flags & withInv, withInv, behaviour === 'rxe' ? 'rxe: the kernel IB_WC_WITH_INVALIDATE bit' : 'IBV_WC_WITH_INV');
+      eq(r!.invalidated_rkey >>> 0, rkey, 'invalidated_rkey');
+      post(x, sendWr(IBV_WR_RDMA_WRITE, src, 0, 8, 35n, { wr: { rdma: { remote_addr: dst.mr.addr + 600n, rkey } } }));
+      const [e] = await pollN(x.cq, 1, 'write with the invalidated key');
+      eq(ibv_wc_status_str(e!.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), 'the invalidated key is refused');
+      eq(ibv_dealloc_mw(mw), 0, 'ibv_dealloc_mw');
     },
   },
   {

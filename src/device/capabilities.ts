@@ -8,7 +8,8 @@
  * Deviations from rxe, on purpose:
  *  - deviceCapFlags: only the rxe flags whose behaviour the model
  *    implements (no SRQ resize, no automatic path migration, no memory
- *    management extensions).
+ *    management extensions: memory windows yes, type 1 and 2B as rxe, but
+ *    no fast-register MRs).
  *  - multicast (maxMcast*) is 0: not modelled (rxe: 8192 / 56 / 0x70000).
  *  - port: active MTU 4096 (rxe derives it from the netdev MTU), link up,
  *    4X EDR (100 Gb/s) width/speed.
@@ -23,6 +24,8 @@ import {
   IBV_DEVICE_BAD_PKEY_CNTR,
   IBV_DEVICE_BAD_QKEY_CNTR,
   IBV_DEVICE_CURR_QP_STATE_MOD,
+  IBV_DEVICE_MEM_WINDOW,
+  IBV_DEVICE_MEM_WINDOW_TYPE_2B,
   IBV_DEVICE_PORT_ACTIVE_EVENT,
   IBV_DEVICE_RC_RNR_NAK_GEN,
   IBV_DEVICE_SYS_IMAGE_GUID,
@@ -70,7 +73,9 @@ export const DEVICE_PARAMS = {
       IBV_DEVICE_CURR_QP_STATE_MOD |
       IBV_DEVICE_PORT_ACTIVE_EVENT |
       IBV_DEVICE_SYS_IMAGE_GUID |
-      IBV_DEVICE_RC_RNR_NAK_GEN,
+      IBV_DEVICE_RC_RNR_NAK_GEN |
+      IBV_DEVICE_MEM_WINDOW |
+      IBV_DEVICE_MEM_WINDOW_TYPE_2B,
     'IBV_DEVICE_* flags the model implements',
   ),
   maxSge: count(32, 'scatter/gather entries per send / receive WQE (rxe)', 1, 255),
@@ -87,7 +92,7 @@ export const DEVICE_PARAMS = {
   atomicCap: choice('HCA', { NONE: IBV_ATOMIC_NONE, HCA: IBV_ATOMIC_HCA, GLOB: IBV_ATOMIC_GLOB }, 'atomicity of ATOMIC operations'),
   maxEe: count(0, 'EE contexts: RD not modelled', 0, INT_MAX),
   maxRdd: count(0, 'RD domains: RD not modelled', 0, INT_MAX),
-  maxMw: count(0, 'memory windows: not modelled', 0, INT_MAX),
+  maxMw: count(0x1000, 'memory windows, type 1 and type 2B (rxe RXE_MAX_MW 0x1000); they share the MPT with the MRs', 0, 0xfffffe),
   maxRawIpv6Qp: count(0, 'raw IPv6 QPs', 0, INT_MAX),
   maxRawEthyQp: count(0, 'raw Ethertype QPs', 0, INT_MAX),
   maxMcastGrp: count(8192, 'UD multicast groups (rxe 8192)', 0, INT_MAX),

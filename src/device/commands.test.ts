@@ -2,8 +2,11 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import {
   IBV_ACCESS_LOCAL_WRITE,
   IBV_ACCESS_MW_BIND,
+  IBV_ACCESS_ON_DEMAND,
   IBV_ACCESS_REMOTE_WRITE,
   IBV_MTU_1024,
+  IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
   IBV_MTU_256,
   IBV_MTU_4096,
   IBV_QP_ACCESS_FLAGS,
@@ -36,7 +39,8 @@ import {
   IBV_SRQ_MAX_WR,
 } from './abi/constants.js';
 import { Cmd, CmdStatus, cmdStatusToErrno, commandByOpcode, COMMANDS, REG_MR_IN, syndromeField } from './commands.js';
-import { CQC, MPT, QPC, QpFlag } from './contexts.js';
+import { CQC, MPT, MwState, QPC, QpFlag } from './contexts.js';
+import { MwFault, mwBind, mwByKey, mwInvalidate } from './mw.js';
 import { Ctr } from './counters.js';
 import { CommandChannel, MAILBOX_HDR, MAILBOX_IN_OFFSET, executeCommand, serviceCommandDoorbell, writeCommand } from './mailbox.js';
 import { createTestbed, SMALL_DEVICE, type Testbed } from './testbed.js';
@@ -231,7 +235,8 @@ describe('PDs and MRs', () => {
     const base = { pdn, access: IBV_ACCESS_LOCAL_WRITE, hostAddr: buf.addr, length: 4096, iova: buf.addr };
     expect(fails(Cmd.REG_MR, { ...base, pdn: 3 }, CmdStatus.BAD_RESOURCE)).toBe('pdn');
     expect(fails(Cmd.REG_MR, { ...base, access: IBV_ACCESS_REMOTE_WRITE }, CmdStatus.BAD_PARAM)).toBe('access');
-    expect(fails(Cmd.REG_MR, { ...base, access: IBV_ACCESS_MW_BIND }, CmdStatus.BAD_PARAM)).toBe('access');
+    // MW_BIND is supported (memory windows); on-demand paging is not.
+    expect(fails(Cmd.REG_MR, { ...base, access: IBV_ACCESS_ON_DEMAND }, CmdStatus.BAD_PARAM)).toBe('access');
     expect(fails(Cmd.REG_MR, { ...base, length: 0 }, CmdStatus.BAD_PARAM)).toBe('length');
     expect(fails(Cmd.REG_MR, { ...base, hostAddr: 0x1000 }, CmdStatus.BAD_PARAM)).toBe('hostAddr');
     expect(fails(Cmd.REG_MR, { ...base, length: 8 << 20 }, CmdStatus.BAD_PARAM)).toBe('hostAddr');
@@ -433,5 +438,55 @@ describe('QPs', () => {
     // QPNs are reused least-recently-freed first.
     const again = mkQp();
     expect(again.qpn).toBe(3);
+  });
+});
+
+describe('memory windows (ALLOC_MW / DEALLOC_MW, and the MR side of binds)', () => {
+  beforeEach(() => {
+    tb = createTestbed({ config: { device: { ...SMALL_DEVICE.device, maxMw: 2 } }, memBytes: 4 << 20 });
+  });
+
+  it('two windows of the PD, then NO_RESOURCES; bad type BAD_PARAM; DEALLOC twice BAD_RESOURCE; the PD is pinned', () => {
+    const pdn = ok(Cmd.ALLOC_PD)['pdn'] as number;
+    expect(fails(Cmd.ALLOC_MW, { pdn, type: 3 }, CmdStatus.BAD_PARAM)).toBe('type');
+    expect(fails(Cmd.ALLOC_MW, { pdn: 3, type: IBV_MW_TYPE_1 }, CmdStatus.BAD_RESOURCE)).toBe('pdn');
+    const k1 = ok(Cmd.ALLOC_MW, { pdn, type: IBV_MW_TYPE_1 })['rkey'] as number;
+    const k2 = ok(Cmd.ALLOC_MW, { pdn, type: IBV_MW_TYPE_2 })['rkey'] as number;
+    fails(Cmd.ALLOC_MW, { pdn, type: IBV_MW_TYPE_2 }, CmdStatus.NO_RESOURCES);
+    const t = tb.fw.tables;
+    expect([mwByKey(t, k1) > 0, mwByKey(t, k2) > 0, t.mrByKey(k1), t.mrByLkey(k2)]).toEqual([true, true, -1, -1]);
+    expect(MPT.f.mwState.get(t.dv, mwByKey(t, k1))).toBe(MwState.VALID);
+    expect(MPT.f.mwState.get(t.dv, mwByKey(t, k2))).toBe(MwState.FREE);
+    fails(Cmd.DEALLOC_PD, { pdn }, CmdStatus.BUSY);
+    expect(fails(Cmd.DEREG_MR, { key: k1 }, CmdStatus.BAD_RESOURCE), 'a window key is not an MR').toBe('key');
+    ok(Cmd.DEALLOC_MW, { key: k1 });
+    expect(fails(Cmd.DEALLOC_MW, { key: k1 }, CmdStatus.BAD_RESOURCE)).toBe('key');
+    ok(Cmd.DEALLOC_MW, { key: k2 });
+    ok(Cmd.DEALLOC_PD, { pdn });
+  });
+
+  it('a bound window pins its MR: DEREG_MR and REREG_MR are BUSY until it is unbound or freed', () => {
+    const pdn = ok(Cmd.ALLOC_PD)['pdn'] as number;
+    const buf = tb.mem.alloc(4096, 64);
+    const lkey = ok(Cmd.REG_MR, { pdn, access: IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, hostAddr: buf.addr, length: 4096, iova: buf.addr })[
+      'lkey'
+    ] as number;
+    const key = ok(Cmd.ALLOC_MW, { pdn, type: IBV_MW_TYPE_1 })['rkey'] as number;
+    const t = tb.fw.tables;
+    const bind = { mwKey: key, newKey: key + 1, mrLkey: lkey, addr: Number(buf.addr) + 64, length: 128, access: IBV_ACCESS_REMOTE_WRITE };
+    expect(mwBind(t, bind, 2, pdn)).toBe(MwFault.OK);
+    expect(t.mrByRkey(key), 'the old key byte').toBe(-1);
+    const win = t.mrByRkey(key + 1);
+    expect(MPT.f.length.get(t.dv, win)).toBe(128n);
+    expect(MPT.f.mwCount.get(t.dv, t.mrByLkey(lkey))).toBe(1);
+    fails(Cmd.DEREG_MR, { key: lkey }, CmdStatus.BUSY);
+    fails(Cmd.REREG_MR, { key: lkey, flags: 4, access: IBV_ACCESS_LOCAL_WRITE }, CmdStatus.BUSY);
+    // Type 1 windows are not invalidated; a zero-length bind unbinds.
+    expect(mwInvalidate(t, key + 1, 2, pdn, false)).toBe(MwFault.TYPE_1_INVALIDATE);
+    expect(mwBind(t, { ...bind, mwKey: key + 1, newKey: key + 2, length: 0 }, 2, pdn)).toBe(MwFault.OK);
+    expect(MPT.f.mwCount.get(t.dv, t.mrByLkey(lkey))).toBe(0);
+    expect(mwBind(t, { ...bind, newKey: key + 3 }, 2, pdn)).toBe(MwFault.OK);
+    ok(Cmd.DEALLOC_MW, { key: key + 3 });
+    ok(Cmd.DEREG_MR, { key: lkey });
   });
 });

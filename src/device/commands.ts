@@ -15,6 +15,9 @@ import {
   IBV_ACCESS_FLUSH_GLOBAL,
   IBV_ACCESS_FLUSH_PERSISTENT,
   IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_MW_BIND,
+  IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
   IBV_ACCESS_OPTIONAL_RANGE,
   IBV_ACCESS_REMOTE_ATOMIC,
   IBV_ACCESS_REMOTE_READ,
@@ -60,6 +63,7 @@ import { AV } from './av.js';
 import { CQC, CtxOff, EQC, MPT, MptFlag, QPC, QpFlag, SRQC, SrqFlag, CqFlag, EqFlag } from './contexts.js';
 import { Ctr } from './counters.js';
 import type { Firmware } from './firmware.js';
+import { mwByIndex, mwFree, mwInit, mwReleaseQp } from './mw.js';
 import {
   bytes,
   decodeStruct,
@@ -94,6 +98,8 @@ export const enum Cmd {
   REG_MR = 0x20,
   DEREG_MR = 0x21,
   REREG_MR = 0x22,
+  ALLOC_MW = 0x23,
+  DEALLOC_MW = 0x24,
   CREATE_CQ = 0x30,
   DESTROY_CQ = 0x31,
   RESIZE_CQ = 0x32,
@@ -380,6 +386,15 @@ export const REG_MR_OUT = defineLayout('reg-mr-out', 8, 'The keys of the new MR 
 
 const KEY_IN = defineLayout('key-in', 4, 'A memory key.', [u('key', 0x00, 0, 32, 'lkey / rkey')]);
 
+export const ALLOC_MW_IN = defineLayout('alloc-mw-in', 8, 'ibv_alloc_mw.', [
+  u('pdn', 0x00, 0, 32, 'protection domain'),
+  u('type', 0x04, 0, 32, 'IBV_MW_TYPE_1 (bound by ibv_bind_mw) or IBV_MW_TYPE_2 (bound by a BIND_MW WQE to one QP)'),
+]);
+
+export const ALLOC_MW_OUT = defineLayout('alloc-mw-out', 4, 'The key of the new window: (index << 8) | variant; a bind replaces its low byte.', [
+  u('rkey', 0x00, 0, 32, 'remote key'),
+]);
+
 export const CREATE_CQ_IN = defineLayout('create-cq-in', 0x18, 'ibv_create_cq.', [
   u64('ringAddr', 0x00, 'ring of 2^logSize 64-byte CQEs, 64-byte aligned, zeroed'),
   u64('dbrecAddr', 0x08, 'CQ doorbell record, 8-byte aligned'),
@@ -528,6 +543,7 @@ function command<IF extends readonly FieldDecl[], OF extends readonly FieldDecl[
 
 const SUPPORTED_QP_TYPES = [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD];
 const MR_ACCESS_SUPPORTED =
+  IBV_ACCESS_MW_BIND |
   IBV_ACCESS_LOCAL_WRITE |
   IBV_ACCESS_REMOTE_WRITE |
   IBV_ACCESS_REMOTE_READ |
@@ -824,6 +840,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         fail(CmdStatus.BAD_PARAM, 'hostAddr', 'buffer is not inside host memory');
       }
       if (inp.iova + inp.length > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'iova', 'iova + length must stay below 2^53');
+      if (fw.mrs.inUse - fw.mws.size >= fw.caps.device.maxMr) fail(CmdStatus.NO_RESOURCES, '', `maxMr (${fw.caps.device.maxMr}) MRs exist`);
       const idx = fw.mrs.alloc();
       if (idx < 0) fail(CmdStatus.NO_RESOURCES, '', 'MPT full');
       const key = ((idx << 8) | fw.mrVariant[idx]!) >>> 0;
@@ -841,11 +858,17 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     doc: 'Change a memory region in place (ibv_rereg_mr): its translation, PD and/or access. The keys stay the same; the new values are checked as REG_MR checks them, all before any is applied.',
     input: REREG_MR_IN,
     output: null,
-    errors: ['BAD_RESOURCE: no live MR with exactly this key, or no such PD', 'BAD_PARAM: no flag or an unknown one; a value REG_MR would refuse'],
+    errors: [
+      'BAD_RESOURCE: no live MR with exactly this key, or no such PD',
+      'BAD_PARAM: no flag or an unknown one; a value REG_MR would refuse',
+      'BUSY: memory windows are bound to the MR',
+    ],
     run: (fw, inp) => {
       const t = fw.tables;
-      const off = t.mrByKey(inp.key);
+      const off = t.mrByLkey(inp.key);
       if (off < 0) fail(CmdStatus.BAD_RESOURCE, 'key', `no MR with key 0x${inp.key.toString(16)}`);
+      const windows = Atomics.load(t.i32, (off + CtxOff.MPT_MW_COUNT) >> 2);
+      if (windows > 0) fail(CmdStatus.BUSY, 'key', `${windows} memory window(s) are bound to the MR`);
       if (inp.flags === 0 || inp.flags & ~(ReregFlag.TRANSLATION | ReregFlag.PD | ReregFlag.ACCESS))
         fail(CmdStatus.BAD_PARAM, 'flags', `bad flags 0x${inp.flags.toString(16)}`);
       const cur = decodeStruct(MPT, t.dv, off);
@@ -876,15 +899,61 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     doc: "Deregister a memory region (ibv_dereg_mr). The key stops working at once; the index's next key has a new variant.",
     input: KEY_IN,
     output: null,
-    errors: ['BAD_RESOURCE: no live MR with exactly this key'],
+    errors: ['BAD_RESOURCE: no live MR with exactly this key', 'BUSY: memory windows are bound to the MR (IBTA: deregistration fails while windows are bound)'],
     run: (fw, inp) => {
       const t = fw.tables;
-      const off = t.mrByKey(inp.key);
+      const off = t.mrByLkey(inp.key);
       if (off < 0) fail(CmdStatus.BAD_RESOURCE, 'key', `no MR with key 0x${inp.key.toString(16)}`);
       const idx = inp.key >>> 8;
       const pdn = MPT.f.pdn.get(t.dv, off);
+      // The key stops first, then the window count is read: a concurrent bind sees one or the other (mw.ts).
       Atomics.store(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, 0);
+      const windows = Atomics.load(t.i32, (off + CtxOff.MPT_MW_COUNT) >> 2);
+      if (windows > 0) {
+        Atomics.store(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, MptFlag.VALID);
+        fail(CmdStatus.BUSY, 'key', `${windows} memory window(s) are bound to the MR`);
+      }
       fw.clearEntry(off, MPT.size);
+      fw.mrVariant[idx] = (fw.mrVariant[idx]! + 1) & 0xff;
+      fw.mrs.free(idx);
+      fw.pdRefs[pdn]!--;
+    },
+  }),
+  command({
+    opcode: Cmd.ALLOC_MW,
+    name: 'ALLOC_MW',
+    doc: 'Allocate a memory window (ibv_alloc_mw): an MPT entry in the key space of MRs, unbound. A type 1 window is VALID at once (ibv_bind_mw binds it), a type 2 window FREE until a BIND_MW WQE binds it to its QP (device manual, memory windows).',
+    input: ALLOC_MW_IN,
+    output: ALLOC_MW_OUT,
+    errors: ['BAD_RESOURCE: no such PD', 'BAD_PARAM: type not 1 or 2', 'NO_RESOURCES: maxMw windows exist'],
+    run: (fw, inp) => {
+      needPd(fw, inp.pdn);
+      if (inp.type !== IBV_MW_TYPE_1 && inp.type !== IBV_MW_TYPE_2) fail(CmdStatus.BAD_PARAM, 'type', `memory window type ${inp.type} (1 or 2)`);
+      if (fw.mws.size >= fw.caps.device.maxMw) fail(CmdStatus.NO_RESOURCES, '', `maxMw (${fw.caps.device.maxMw}) windows exist`);
+      const idx = fw.mrs.alloc();
+      if (idx < 0) fail(CmdStatus.NO_RESOURCES, '', 'MPT full');
+      const key = ((idx << 8) | fw.mrVariant[idx]!) >>> 0;
+      mwInit(fw.tables, fw.tables.mptOff(idx), key, inp.pdn, inp.type === IBV_MW_TYPE_2);
+      fw.mws.add(idx);
+      fw.pdRefs[inp.pdn]!++;
+      return { rkey: key };
+    },
+  }),
+  command({
+    opcode: Cmd.DEALLOC_MW,
+    name: 'DEALLOC_MW',
+    doc: "Free a memory window (ibv_dealloc_mw), bound or not: its key (any key byte) stops working at once and the MR it was bound to loses a window. The index's next key has a new variant.",
+    input: KEY_IN,
+    output: null,
+    errors: ['BAD_RESOURCE: no window at this key index'],
+    run: (fw, inp) => {
+      const t = fw.tables;
+      const idx = inp.key >>> 8;
+      const off = mwByIndex(t, idx);
+      if (off < 0 || !fw.mws.has(idx)) fail(CmdStatus.BAD_RESOURCE, 'key', `no memory window with key 0x${inp.key.toString(16)}`);
+      const pdn = MPT.f.pdn.get(t.dv, off);
+      mwFree(t, off);
+      fw.mws.delete(idx);
       fw.mrVariant[idx] = (fw.mrVariant[idx]! + 1) & 0xff;
       fw.mrs.free(idx);
       fw.pdRefs[pdn]!--;
@@ -1350,6 +1419,8 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       fw.cqRefs[c.sendCqn]!--;
       fw.cqRefs[c.recvCqn]!--;
       if (c.flags & QpFlag.HAS_SRQ) fw.srqRefs[c.srqn]!--;
+      // Type 2 windows bound to it go back to FREE: no QP may use them any more.
+      for (const idx of fw.mws) mwReleaseQp(t, t.mptOff(idx), inp.qpn);
       // A destroyed QP leaves its multicast groups (rxe does the same).
       for (const [k, g] of fw.mcast) if (g.delete(inp.qpn) && g.size === 0) fw.mcast.delete(k);
     },

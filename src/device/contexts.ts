@@ -83,7 +83,23 @@ export const enum SrqFlag {
 
 /** MPT entry `flags` bits. */
 export const enum MptFlag {
+  /** The key works: a registered MR, or a memory window that is bound. */
   VALID = 1 << 0,
+  /** [fw] the entry is a memory window (ALLOC_MW .. DEALLOC_MW), not an MR. */
+  MW = 1 << 1,
+  /** [fw] the window is type 2 (bound by a BIND_MW WQE to one QP), else type 1. */
+  MW_TYPE_2 = 1 << 2,
+}
+
+/**
+ * Window state (IBTA 10.6.7): a type 1 window is VALID from ALLOC_MW on
+ * (bound when its length is non-zero); a type 2 window is FREE until a bind
+ * makes it VALID, and FREE again after an invalidation. DEALLOC_MW frees
+ * the entry (the window is then invalid: its key matches nothing).
+ */
+export const enum MwState {
+  FREE = 1,
+  VALID = 2,
 }
 
 /** Result of a memory key check (checkAccess). */
@@ -203,7 +219,11 @@ export const MPT = defineLayout('mpt-entry', 64, 'Memory protection table entry:
   u64('iova', 0x10, '[fw] first virtual address of the MR (keys are checked in this space)'),
   u64('length', 0x18, '[fw] length in bytes'),
   u64('hostAddr', 0x20, '[fw] host memory address that iova maps to'),
-  reserved(0x28, 192),
+  u('mwCount', 0x28, 0, 32, '[dev] MR: windows bound to it (Atomics word); DEREG_MR and REREG_MR are BUSY while > 0'),
+  u('mwParent', 0x2c, 0, 32, '[dev] window: the MPT index of the MR it is bound to (0: unbound)'),
+  u('mwQpn', 0x30, 0, 24, '[dev] type 2 window: the QP it is bound to; only that QP may use it remotely'),
+  u('mwState', 0x33, 0, 8, '[dev] window: MwState (FREE 1, VALID 2)'),
+  reserved(0x34, 96),
 ]);
 
 /** Byte offsets inside entries for the hot path (a test checks them against the layouts). */
@@ -224,6 +244,8 @@ export const enum CtxOff {
   MPT_IOVA = 0x10,
   MPT_LENGTH = 0x18,
   MPT_HOST = 0x20,
+  MPT_MW_COUNT = 0x28,
+  MPT_MW_QPN = 0x30,
 }
 
 // ---------------------------------------------------------------------------
@@ -282,7 +304,8 @@ export class ContextTables {
   /** Zeroed tables sized for `caps`. */
   static create(caps: Capabilities): ContextTables {
     const d = caps.device;
-    const geo = { qpCount: d.maxQp + 2, cqCount: d.maxCq + 1, eqCount: d.maxEq + 1, srqCount: d.maxSrq + 1, mrCount: d.maxMr + 1 };
+    // MRs and memory windows share the MPT (one key space, as on mlx5).
+    const geo = { qpCount: d.maxQp + 2, cqCount: d.maxCq + 1, eqCount: d.maxEq + 1, srqCount: d.maxSrq + 1, mrCount: d.maxMr + d.maxMw + 1 };
     const bytes = geo.qpCount * QPC.size + geo.cqCount * CQC.size + geo.eqCount * EQC.size + geo.srqCount * SRQC.size + geo.mrCount * MPT.size;
     return new ContextTables({ sab: new SharedArrayBuffer(bytes), ...geo });
   }
@@ -345,11 +368,17 @@ export class ContextTables {
     const dv = this.dv;
     return dv.getUint32(off + CtxOff.MPT_KEY, true) === key >>> 0 && (dv.getUint32(off + CtxOff.MPT_FLAGS, true) & MptFlag.VALID) !== 0 ? off : -1;
   }
+  /** A local key names an MR only: a window's key is for remote access (IBTA 10.6.7). */
   mrByLkey(lkey: number): number {
-    return this.mrByKey(lkey);
+    const off = this.mrByKey(lkey);
+    return off >= 0 && (this.dv.getUint32(off + CtxOff.MPT_FLAGS, true) & MptFlag.MW) === 0 ? off : -1;
   }
   mrByRkey(rkey: number): number {
     return this.mrByKey(rkey);
+  }
+  /** Is the MPT entry at `off` a memory window? */
+  isMw(off: number): boolean {
+    return (this.dv.getUint32(off + CtxOff.MPT_FLAGS, true) & MptFlag.MW) !== 0;
   }
 
   /** Host memory address of virtual address `va` of the MR at `mr` (after checkAccess said OK). */
@@ -407,6 +436,21 @@ export function checkAccess(t: ContextTables, mr: number, pdn: number, addr: num
   const length = u64At(dv, mr + CtxOff.MPT_LENGTH);
   if (!(addr >= iova && len >= 0 && addr + len <= iova + length)) return MrCheck.OUT_OF_BOUNDS;
   return MrCheck.OK;
+}
+
+/**
+ * A remote access through `rkey` (an MR's or a bound window's) by QP `qpn`:
+ * checkAccess, plus the rule of a type 2 window, which only the QP it is
+ * bound to may use (rxe_lookup_mw). Returns the entry's offset, or
+ * -1 - MrCheck.
+ */
+export function checkRemote(t: ContextTables, rkey: number, pdn: number, qpn: number, addr: number, len: number, needed: number): number {
+  const off = t.mrByRkey(rkey);
+  if (off >= 0 && t.isMw(off) && (t.dv.getUint32(off + CtxOff.MPT_FLAGS, true) & MptFlag.MW_TYPE_2) !== 0) {
+    if ((t.dv.getUint32(off + CtxOff.MPT_MW_QPN, true) & 0xffffff) !== qpn) return -1 - MrCheck.BAD_KEY;
+  }
+  const st = checkAccess(t, off, pdn, addr, len, needed);
+  return st === MrCheck.OK ? off : -1 - st;
 }
 
 /** mrByKey + checkAccess in one call. */

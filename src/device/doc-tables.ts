@@ -17,7 +17,7 @@ import { hexOffset, layoutTable, type Layout } from './layout.js';
 import { MAILBOX_HDR } from './mailbox.js';
 import { describeParams } from '../params/params.js';
 import { CQ_DBREC, QP_DBREC, REGISTERS, SRQ_DBREC } from './registers.js';
-import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG } from './wqe.js';
+import { ATOMIC_SEG, BIND_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG } from './wqe.js';
 
 function layoutSection(...layouts: Layout[]): string {
   return layouts.map((l) => `**\`${l.name}\`** — ${l.size} bytes. ${l.doc}\n\n${layoutTable(l)}`).join('\n\n');
@@ -74,7 +74,7 @@ export function generatedDocSections(): Record<string, string> {
   return {
     registers: registersTable(),
     'doorbell-records': layoutSection(QP_DBREC, SRQ_DBREC, CQ_DBREC),
-    'send-wqe': layoutSection(SEND_CTRL, RADDR_SEG, ATOMIC_SEG, UD_SEG, DATA_SEG, INLINE_HDR),
+    'send-wqe': layoutSection(SEND_CTRL, RADDR_SEG, ATOMIC_SEG, BIND_SEG, UD_SEG, DATA_SEG, INLINE_HDR),
     'recv-wqe': layoutSection(RECV_WQE_HDR, SRQ_WQE_HDR),
     'address-vector': layoutSection(AV),
     cqe: layoutSection(CQE),

@@ -159,6 +159,8 @@ export class Firmware {
   readonly eqs: IndexPool;
   readonly srqs: IndexPool;
   readonly mrs: IndexPool;
+  /** MPT indices that hold memory windows (MRs and windows share the MPT; DESTROY_QP looks at these only). */
+  readonly mws = new Set<number>();
   /** Per MPT index: the variant byte of its current / next key. */
   readonly mrVariant: Uint8Array;
   /** Objects that reference a PD (MRs, QPs, SRQs); DEALLOC_PD is BUSY while > 0. */

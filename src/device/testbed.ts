@@ -32,7 +32,10 @@ export function createTestbed(opts: { config?: CapabilitiesConfig; memBytes?: nu
   return { caps, mem, bar, fw, cmd };
 }
 
-/** Small capabilities for fast tests (tables of a few entries). */
+/**
+ * Small capabilities for fast tests (tables of a few entries). No memory
+ * windows, so the MPT holds exactly the 16 MRs (index reuse is exact).
+ */
 export const SMALL_DEVICE: CapabilitiesConfig = Object.freeze({
-  device: { maxQp: 14, maxCq: 8, maxMr: 16, maxPd: 4, maxSrq: 4, maxEq: 4, maxQpWr: 256, maxCqe: 255, maxSrqWr: 64 },
+  device: { maxQp: 14, maxCq: 8, maxMr: 16, maxMw: 0, maxPd: 4, maxSrq: 4, maxEq: 4, maxQpWr: 256, maxCqe: 255, maxSrqWr: 64 },
 });

@@ -108,6 +108,20 @@ export const RADDR_SEG = defineLayout(
   ],
 );
 
+export const BIND_SEG = defineLayout(
+  'bind-seg',
+  32,
+  'Bind segment at 0x20 of RC/UC BIND_MW WQEs (in place of the remote address and atomic segments): the window, its new key byte, the MR and the range and rights to bind (device manual, memory windows).',
+  [
+    u64('addr', 0x00, 'first address of the window, in the iova space of the MR'),
+    u64('length', 0x08, 'length of the window in bytes (type 1: 0 unbinds)'),
+    u('mwKey', 0x10, 0, 32, "the window's key (ibv_mw.rkey): its index names the window"),
+    u('newKey', 0x14, 0, 32, 'the key after the bind: its low byte replaces the key byte (ibv_inc_rkey)'),
+    u('mrLkey', 0x18, 0, 32, 'lkey of the MR the window is bound to (ignored when length is 0)'),
+    u('access', 0x1c, 0, 32, 'mw_access_flags: REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC, ZERO_BASED'),
+  ],
+);
+
 export const ATOMIC_SEG = defineLayout(
   'atomic-seg',
   16,

@@ -4,7 +4,7 @@
  * (key, protection domain, access right, bounds) before a byte moves, so no
  * memory outside a registered region is ever read or written.
  */
-import { checkAccess, MrCheck, type ContextTables } from '../device/contexts.js';
+import { checkAccess, checkRemote, MrCheck, type ContextTables } from '../device/contexts.js';
 import type { HostMemory } from '../device/host-memory.js';
 import type { Sge } from './work-requests.js';
 
@@ -68,7 +68,7 @@ export function gather(
       continue;
     }
     const n = Math.min(s.length - skip, left);
-    const mr = t.mrByKey(s.lkey);
+    const mr = t.mrByLkey(s.lkey);
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
@@ -96,7 +96,7 @@ export function scatter(mem: HostMemory, t: ContextTables, pdn: number, sges: re
       continue;
     }
     const n = Math.min(s.length - skip, src.length - pos);
-    const mr = t.mrByKey(s.lkey);
+    const mr = t.mrByLkey(s.lkey);
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
@@ -111,19 +111,19 @@ export function scatter(mem: HostMemory, t: ContextTables, pdn: number, sges: re
 export function checkSges(t: ContextTables, pdn: number, sges: readonly Sge[], needed: number): MrCheck {
   for (const s of sges) {
     if (s.length === 0) continue;
-    const st = checkAccess(t, t.mrByKey(s.lkey), pdn, s.addr, s.length, needed);
+    const st = checkAccess(t, t.mrByLkey(s.lkey), pdn, s.addr, s.length, needed);
     if (st !== MrCheck.OK) return st;
   }
   return MrCheck.OK;
 }
 
 /**
- * A remote access (RETH / AtomicETH): the host-memory offset of `va` when
- * rkey grants `needed` over [va, va+len), else -1 - MrCheck.
+ * A remote access (RETH / AtomicETH) by QP `qpn` of PD `pdn`: the
+ * host-memory offset of `va` when rkey (an MR's, or a bound window's)
+ * grants `needed` over [va, va+len), else -1 - MrCheck.
  */
-export function remoteOffset(mem: HostMemory, t: ContextTables, pdn: number, rkey: number, va: number, len: number, needed: number): number {
-  const mr = t.mrByKey(rkey);
-  const st = checkAccess(t, mr, pdn, va, len, needed);
-  if (st !== MrCheck.OK) return -1 - st;
+export function remoteOffset(mem: HostMemory, t: ContextTables, pdn: number, qpn: number, rkey: number, va: number, len: number, needed: number): number {
+  const mr = checkRemote(t, rkey, pdn, qpn, va, len, needed);
+  if (mr < 0) return mr;
   return t.mrTranslate(mr, va) - mem.baseNum;
 }

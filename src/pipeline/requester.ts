@@ -33,14 +33,20 @@ import {
   IBV_WC_FLUSH,
   IBV_WR_ATOMIC_WRITE,
   IBV_WR_FLUSH,
+  IBV_WC_BIND_MW,
+  IBV_WC_LOCAL_INV,
+  IBV_WR_BIND_MW,
+  IBV_WR_LOCAL_INV,
 } from '../device/abi/constants.js';
 import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { sqAdvance, sqPeek } from '../device/queues.js';
+import { SEND_CTRL } from '../device/wqe.js';
 import { Op } from '../wire/index.js';
 import { txPriority } from './cc-params.js';
 import type { NicCore } from './core.js';
 import { checkSges, gather } from './dma.js';
+import { executeLocalOp, isLocalOp } from './local-ops.js';
 import type { PathTemplate } from './packet-builder.js';
 import { bswap32, connectedPath, udPath } from './paths.js';
 import { psnAdd } from './psn.js';
@@ -101,6 +107,10 @@ export function wcOpcodeOf(op: number): number {
       return IBV_WC_ATOMIC_WRITE;
     case IBV_WR_FLUSH:
       return IBV_WC_FLUSH;
+    case IBV_WR_BIND_MW:
+      return IBV_WC_BIND_MW;
+    case IBV_WR_LOCAL_INV:
+      return IBV_WC_LOCAL_INV;
     default:
       return IBV_WC_SEND;
   }
@@ -141,6 +151,18 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
   while (q.window.length < limit && !q.sqError) {
     const addr = sqPeek(mem, t, qp);
     if (addr < 0) return;
+    if (q.qpType !== IBV_QPT_UD && isLocalOp(SEND_CTRL.f.opcode.get(mem.dv, addr - mem.baseNum))) {
+      // A bind or invalidation waits until every WQE before it has completed (local-ops.ts); the completer reschedules the QP.
+      if (q.window.length > 0) return;
+      const w = readSendWqe(mem, addr, q.qpType, sqAdvance(t, qp), q.maxSendSge, q.maxInline)!;
+      const status = executeLocalOp(t, w, q.qpn, q.pdn);
+      if (status !== IBV_WC_SUCCESS) {
+        failHead(nic, q, w, status);
+        return;
+      }
+      completeSend(nic, q, w, IBV_WC_SUCCESS);
+      continue;
+    }
     const counter = sqAdvance(t, qp);
     const w = readSendWqe(mem, addr, q.qpType, counter, q.maxSendSge, q.maxInline);
     if (!w || !opcodeAllowed(q.qpType, w.opcode)) {

@@ -32,6 +32,7 @@ import {
 import { checkAccess, MPT, MrCheck } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { QPC } from '../device/contexts.js';
+import { MwFault, mwInvalidate } from '../device/mw.js';
 import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
 import { Op, OPCODES, Position, type Packet, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
@@ -284,6 +285,12 @@ function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position
       flags |= IBV_WC_WITH_IMM;
       imm = bswap32(p.immDt);
     } else if (p.ieth !== null) {
+      // Remote invalidation (IBTA 10.6.7.2.x; rxe invalidate_rkey): a window that
+      // cannot be invalidated is the responder's error class J (rxe: REM_INV_REQ_ERR).
+      if (mwInvalidate(nic.env.tables, p.ieth >>> 0, q.qpn, q.pdn, true) !== MwFault.OK) {
+        if (rc) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+        return false;
+      }
       flags |= IBV_WC_WITH_INV;
       imm = p.ieth;
     }
@@ -327,7 +334,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
     q.writeLeft = r.dmaLength;
     if (r.dmaLength === 0) q.writeHostOff = 0;
     else {
-      const off = remoteOffset(mem, t, q.pdn, r.rkey, va, r.dmaLength, IBV_ACCESS_REMOTE_WRITE);
+      const off = remoteOffset(mem, t, q.pdn, q.qpn, r.rkey, va, r.dmaLength, IBV_ACCESS_REMOTE_WRITE);
       if (off < 0) {
         ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
         if (rc) fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
@@ -374,7 +381,7 @@ function handleRead(nic: NicCore, q: QpCtx, p: Packet): number {
   const va = Number(r.va);
   let hostOff = 0;
   if (r.dmaLength > 0) {
-    hostOff = remoteOffset(mem, t, q.pdn, r.rkey, va, r.dmaLength, IBV_ACCESS_REMOTE_READ);
+    hostOff = remoteOffset(mem, t, q.pdn, q.qpn, r.rkey, va, r.dmaLength, IBV_ACCESS_REMOTE_READ);
     if (hostOff < 0) {
       ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
       fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
@@ -399,7 +406,7 @@ function handleAtomic(nic: NicCore, q: QpCtx, p: Packet): boolean {
     fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
     return false;
   }
-  const off = remoteOffset(mem, t, q.pdn, a.rkey, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+  const off = remoteOffset(mem, t, q.pdn, q.qpn, a.rkey, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
   if (off < 0) {
     ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
     fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
@@ -424,7 +431,7 @@ function handleAtomicWrite(nic: NicCore, q: QpCtx, p: Packet): boolean {
     fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
     return false;
   }
-  const off = remoteOffset(mem, t, q.pdn, r.rkey, va, 8, IBV_ACCESS_REMOTE_WRITE);
+  const off = remoteOffset(mem, t, q.pdn, q.qpn, r.rkey, va, 8, IBV_ACCESS_REMOTE_WRITE);
   if (off < 0) {
     ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
     fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
@@ -520,7 +527,7 @@ function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
     const reth = p.reth!;
     const va = Number(reth.va);
     if (!r || reth.rkey !== r.rkey || va < r.va || va + reth.dmaLength > r.va + r.length) return;
-    const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
+    const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, q.qpn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
     if (hostOff < 0) return;
     abandonResponses(q, psn);
     q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: reth.dmaLength, total: reth.dmaLength, sent: 0, orig: 0n });

@@ -12,10 +12,13 @@ import {
   IBV_SEND_SIGNALED,
   IBV_SEND_SOLICITED,
   IBV_WR_ATOMIC_WRITE,
+  IBV_WR_BIND_MW,
   IBV_WR_FLUSH,
+  IBV_WR_LOCAL_INV,
 } from '../device/abi/constants.js';
 import type { HostMemory } from '../device/host-memory.js';
-import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, UD_SEG, WqeOff } from '../device/wqe.js';
+import type { BindRequest } from '../device/mw.js';
+import { ATOMIC_SEG, BIND_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, UD_SEG, WqeOff } from '../device/wqe.js';
 
 /** One scatter/gather element (ibv_sge). */
 export interface Sge {
@@ -65,6 +68,8 @@ export class SendWqe {
   /** FLUSH: the FETH (placement type | selectivity << 4) and the RETH DMA length. */
   feth = 0;
   flushLength = 0;
+  /** BIND_MW: what to bind (the bind segment). LOCAL_INV: the rkey is `imm`. */
+  bind: BindRequest | null = null;
   /** UD only. */
   remoteQpn = 0;
   qkey = 0;
@@ -114,6 +119,7 @@ const R = RADDR_SEG.f;
 const A = ATOMIC_SEG.f;
 const U = UD_SEG.f;
 const D = DATA_SEG.f;
+const B = BIND_SEG.f;
 
 /** Reads the send WQE at host address `addr` (number). Returns null if the segment count is impossible. */
 export function readSendWqe(mem: HostMemory, addr: number, qpType: number, counter: number, maxSge: number, maxInline: number): SendWqe | null {
@@ -142,6 +148,19 @@ export function readSendWqe(mem: HostMemory, addr: number, qpType: number, count
       w.length = 8;
       return w;
     }
+    if (w.opcode === IBV_WR_BIND_MW) {
+      const b = o + WqeOff.RADDR;
+      w.bind = {
+        addr: B.addr.getNum(dv, b),
+        length: B.length.getNum(dv, b),
+        mwKey: B.mwKey.get(dv, b) >>> 0,
+        newKey: B.newKey.get(dv, b) >>> 0,
+        mrLkey: B.mrLkey.get(dv, b) >>> 0,
+        access: B.access.get(dv, b) >>> 0,
+      };
+      return w;
+    }
+    if (w.opcode === IBV_WR_LOCAL_INV) return w;
     if (w.opcode === IBV_WR_FLUSH) {
       w.feth = (C.flushType.get(dv, o) & 0xf) | ((C.flushLevel.get(dv, o) & 3) << 4);
       w.flushLength = R.length.get(dv, o + WqeOff.RADDR) >>> 0;

@@ -29,6 +29,9 @@ import {
   IBV_QPS_RTS,
   IBV_QPT_RAW_PACKET,
   IBV_QPT_RC,
+  IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
+  IBV_ACCESS_ZERO_BASED,
   IBV_QPT_UD,
   IBV_QP_ACCESS_FLAGS,
   IBV_QP_AV,
@@ -71,6 +74,9 @@ import {
   errno,
   errnoName,
   ibv_alloc_null_mr,
+  ibv_alloc_mw,
+  ibv_bind_mw,
+  ibv_dealloc_mw,
   ibv_attach_mcast,
   ibv_detach_mcast,
   ibv_cq_ex_to_cq,
@@ -310,6 +316,7 @@ describe('verbs misuse fuzz', () => {
     });
     const srqC = ibv_create_srq(pdC, { srq_context: null, attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } });
     const ahC = ibv_create_ah(pdC, H.avTo(a, b));
+    const mwC = ibv_alloc_mw(pdC, IBV_MW_TYPE_1);
     expect(ibv_close_device(ctxC)).toBe(0);
     rnic_free_buf(a.ctx, bufD); // after ctxC took its buffers: none of them has bufD's address
 
@@ -323,6 +330,29 @@ describe('verbs misuse fuzz', () => {
     const badMr = (): unknown[] => [...NOT_OBJECT, ...fake(src.mr), mrD, mrC];
     const badAh = (): unknown[] => [...NOT_OBJECT, ...fake(ah), ahD, ahC];
     const badQp = (): unknown[] => [...NOT_OBJECT, ...fake(rc.a.qp), qpD, qpC];
+    // Memory windows: a live type 1 window of a.pd, a deallocated one, a type 2 one (not for ibv_bind_mw).
+    const mwA = ibv_alloc_mw(a.pd, IBV_MW_TYPE_1);
+    a.cleanup.push(() => void ibv_dealloc_mw(mwA));
+    const mw2 = ibv_alloc_mw(a.pd, IBV_MW_TYPE_2);
+    a.cleanup.push(() => void ibv_dealloc_mw(mw2));
+    const mwD = ibv_alloc_mw(a.pd, IBV_MW_TYPE_1);
+    expect(ibv_dealloc_mw(mwD)).toBe(0);
+    const badMw = (): unknown[] => [...NOT_OBJECT, ...fake(mwA), mwD, mwC];
+    const goodBind = () => ({ wr_id: 1n, send_flags: 0, bind_info: { mr: null, addr: 0n, length: 0n, mw_access_flags: 0 } });
+    const badBinds = (): unknown[] => [
+      ...NOT_OBJECT,
+      {},
+      { wr_id: 1n, send_flags: 0, bind_info: null },
+      { ...goodBind(), wr_id: -1n },
+      { ...goodBind(), wr_id: 1 },
+      { ...goodBind(), send_flags: -1 },
+      { ...goodBind(), bind_info: { mr: null, addr: 8n, length: 0n, mw_access_flags: 0 } },
+      { ...goodBind(), bind_info: { mr: 5, addr: 0n, length: 8n, mw_access_flags: 0 } },
+      { ...goodBind(), bind_info: { mr: mrD, addr: 0n, length: 8n, mw_access_flags: 0 } },
+      { ...goodBind(), bind_info: { mr: src.mr, addr: src.mr.addr, length: 8n, mw_access_flags: IBV_ACCESS_ZERO_BASED } },
+      { ...goodBind(), bind_info: { mr: src.mr, addr: src.mr.addr, length: 8n, mw_access_flags: 1.5 } },
+      { ...goodBind(), bind_info: { mr: dst.mr, addr: dst.mr.addr, length: 8n, mw_access_flags: 0 } },
+    ];
 
     // A good send WR to RC: a 64-byte signaled RDMA WRITE into `dst`, a fresh wr_id each time.
     let nextId = 1n;
@@ -1013,7 +1043,8 @@ describe('verbs misuse fuzz', () => {
           { good: () => a.pd, bad: badPd },
           { good: () => bufA, bad: () => [...NOT_OBJECT, new Uint8Array(8), {}] },
           { good: () => 0x1000n, bad: () => BAD_U64 },
-          { good: () => 1, bad: () => [...BAD_U32, 1 << 20] },
+          // 1 << 6 is ON_DEMAND, not modelled (1 << 20, relaxed ordering, is an optional bit the device ignores).
+          { good: () => 1, bad: () => [...BAD_U32, 1 << 6] },
         ],
         call: ibv_reg_mr_iova,
       },
@@ -1044,6 +1075,28 @@ describe('verbs misuse fuzz', () => {
         call: ibv_detach_mcast,
       },
       { name: 'ibv_alloc_null_mr', kind: 'ptr', args: [{ good: () => a.pd, bad: badPd }], call: ibv_alloc_null_mr },
+      {
+        name: 'ibv_alloc_mw',
+        kind: 'ptr',
+        args: [
+          { good: () => a.pd, bad: badPd },
+          { good: () => IBV_MW_TYPE_1, bad: () => [0, 3, -1, NaN, 1.5, '1', 1n, null, undefined, {}] },
+        ],
+        call: ibv_alloc_mw,
+      },
+      { name: 'ibv_dealloc_mw', kind: 'int', args: [{ good: () => mwA, bad: badMw }], call: ibv_dealloc_mw },
+      {
+        name: 'ibv_bind_mw',
+        kind: 'int',
+        args: [
+          { good: () => rc.a.qp, bad: badQp },
+          { good: () => mwA, bad: () => [...badMw(), mw2] },
+          { good: goodBind, bad: badBinds },
+        ],
+        call: ibv_bind_mw,
+        // An MR of another PD than the window's: EPERM, libibverbs' own check.
+        errnos: [errno.EINVAL, errno.EPERM],
+      },
       {
         name: 'ibv_wr_set_ud_addr',
         kind: 'void',

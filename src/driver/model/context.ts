@@ -26,7 +26,7 @@ import { model_cmd, model_cmd_or_throw } from './cmd.js';
 import type { ModelIbvDevice } from './device.js';
 import type { ModelDeviceHandle } from './handle.js';
 import { macFromLinkLocalGid, neighLearn, type NeighSource } from './neigh.js';
-import type { ModelAh, ModelCompChannel, ModelCq, ModelMr, ModelPd, ModelQp, ModelSrq } from './objects.js';
+import type { ModelAh, ModelCompChannel, ModelCq, ModelMr, ModelMw, ModelPd, ModelQp, ModelSrq } from './objects.js';
 
 /** log2 entries of a context's EQ: 4096 events of 32 bytes (128 KiB). */
 export const MODEL_EQ_LOG_SIZE = 12;
@@ -100,6 +100,7 @@ export class ModelContext implements ibv_context {
   // Everything else the context owns, for close.
   readonly pds = new Set<ModelPd>();
   readonly mrs = new Set<ModelMr>();
+  readonly mws = new Set<ModelMw>();
   readonly ahs = new Set<ModelAh>();
   readonly channels = new Set<ModelCompChannel>();
   /** Addresses of rnic_alloc_buf buffers. */
@@ -282,6 +283,12 @@ export function model_close_device(ibctx: ibv_context): number {
     ch.destroyed = true;
     ch.markGone();
   }
+  // Windows first: an MR with windows bound cannot be deregistered.
+  for (const mw of ctx.mws) {
+    model_cmd(ctx, Cmd.DEALLOC_MW, { key: mw.rkey });
+    mw.destroyed = true;
+  }
+  ctx.mws.clear();
   for (const mr of ctx.mrs) {
     model_cmd(ctx, Cmd.DEREG_MR, { key: mr.lkey });
     mr.destroyed = true;

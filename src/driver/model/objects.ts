@@ -9,7 +9,8 @@
  * consumer counters of the CQs (published through the CQ doorbell record).
  * They are free-running 32-bit values, as in the device manual.
  */
-import type { ibv_ah, ibv_comp_channel, ibv_cq, ibv_mr, ibv_pd, ibv_qp, ibv_srq } from '../verbs/types.js';
+import type { ibv_mw_type } from '../../device/abi/constants.js';
+import type { ibv_ah, ibv_comp_channel, ibv_cq, ibv_mr, ibv_mw, ibv_pd, ibv_qp, ibv_srq } from '../verbs/types.js';
 import type { ModelContext } from './context.js';
 
 export class ModelPd implements ibv_pd {
@@ -40,6 +41,21 @@ export class ModelMr implements ibv_mr {
     /** The address keys see: SGEs and RETHs name [iova, iova + length) (= addr for ibv_reg_mr). */
     public iova: bigint = addr,
   ) {}
+}
+
+/** A memory window (ibv_alloc_mw). `rkey` follows ibv_bind_mw (type 1), as libibverbs' providers set it. */
+export class ModelMw implements ibv_mw {
+  destroyed = false;
+  constructor(
+    readonly context: ModelContext,
+    readonly pd: ModelPd,
+    public rkey: number,
+    readonly type: ibv_mw_type,
+  ) {}
+  /** The MPT index (key >> 8), as the handle. */
+  get handle(): number {
+    return this.rkey >>> 8;
+  }
 }
 
 /** A completion channel: the CQs whose completion events are waiting to be read, in order. */

@@ -23,6 +23,7 @@ import {
   model_req_notify_cq,
 } from './cq.js';
 import { model_alloc_pd, model_dealloc_pd, model_dereg_mr, model_reg_mr, model_reg_mr_iova, model_rereg_mr, model_alloc_null_mr } from './pd-mr.js';
+import { model_alloc_mw, model_bind_mw, model_dealloc_mw } from './mw.js';
 import { model_post_recv, model_post_send, model_post_send_all, model_post_srq_recv } from './post.js';
 import { model_attach_mcast, model_create_qp, model_create_qp_ex, model_destroy_qp, model_detach_mcast, model_modify_qp, model_query_qp } from './qp.js';
 import {
@@ -52,6 +53,9 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   rereg_mr: model_rereg_mr,
   alloc_null_mr: model_alloc_null_mr,
   dereg_mr: model_dereg_mr,
+  alloc_mw: model_alloc_mw,
+  dealloc_mw: model_dealloc_mw,
+  bind_mw: model_bind_mw,
   alloc_buf: model_alloc_buf,
   free_buf: model_free_buf,
   create_comp_channel: model_create_comp_channel,

@@ -32,6 +32,7 @@ import {
   IBV_WR_ATOMIC_CMP_AND_SWP,
   IBV_WR_ATOMIC_FETCH_AND_ADD,
   IBV_WR_ATOMIC_WRITE,
+  IBV_WR_BIND_MW,
   IBV_WR_FLUSH,
   IBV_WR_LOCAL_INV,
   IBV_WR_RDMA_READ,
@@ -45,11 +46,11 @@ import {
   IBV_FLUSH_RANGE,
 } from '../../device/abi/constants.js';
 import { ringSqDoorbell } from '../../device/registers.js';
-import { ATOMIC_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG, WqeOff } from '../../device/wqe.js';
+import { ATOMIC_SEG, BIND_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG, WqeOff } from '../../device/wqe.js';
 import type { BadWr } from '../verbs/ops.js';
 import type { ibv_qp, ibv_recv_wr, ibv_send_wr, ibv_sge, ibv_srq } from '../verbs/types.js';
 import { isBits32, isU32, isU64 } from './check.js';
-import { ModelAh, ModelQp, ModelSrq } from './objects.js';
+import { ModelAh, ModelMr, ModelMw, ModelQp, ModelSrq } from './objects.js';
 
 // Send WQE: control segment.
 const CTRL_WR_ID = SEND_CTRL.f.wrId.decl.offset;
@@ -66,6 +67,13 @@ const RADDR_ADDR = WqeOff.RADDR + RADDR_SEG.f.remoteAddr.decl.offset;
 const RADDR_RKEY = RADDR_SEG.f.rkey;
 const ATOMIC_SWAP_ADD = WqeOff.ATOMIC + ATOMIC_SEG.f.swapAdd.decl.offset;
 const ATOMIC_COMPARE = WqeOff.ATOMIC + ATOMIC_SEG.f.compare.decl.offset;
+// Bind segment (BIND_MW), in place of the remote address and atomic segments.
+const BIND_ADDR = BIND_SEG.f.addr;
+const BIND_LENGTH = BIND_SEG.f.length;
+const BIND_MW_KEY = BIND_SEG.f.mwKey;
+const BIND_NEW_KEY = BIND_SEG.f.newKey;
+const BIND_MR_LKEY = BIND_SEG.f.mrLkey;
+const BIND_ACCESS = BIND_SEG.f.access;
 // UD segment: the destination QP word (24 bits + reserved byte), Q_Key and the AV.
 const UD_QPN_WORD = WqeOff.UD + UD_SEG.f.remoteQpn.decl.offset;
 const UD_QKEY = UD_SEG.f.qkey;
@@ -126,7 +134,13 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
   const flags = sf & SEND_FLAGS_MASK;
   const isAtomic = op === IBV_WR_ATOMIC_CMP_AND_SWP || op === IBV_WR_ATOMIC_FETCH_AND_ADD;
   const inline =
-    (flags & IBV_SEND_INLINE) !== 0 && op !== IBV_WR_RDMA_READ && !isAtomic && op !== IBV_WR_LOCAL_INV && op !== IBV_WR_ATOMIC_WRITE && op !== IBV_WR_FLUSH;
+    (flags & IBV_SEND_INLINE) !== 0 &&
+    op !== IBV_WR_RDMA_READ &&
+    !isAtomic &&
+    op !== IBV_WR_LOCAL_INV &&
+    op !== IBV_WR_BIND_MW &&
+    op !== IBV_WR_ATOMIC_WRITE &&
+    op !== IBV_WR_FLUSH;
 
   // Control segment.
   dv.setBigUint64(off + CTRL_WR_ID, wr.wr_id, true);
@@ -169,6 +183,11 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
     }
   } else if (op === IBV_WR_ATOMIC_WRITE || op === IBV_WR_FLUSH) {
     return writeAtomicWriteOrFlush(qp, wr, off, op === IBV_WR_FLUSH);
+  } else if (op === IBV_WR_BIND_MW) {
+    return writeBind(qp, wr, off);
+  } else if (op === IBV_WR_LOCAL_INV) {
+    CTRL_NUM_DS.set(dv, off, 0);
+    return 0;
   } else if (op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ) {
     const rdma = typeof wr.wr === 'object' && wr.wr !== null ? wr.wr.rdma : undefined;
     if (typeof rdma !== 'object' || rdma === null || !isU64(rdma.remote_addr) || !isU32(rdma.rkey)) return errno.EINVAL;
@@ -244,6 +263,32 @@ function writeAtomicWriteOrFlush(qp: ModelQp, wr: ibv_send_wr, off: number, flus
   const src = SCRATCH.getUint32(4, true) * 4294967296 + SCRATCH.getUint32(0, true) - mem.baseNum;
   if (!(src >= 0 && src + 8 <= mem.size)) return errno.EFAULT;
   mem.u8.copyWithin(off + ATOMIC_SWAP_ADD, src, src + 8);
+  return 0;
+}
+
+/**
+ * IBV_WR_BIND_MW: `wr.bind_mw` = { mw, rkey (the key after the bind), bind_info
+ * { mr, addr, length, mw_access_flags } }, into the bind segment. The window
+ * and the MR must be live objects of the QP's context (an MR may be null for
+ * a zero-length type 1 unbind); every rule of the bind itself is the
+ * device's (a refused bind completes with IBV_WC_MW_BIND_ERR).
+ */
+function writeBind(qp: ModelQp, wr: ibv_send_wr, off: number): number {
+  const dv = qp.context.mem.dv;
+  const bm = wr.bind_mw;
+  if (typeof bm !== 'object' || bm === null || !(bm.mw instanceof ModelMw) || bm.mw.destroyed || bm.mw.context !== qp.context) return errno.EINVAL;
+  const b = bm.bind_info;
+  if (typeof b !== 'object' || b === null || !isU32(bm.rkey) || !isU64(b.addr) || !isU64(b.length) || !isU32(b.mw_access_flags)) return errno.EINVAL;
+  const mr = b.mr;
+  if (mr !== null && mr !== undefined && (!(mr instanceof ModelMr) || mr.destroyed || mr.context !== qp.context)) return errno.EINVAL;
+  const seg = off + WqeOff.RADDR;
+  BIND_ADDR.set(dv, seg, b.addr);
+  BIND_LENGTH.set(dv, seg, b.length);
+  BIND_MW_KEY.set(dv, seg, bm.mw.rkey);
+  BIND_NEW_KEY.set(dv, seg, bm.rkey);
+  BIND_MR_LKEY.set(dv, seg, mr ? mr.lkey : 0);
+  BIND_ACCESS.set(dv, seg, b.mw_access_flags);
+  CTRL_NUM_DS.set(dv, off, 0);
   return 0;
 }
 

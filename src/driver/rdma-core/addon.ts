@@ -25,6 +25,10 @@ export interface RdmaCoreAddon {
   allocBuf(length: number, align: number): ArrayBuffer | number;
   regMr(pd: number, buf: Uint8Array, access: number): { ptr: number; addr: bigint; length: number; handle: number; lkey: number; rkey: number } | number;
   deregMr(mr: number): number;
+  allocMw(pd: number, type: number): { ptr: number; rkey: number; handle: number } | number;
+  deallocMw(mw: number): number;
+  /** ibv_bind_mw (type 1): [rc, the window's rkey after]. */
+  bindMw(qp: number, mw: number, mr: number, wrId: bigint, sendFlags: number, addr: bigint, length: bigint, access: number): [number, number];
   addrOf(buf: Uint8Array): bigint;
   createCompChannel(ctx: number): { ptr: number; fd: number } | number;
   destroyCompChannel(ch: number): number;

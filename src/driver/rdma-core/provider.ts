@@ -22,7 +22,17 @@
 import { rc_unbound_ops } from './unbound.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errno, IBV_QP_STATE, IBV_QPS_RESET, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_SRQ_MAX_WR } from '../../device/abi/constants.js';
+import {
+  errno,
+  IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
+  IBV_WR_BIND_MW,
+  IBV_QP_STATE,
+  IBV_QPS_RESET,
+  IBV_QPT_UD,
+  IBV_SRQ_LIMIT,
+  IBV_SRQ_MAX_WR,
+} from '../../device/abi/constants.js';
 import { registerProvider, unregisterProvider } from '../providers.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { BadWr, ProviderDevice, VerbsContextOps, VerbsProvider } from '../verbs/ops.js';
@@ -36,6 +46,8 @@ import type {
   ibv_device_attr,
   ibv_gid,
   ibv_mr,
+  ibv_mw,
+  ibv_mw_bind,
   ibv_pd,
   ibv_port_attr,
   ibv_qp,
@@ -81,6 +93,7 @@ export class RcContext implements ibv_context {
   closed = false;
   readonly pds = new Set<RcPd>();
   readonly mrs = new Set<RcMr>();
+  readonly mws = new Set<RcMw>();
   readonly channels = new Set<RcChannel>();
   readonly cqs = new Map<number, RcCq>();
   readonly qps = new Map<number, RcQp>();
@@ -104,6 +117,21 @@ export class RcPd implements ibv_pd {
     readonly context: RcContext,
     ptr: number,
     readonly handle: number,
+  ) {
+    this.ptr = ptr;
+  }
+}
+
+/** A memory window; `rkey` follows ibv_bind_mw as libibverbs sets it. */
+export class RcMw implements ibv_mw {
+  ptr: number;
+  constructor(
+    readonly context: RcContext,
+    readonly pd: RcPd,
+    ptr: number,
+    public rkey: number,
+    readonly handle: number,
+    readonly type: number,
   ) {
     this.ptr = ptr;
   }
@@ -369,6 +397,12 @@ function rc_close_device(ibctx: ibv_context): number {
       a.destroyCompChannel(ch.ptr);
       ch.ptr = 0;
     }
+  // Windows before MRs: an MR with bound windows cannot be deregistered.
+  for (const mw of ctx.mws)
+    if (mw.ptr) {
+      a.deallocMw(mw.ptr);
+      mw.ptr = 0;
+    }
   for (const mr of ctx.mrs)
     if (mr.ptr) {
       a.deregMr(mr.ptr);
@@ -430,6 +464,43 @@ function rc_dereg_mr(ibmr: ibv_mr): number {
     mr.context.mrs.delete(mr);
   }
   return r;
+}
+
+function rc_alloc_mw(ibpd: ibv_pd, type: number): ibv_mw {
+  const pd = live(ibpd, RcPd);
+  if (!pd) fail(errno.EINVAL, 'ibv_alloc_mw', 'not a live ibv_pd of the rdma-core provider');
+  if (type !== IBV_MW_TYPE_1 && type !== IBV_MW_TYPE_2) fail(errno.EINVAL, 'ibv_alloc_mw', `type ${String(type)} (IBV_MW_TYPE_1 or IBV_MW_TYPE_2)`);
+  const r = A().allocMw(pd.ptr, type);
+  if (typeof r === 'number') fail(r, 'ibv_alloc_mw', 'libibverbs refused');
+  const mw = new RcMw(pd.context, pd, r.ptr, r.rkey >>> 0, r.handle, type);
+  pd.context.mws.add(mw);
+  return mw;
+}
+
+function rc_dealloc_mw(ibmw: ibv_mw): number {
+  const mw = live(ibmw, RcMw);
+  if (!mw) return errno.EINVAL;
+  const r = A().deallocMw(mw.ptr);
+  if (r === 0) {
+    mw.ptr = 0;
+    mw.context.mws.delete(mw);
+  }
+  return r;
+}
+
+/** ibv_bind_mw (type 1) through libibverbs' own inline ibv_bind_mw (type 2 windows are bound by IBV_WR_BIND_MW through ibv_post_send). */
+function rc_bind_mw(ibqp: ibv_qp, ibmw: ibv_mw, bind: ibv_mw_bind): number {
+  const qp = live(ibqp, RcQp);
+  const mw = live(ibmw, RcMw);
+  if (!qp || !mw || mw.context !== qp.context) return errno.EINVAL;
+  const b = bind.bind_info;
+  const mr = b.mr === null ? null : live(b.mr, RcMr);
+  if (b.mr !== null && !mr) return errno.EINVAL;
+  if (typeof bind.wr_id !== 'bigint' || typeof b.addr !== 'bigint' || typeof b.length !== 'bigint' || !isNum(bind.send_flags) || !isNum(b.mw_access_flags))
+    return errno.EINVAL;
+  const [rc, rkey] = A().bindMw(qp.ptr, mw.ptr, mr ? mr.ptr : 0, bind.wr_id, bind.send_flags, b.addr, b.length, b.mw_access_flags);
+  if (rc === 0) mw.rkey = rkey >>> 0;
+  return rc;
 }
 
 function rc_alloc_buf(ibctx: ibv_context, length: number, align: number): Uint8Array {
@@ -760,6 +831,28 @@ function encodeSend(first: ibv_send_wr, ud: boolean): { n: number; rest: ibv_sen
       wr32[q + 9] = x.remote_qpn;
       wr32[q + 10] = x.remote_qkey;
       wr64[(q >> 1) + 8] = BigInt(ah.ptr);
+    } else if (w.opcode === IBV_WR_BIND_MW) {
+      const bm = w.bind_mw;
+      const mw = bm ? live(bm.mw, RcMw) : null;
+      const info = bm?.bind_info;
+      const mr = info && info.mr !== null ? live(info.mr, RcMr) : null;
+      if (
+        !bm ||
+        !mw ||
+        !info ||
+        (info.mr !== null && !mr) ||
+        !isNum(bm.rkey) ||
+        typeof info.addr !== 'bigint' ||
+        typeof info.length !== 'bigint' ||
+        !isNum(info.mw_access_flags)
+      )
+        return { n: -1, rest: null, bad: w };
+      wr64[(q >> 1) + 3] = BigInt.asUintN(64, info.addr);
+      wr32[q + 8] = bm.rkey;
+      wr32[q + 9] = info.mw_access_flags;
+      wr64[(q >> 1) + 6] = BigInt(mr ? mr.ptr : 0);
+      wr64[(q >> 1) + 7] = BigInt.asUintN(64, info.length);
+      wr64[(q >> 1) + 8] = BigInt(mw.ptr);
     } else {
       const at = u?.atomic;
       const rd = u?.rdma;
@@ -1023,6 +1116,9 @@ export const rdma_core_ctx_ops: VerbsContextOps = Object.freeze({
   query_pkey: rc_query_pkey,
   close_device: rc_close_device,
   alloc_pd: rc_alloc_pd,
+  alloc_mw: rc_alloc_mw,
+  dealloc_mw: rc_dealloc_mw,
+  bind_mw: rc_bind_mw,
   dealloc_pd: rc_dealloc_pd,
   reg_mr: rc_reg_mr,
   dereg_mr: rc_dereg_mr,

@@ -54,6 +54,8 @@ export const INT_OPS = [
   'query_rt_values',
   'attach_mcast',
   'detach_mcast',
+  'dealloc_mw',
+  'bind_mw',
 ] as const;
 export const THROW_OPS = [
   'query_pkey',
@@ -73,6 +75,7 @@ export const THROW_OPS = [
   'create_qp_ex',
   'reg_mr_iova',
   'alloc_null_mr',
+  'alloc_mw',
 ] as const;
 export const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
 const DUMMY_OPS: VerbsContextOps = (() => {

@@ -13,6 +13,7 @@ export * from './cq-ex.js';
 export * from './qp-ex.js';
 export * from './query-ex.js';
 export * from './memory.js';
+export * from './mw.js';
 export * from './unsupported.js';
 export * from './ah-from-wc.js';
 export * from './srq-ex.js';

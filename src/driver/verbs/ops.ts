@@ -14,6 +14,8 @@ import type {
   ibv_device_attr,
   ibv_gid,
   ibv_mr,
+  ibv_mw,
+  ibv_mw_bind,
   ibv_pd,
   ibv_port_attr,
   ibv_qp,
@@ -57,6 +59,10 @@ export interface VerbsContextOps {
   rereg_mr(mr: ibv_mr, flags: number, pd: ibv_pd | null, buf: Uint8Array | null, access: number): { rc: number; errno: number };
   alloc_null_mr(pd: ibv_pd): ibv_mr;
   dereg_mr(mr: ibv_mr): number;
+  alloc_mw(pd: ibv_pd, type: number): ibv_mw;
+  dealloc_mw(mw: ibv_mw): number;
+  /** Type 1: post the bind WR; on success the provider sets mw.rkey to the new key. */
+  bind_mw(qp: ibv_qp, mw: ibv_mw, mw_bind: ibv_mw_bind): number;
   alloc_buf(ctx: ibv_context, length: number, align: number): Uint8Array;
   free_buf(ctx: ibv_context, buf: Uint8Array): void;
   create_comp_channel(ctx: ibv_context): ibv_comp_channel;

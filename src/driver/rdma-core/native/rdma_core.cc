@@ -250,6 +250,41 @@ Napi::Value DeregMr(const Napi::CallbackInfo& info) {
   return N(info.Env(), ibv_dereg_mr(static_cast<ibv_mr*>(P(info[0]))));
 }
 
+// ---------------------------------------------------------------- memory windows
+Napi::Value AllocMw(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ibv_mw* mw = ibv_alloc_mw(static_cast<ibv_pd*>(P(info[0])), static_cast<ibv_mw_type>(U32(info[1])));
+  if (!mw) return N(env, errno ? errno : ENOMEM);
+  auto o = Napi::Object::New(env);
+  o.Set("ptr", N(env, mw));
+  o.Set("rkey", N(env, mw->rkey));
+  o.Set("handle", N(env, mw->handle));
+  return o;
+}
+
+Napi::Value DeallocMw(const Napi::CallbackInfo& info) {
+  return N(info.Env(), ibv_dealloc_mw(static_cast<ibv_mw*>(P(info[0]))));
+}
+
+// ibv_bind_mw (type 1): (qp, mw, mr or 0, wr_id, send_flags, addr, length, access) -> [rc, mw->rkey after].
+Napi::Value BindMw(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* mw = static_cast<ibv_mw*>(P(info[1]));
+  ibv_mw_bind b;
+  memset(&b, 0, sizeof b);
+  b.wr_id = U64(info[3]);
+  b.send_flags = U32(info[4]);
+  b.bind_info.mr = static_cast<ibv_mr*>(P(info[2]));
+  b.bind_info.addr = U64(info[5]);
+  b.bind_info.length = U64(info[6]);
+  b.bind_info.mw_access_flags = U32(info[7]);
+  int r = ibv_bind_mw(static_cast<ibv_qp*>(P(info[0])), mw, &b);
+  auto out = Napi::Array::New(env, 2);
+  out.Set(0u, N(env, r));
+  out.Set(1u, N(env, mw->rkey));
+  return out;
+}
+
 // The address of a view's first byte (what mr.addr is for a whole buffer).
 Napi::Value AddrOf(const Napi::CallbackInfo& info) {
   auto ta = info[0].As<Napi::Uint8Array>();
@@ -582,6 +617,14 @@ Napi::Value PostSend(const Napi::CallbackInfo& info) {
       w.wr.ud.ah = reinterpret_cast<ibv_ah*>(static_cast<uintptr_t>(ah));
       w.wr.ud.remote_qpn = v[1];
       w.wr.ud.remote_qkey = v[2];
+    } else if (w.opcode == IBV_WR_BIND_MW) {
+      // Type 2 bind: mw in the AH slot, mr in compare, length in swap, rkey / access in v[0] / v[1].
+      w.bind_mw.mw = reinterpret_cast<ibv_mw*>(static_cast<uintptr_t>(ah));
+      w.bind_mw.rkey = v[0];
+      w.bind_mw.bind_info.mr = reinterpret_cast<ibv_mr*>(static_cast<uintptr_t>(cmp));
+      w.bind_mw.bind_info.addr = raddr;
+      w.bind_mw.bind_info.length = swp;
+      w.bind_mw.bind_info.mw_access_flags = v[1];
     } else if (w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
       w.wr.atomic.remote_addr = raddr;
       w.wr.atomic.rkey = v[0];
@@ -819,6 +862,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   X("allocBuf", AllocBuf);
   X("regMr", RegMr);
   X("deregMr", DeregMr);
+  X("allocMw", AllocMw);
+  X("deallocMw", DeallocMw);
+  X("bindMw", BindMw);
   X("addrOf", AddrOf);
   X("createCompChannel", CreateCompChannel);
   X("destroyCompChannel", DestroyCompChannel);
