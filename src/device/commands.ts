@@ -116,6 +116,7 @@ export const enum Cmd {
   DESTROY_QP = 0x63,
   ATTACH_MCAST = 0x64,
   DETACH_MCAST = 0x65,
+  MODIFY_QP_RATE_LIMIT = 0x6f,
 }
 
 export const enum CmdStatus {
@@ -488,6 +489,18 @@ export const CREATE_QP_IN = defineLayout('create-qp-in', 0x40, 'ibv_create_qp. A
 ]);
 
 const QPN_LAYOUT = defineLayout('qpn', 4, 'A QP number.', [u('qpn', 0x00, 0, 24, 'QP number'), reserved(0x03, 8)]);
+
+/** What ibv_modify_qp_rate_limit may ask (packet_pacing_caps), kbit/s: 1 kbit/s to 400 Gb/s. */
+export const QP_RATE_LIMIT_MIN_KBPS = 1;
+export const QP_RATE_LIMIT_MAX_KBPS = 400_000_000;
+
+export const MODIFY_QP_RATE_LIMIT_IN = defineLayout('modify-qp-rate-limit-in', 12, 'ibv_modify_qp_rate_limit (struct ibv_qp_rate_limit_attr).', [
+  u('qpn', 0x00, 0, 24, 'QP number'),
+  reserved(0x03, 8),
+  u('rateLimit', 0x04, 0, 32, 'rate_limit, kbit/s (0: no limit)'),
+  u('maxBurstSz', 0x08, 0, 16, 'max_burst_sz, bytes (0: one packet)'),
+  u('typicalPktSz', 0x0a, 0, 16, 'typical_pkt_sz, bytes (0: the path MTU)'),
+]);
 
 export const MODIFY_QP_IN = defineLayout(
   'modify-qp-in',
@@ -1463,6 +1476,33 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       if (!g?.has(inp.qpn)) fail(CmdStatus.BAD_PARAM, 'mgid', `QP ${inp.qpn} is not attached to the group`);
       g.delete(inp.qpn);
       if (g.size === 0) fw.mcast.delete(key);
+    },
+  }),
+  command({
+    opcode: Cmd.MODIFY_QP_RATE_LIMIT,
+    name: 'MODIFY_QP_RATE_LIMIT',
+    doc: "Pace a QP's requests (ibv_modify_qp_rate_limit), in any state: no request packet starts sooner than the previous one's bytes (line bytes: padding, FCS, preamble and gap counted) at this rate; with congestion control on, the lower of the two rates holds. 0 lifts the limit. The kernel's modify_qp takes IB_QP_RATE_LIMIT only on raw packet QPs; this command is the model's provider op for RC, UC and UD (packet_pacing_caps).",
+    input: MODIFY_QP_RATE_LIMIT_IN,
+    output: null,
+    errors: [
+      'BAD_RESOURCE: no such QP',
+      `BAD_PARAM: not an RC, UC or UD QP; rate_limit not 0 and outside ${QP_RATE_LIMIT_MIN_KBPS}..${QP_RATE_LIMIT_MAX_KBPS} kbit/s; max_burst_sz or typical_pkt_sz not 0 (no burst support)`,
+    ],
+    run: (fw, inp) => {
+      const t = fw.tables;
+      const qp = t.qpByNumber(inp.qpn);
+      if (qp < 0) fail(CmdStatus.BAD_RESOURCE, 'qpn', `no QP ${inp.qpn}`);
+      const type = QPC.f.qpType.get(t.dv, qp);
+      if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD) fail(CmdStatus.BAD_PARAM, 'qpn', `QP ${inp.qpn} is not RC, UC or UD`);
+      const r = inp.rateLimit >>> 0;
+      if (r !== 0 && (r < QP_RATE_LIMIT_MIN_KBPS || r > QP_RATE_LIMIT_MAX_KBPS))
+        fail(CmdStatus.BAD_PARAM, 'rateLimit', `rate_limit ${r} kbit/s outside ${QP_RATE_LIMIT_MIN_KBPS}..${QP_RATE_LIMIT_MAX_KBPS}`);
+      // As a device without burst support (mlx5 without MLX5_IB_PP_SUPPORT_BURST): packet by packet.
+      if (inp.maxBurstSz !== 0 || inp.typicalPktSz !== 0)
+        fail(CmdStatus.BAD_PARAM, 'maxBurstSz', 'the device paces packet by packet: max_burst_sz and typical_pkt_sz must be 0');
+      QPC.f.rateLimit.set(t.dv, qp, r);
+      Atomics.add(t.i32, (qp + CtxOff.QP_MODIFY_SEQ) >> 2, 1);
+      fw.qpChanges.note(inp.qpn);
     },
   }),
 ]);

@@ -63,7 +63,7 @@ export class Congestion {
     const nic = this.#nic;
     if (q.cc === null) {
       q.cc = this.#algo.newFlow(nic.port(q.portNum).linkRateBps, (kind, nowNs, s) => {
-        this.#repace(q, s.rateBps);
+        this.#repace(q, q.rateLimitBps > 0 ? Math.min(s.rateBps, q.rateLimitBps) : s.rateBps);
         const o = this.#observer;
         if (o !== null) o(q.qpn, kind, nowNs, s);
       });

@@ -129,6 +129,8 @@ export class QpCtx {
   // ---- congestion control ----
   /** The reaction point's flow (DCQCN), made on the QP's first CNP; null while never notified. */
   cc: CcFlow | null = null;
+  /** ibv_modify_qp_rate_limit's rate, bit/s (0: none): pacing without congestion control, or a cap on its rate. */
+  rateLimitBps = 0;
   /** Pacing: the next request packet may not start before this time, ps. */
   nextSendPs = 0;
   /** The gap the last paced packet set before the next, ps (the MAC keeps it between them too). */
@@ -178,6 +180,7 @@ export class QpCtx {
     this.maxSendSge = f.maxSendSge.get(dv, qp);
     this.maxRecvSge = f.maxRecvSge.get(dv, qp);
     this.maxInline = f.maxInlineData.get(dv, qp);
+    this.rateLimitBps = f.rateLimit.get(dv, qp) * 1000;
     this.av = readAv(dv, qp + QPC.f.avDgid.decl.offset);
     this.path = null;
     // PSNs are [fw, dev]: the pipeline writes its values back, so the context
@@ -220,4 +223,10 @@ export class QpCtx {
     this.paceBytes = 0;
     this.lastCnpNs = -Infinity;
   }
+}
+
+/** The rate QP `q` is paced at, bit/s: its congestion-control rate, its rate limit, the lower of both, or Infinity (neither). */
+export function paceRate(q: QpCtx): number {
+  const limit = q.rateLimitBps > 0 ? q.rateLimitBps : Infinity;
+  return q.cc !== null ? Math.min(q.cc.rateBps, limit) : limit;
 }

@@ -50,7 +50,7 @@ import { executeLocalOp, isLocalOp } from './local-ops.js';
 import type { PathTemplate } from './packet-builder.js';
 import { bswap32, connectedPath, udPath } from './paths.js';
 import { psnAdd } from './psn.js';
-import type { QpCtx } from './qp-ctx.js';
+import { paceRate, type QpCtx } from './qp-ctx.js';
 import { localAckTimeoutNs } from './timer-tables.js';
 import { readSendWqe, SendWqe, WqeStatus } from './work-requests.js';
 
@@ -296,16 +296,15 @@ function lineBytes(len: number): number {
  * counted from when this one was allowed to (so waits do not drift). A rate
  * change before then re-times the wait (congestion.ts `repace`).
  */
-function pace(q: QpCtx, len: number, nowNs: number): void {
-  const cc = q.cc!;
+function pace(q: QpCtx, len: number, nowNs: number, rateBps: number): void {
   const bytes = lineBytes(len);
-  cc.onSent(bytes, nowNs);
+  q.cc?.onSent(bytes, nowNs);
   const nowPs = nowNs * 1000;
   // A packet sent at the first ns at or after its allowed time counts from that time.
   const from = q.nextSendPs > nowPs - 1000 ? q.nextSendPs : nowPs;
   q.paceFromPs = from;
   q.paceBytes = bytes;
-  q.paceGapPs = Math.ceil((bytes * 8e12) / cc.rateBps);
+  q.paceGapPs = Math.ceil((bytes * 8e12) / rateBps);
   q.nextSendPs = from + q.paceGapPs;
 }
 
@@ -344,17 +343,16 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
       if (nic.port(portNum).pause.isPaused(q.prio, now)) break;
     }
     const cc = q.cc;
-    const paced = cc !== null && cc.rateBps < nic.port(portNum).linkRateBps;
+    const rate = paceRate(q);
+    const paced = rate < nic.port(portNum).linkRateBps;
     if (paced && now * 1000 < q.nextSendPs) {
       q.paceWait = true;
       break;
     }
     const len = sendPacket(nic, q, w, path, portNum, spacingFor(q, paced, now));
     if (len === 0) break;
-    if (cc !== null) {
-      if (paced) pace(q, len, now);
-      else cc.onSent(lineBytes(len), now);
-    }
+    if (paced) pace(q, len, now, rate);
+    else if (cc !== null) cc.onSent(lineBytes(len), now);
     sent++;
     if (w.sentPkts >= w.npsn) {
       if (isReadOrAtomic(w.opcode) && !w.rdSlot) {

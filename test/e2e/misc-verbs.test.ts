@@ -46,7 +46,6 @@ import {
   ibv_is_fork_initialized,
   ibv_memcpy_from_dm,
   ibv_memcpy_to_dm,
-  ibv_modify_qp_rate_limit,
   ibv_modify_wq,
   ibv_open_qp,
   ibv_open_xrcd,
@@ -158,7 +157,6 @@ describe('ibv_create_ah_from_wc, fork, and the verbs of what is not modelled', (
       ['ibv_close_xrcd', ibv_close_xrcd as never, { context: ctx }],
       ['ibv_query_ece', (q: never) => ibv_query_ece(q, {}), qp],
       ['ibv_set_ece', (q: never) => ibv_set_ece(q, {}), qp],
-      ['ibv_modify_qp_rate_limit', (q: never) => ibv_modify_qp_rate_limit(q, { rate_limit: 1000 }), qp],
     ];
     for (const [name, call, good] of ints) {
       expect(call(good as never), name).toBe(errno.EOPNOTSUPP);

@@ -25,7 +25,16 @@ import {
 import { model_alloc_pd, model_dealloc_pd, model_dereg_mr, model_reg_mr, model_reg_mr_iova, model_rereg_mr, model_alloc_null_mr } from './pd-mr.js';
 import { model_alloc_mw, model_bind_mw, model_dealloc_mw } from './mw.js';
 import { model_post_recv, model_post_send, model_post_send_all, model_post_srq_recv } from './post.js';
-import { model_attach_mcast, model_create_qp, model_create_qp_ex, model_destroy_qp, model_detach_mcast, model_modify_qp, model_query_qp } from './qp.js';
+import {
+  model_attach_mcast,
+  model_create_qp,
+  model_create_qp_ex,
+  model_destroy_qp,
+  model_detach_mcast,
+  model_modify_qp,
+  model_modify_qp_rate_limit,
+  model_query_qp,
+} from './qp.js';
 import {
   model_query_device,
   model_query_device_ex,
@@ -77,6 +86,7 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   post_srq_recv: model_post_srq_recv,
   create_qp: model_create_qp,
   modify_qp: model_modify_qp,
+  modify_qp_rate_limit: model_modify_qp_rate_limit,
   query_qp: model_query_qp,
   destroy_qp: model_destroy_qp,
   post_send: model_post_send,

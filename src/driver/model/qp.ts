@@ -75,12 +75,12 @@ import {
   IBV_WR_SEND_WITH_IMM,
   IBV_WR_SEND_WITH_INV,
 } from '../../device/abi/constants.js';
-import { Cmd, CreateQpFlag } from '../../device/commands.js';
+import { Cmd, CreateQpFlag, QP_RATE_LIMIT_MAX_KBPS, QP_RATE_LIMIT_MIN_KBPS } from '../../device/commands.js';
 import { ringAlign } from '../../device/host-memory.js';
 import { log2, recvWqeMaxSge, recvWqeStride, sendWqeCaps, sendWqeDataOffset, sendWqeStride, MAX_WQE_STRIDE } from '../../device/wqe.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import { newQpCap } from '../verbs/structs.js';
-import type { ibv_context, ibv_gid, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex } from '../verbs/types.js';
+import type { ibv_context, ibv_gid, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex, ibv_qp_rate_limit_attr } from '../verbs/types.js';
 import { isU32 } from './check.js';
 import { model_drop_async_events } from './async.js';
 import { ahAttrFrom, avValues, prefixed } from './av.js';
@@ -360,6 +360,24 @@ function modifyInput(ctx: ModelContext, qp: ModelQp, attr: Partial<ibv_qp_attr>,
     Object.assign(v, prefixed('altAh', av));
   }
   return v;
+}
+
+/**
+ * ibv_modify_qp_rate_limit: the device paces the QP's requests at
+ * rate_limit kbit/s (MODIFY_QP_RATE_LIMIT), packet by packet, in any state.
+ * As a provider without burst support: comp_mask, max_burst_sz and
+ * typical_pkt_sz must be 0, a rate outside packet_pacing_caps is EINVAL,
+ * a QP type outside supported_qpts EOPNOTSUPP.
+ */
+export function model_modify_qp_rate_limit(ibqp: ibv_qp, attr: ibv_qp_rate_limit_attr): number {
+  const qp = ibqp as ModelQp;
+  if (!(qp instanceof ModelQp) || qp.destroyed || qp.context.closed || typeof attr !== 'object' || attr === null) return errno.EINVAL;
+  const { rate_limit, max_burst_sz, typical_pkt_sz, comp_mask } = attr;
+  if (![rate_limit, max_burst_sz, typical_pkt_sz, comp_mask].every((v) => Number.isInteger(v) && v >= 0 && v <= 0xffffffff)) return errno.EINVAL;
+  if (comp_mask !== 0 || max_burst_sz !== 0 || typical_pkt_sz !== 0) return errno.EINVAL;
+  if (rate_limit !== 0 && (rate_limit < QP_RATE_LIMIT_MIN_KBPS || rate_limit > QP_RATE_LIMIT_MAX_KBPS)) return errno.EINVAL;
+  if (qp.qp_type !== IBV_QPT_RC && qp.qp_type !== IBV_QPT_UC && qp.qp_type !== IBV_QPT_UD) return errno.EOPNOTSUPP;
+  return model_cmd(qp.context, Cmd.MODIFY_QP_RATE_LIMIT, { qpn: qp.qp_num, rateLimit: rate_limit, maxBurstSz: 0, typicalPktSz: 0 }).errno;
 }
 
 /** ibv_modify_qp: 0 or a positive errno; nothing changes on failure. */

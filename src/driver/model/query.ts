@@ -8,10 +8,13 @@ import {
   IB_UVERBS_DEVICE_ATOMIC_WRITE,
   IB_UVERBS_DEVICE_FLUSH_GLOBAL,
   IB_UVERBS_DEVICE_FLUSH_PERSISTENT,
+  IBV_QPT_RC,
+  IBV_QPT_UC,
+  IBV_QPT_UD,
   IBV_VALUES_MASK_RAW_CLOCK,
   IBV_VALUES_MASK_RESERVED,
 } from '../../device/abi/constants.js';
-import { Cmd } from '../../device/commands.js';
+import { Cmd, QP_RATE_LIMIT_MAX_KBPS, QP_RATE_LIMIT_MIN_KBPS } from '../../device/commands.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { ibv_context, ibv_device_attr, ibv_device_attr_ex, ibv_gid, ibv_gid_entry, ibv_port_attr, ibv_values_ex } from '../verbs/types.js';
 import { MODEL_CQ_MOD_MAX } from './cq.js';
@@ -152,6 +155,12 @@ export function model_query_device_ex(ibctx: ibv_context, attr: ibv_device_attr_
     BigInt(attr.orig_attr.device_cap_flags >>> 0) | IB_UVERBS_DEVICE_FLUSH_GLOBAL | IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE;
   attr.cq_mod_caps = { max_cq_count: MODEL_CQ_MOD_MAX, max_cq_period: MODEL_CQ_MOD_MAX };
   attr.phys_port_cnt_ex = attr.orig_attr.phys_port_cnt;
+  // Per-QP pacing (ibv_modify_qp_rate_limit), packet by packet: no burst support.
+  attr.packet_pacing_caps = {
+    qp_rate_limit_min: QP_RATE_LIMIT_MIN_KBPS,
+    qp_rate_limit_max: QP_RATE_LIMIT_MAX_KBPS,
+    supported_qpts: (1 << IBV_QPT_RC) | (1 << IBV_QPT_UC) | (1 << IBV_QPT_UD),
+  };
   return 0;
 }
 

@@ -30,6 +30,7 @@ import type {
   ibv_cq_init_attr_ex,
   ibv_wc_ex,
   ibv_modify_cq_attr,
+  ibv_qp_rate_limit_attr,
   ibv_qp_init_attr_ex,
   ibv_device_attr_ex,
   ibv_gid_entry,
@@ -87,6 +88,8 @@ export interface VerbsContextOps {
   create_qp(pd: ibv_pd, attr: ibv_qp_init_attr): ibv_qp;
   modify_qp(qp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: number): number;
   query_qp(qp: ibv_qp, attr: ibv_qp_attr, mask: number, init_attr: ibv_qp_init_attr): number;
+  /** ibv_modify_qp_rate_limit; absent: EOPNOTSUPP (the provider has no packet pacing). */
+  modify_qp_rate_limit?(qp: ibv_qp, attr: ibv_qp_rate_limit_attr): number;
   destroy_qp(qp: ibv_qp): number;
   post_send(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
   /** ibv_wr_complete: post the whole list, or nothing (the errno of the first WR refused). */

@@ -251,6 +251,17 @@ export interface ibv_packet_pacing_caps {
   supported_qpts: number;
 }
 
+/** ibv_modify_qp_rate_limit's argument. */
+export interface ibv_qp_rate_limit_attr {
+  /** kbit/s; 0: no limit. */
+  rate_limit: number;
+  /** Bytes; 0: the device's choice. */
+  max_burst_sz: number;
+  /** Bytes; 0: the device's choice. */
+  typical_pkt_sz: number;
+  comp_mask: number;
+}
+
 export interface ibv_tm_caps {
   max_rndv_hdr_size: number;
   max_num_tags: number;

@@ -9,10 +9,7 @@
  * RSS indirection tables (ibv_create_wq, ibv_create_rwq_ind_table),
  * counters objects (ibv_create_counters), parent domains, importing objects
  * from another process, device memory (ibv_alloc_dm), XRC (ibv_open_xrcd,
- * ibv_open_qp), ECE
- * (ibv_query_ece, as rxe) and per-QP packet pacing
- * (ibv_modify_qp_rate_limit: the device keeps rate_limit but does not pace
- * by it yet).
+ * ibv_open_qp) and ECE (ibv_query_ece, as rxe).
  */
 import { errno } from '../../device/abi/constants.js';
 import { isObj, objOps, opsOrNull } from './dispatch.js';
@@ -66,7 +63,6 @@ export const ibv_close_xrcd = (xrcd: unknown): number => int(xrcd);
 export const ibv_open_qp = (context: unknown, _attr: unknown): never => ptr('ibv_open_qp', XRC, context, true);
 export const ibv_query_ece = (qp: unknown, _ece: unknown): number => int(qp);
 export const ibv_set_ece = (qp: unknown, _ece: unknown): number => int(qp);
-export const ibv_modify_qp_rate_limit = (qp: unknown, _attr: unknown): number => int(qp);
 
 /** ibv_fork_init: nothing to do on a kernel with copy-on-fork for pinned pages (Linux ≥ 5.13), where libibverbs returns 0. */
 export function ibv_fork_init(): number {

@@ -25,6 +25,7 @@ import type {
   ibv_qp,
   ibv_qp_attr,
   ibv_qp_init_attr,
+  ibv_qp_rate_limit_attr,
   ibv_recv_wr,
   ibv_send_wr,
   ibv_srq,
@@ -257,6 +258,13 @@ export function ibv_modify_qp(qp: ibv_qp, attr: Partial<ibv_qp_attr>, attr_mask:
   const o = objOps(qp);
   if (!o || !isObj(attr) || typeof attr_mask !== 'number') return errno.EINVAL;
   return o.modify_qp(qp, attr, attr_mask);
+}
+
+/** ibv_modify_qp_rate_limit: 0 or a positive errno; EOPNOTSUPP from a provider without packet pacing. */
+export function ibv_modify_qp_rate_limit(qp: ibv_qp, attr: ibv_qp_rate_limit_attr): number {
+  const o = objOps(qp);
+  if (!o || !isObj(attr)) return errno.EINVAL;
+  return o.modify_qp_rate_limit ? o.modify_qp_rate_limit(qp, attr) : errno.EOPNOTSUPP;
 }
 
 export function ibv_query_qp(qp: ibv_qp, attr: ibv_qp_attr, attr_mask: number, init_attr: ibv_qp_init_attr): number {
