@@ -113,7 +113,8 @@ describe('rnic sim', () => {
       const d = mkdtempSync(join(tmpdir(), 'rnic-sim-'));
       dirs.push(d);
       const p = sim([join(SCENARIOS, 'random-loss.json'), '--seed', '3', '--out', d]);
-      expect(p.stderr).toBe('');
+      // Nothing on stderr but the progress line a run slower than a few wall seconds prints (a loaded machine).
+      expect(p.stderr.split('\n').filter((l) => l !== '' && !/^sim: [\d.]+ µs simulated of /.test(l))).toEqual([]);
       expect(p.status).toBe(0);
       expect(p.stdout).toContain('scenario random-loss, seed 3: ended (complete)');
       expect(p.stdout).toContain('checks: all passed');
