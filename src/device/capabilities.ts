@@ -84,6 +84,7 @@ export const DEVICE_PARAMS = {
   maxCqe: count(32767, 'CQEs per CQ (rxe: 2^15 - 1); rings are powers of two ≤ maxCqe + 1', 1, 1 << 22),
   maxMr: count(0x40000, 'MRs (rxe 256 Ki); keys are index << 8 | 8-bit variant', 1, 0xfffffe),
   maxPd: count(0x7ffc, 'PDs (rxe)', 1, 0xfffffe),
+  maxXrcd: count(0x7ffc, 'model: XRC domains (ibv_open_xrcd; libibverbs reports no limit, as many as PDs here)', 0, 0xfffffe),
   maxQpRdAtom: count(128, 'responder resources per QP, max_dest_rd_atomic (rxe)', 0, 255),
   maxEeRdAtom: count(0, 'EE (RD) responder resources: RD not modelled', 0, INT_MAX),
   maxResRdAtom: count(0x3f000, 'responder resources per device (rxe)', 0, INT_MAX),

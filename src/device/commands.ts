@@ -95,6 +95,8 @@ export const enum Cmd {
   QUERY_CLOCK = 0x05,
   ALLOC_PD = 0x10,
   DEALLOC_PD = 0x11,
+  ALLOC_XRCD = 0x12,
+  DEALLOC_XRCD = 0x13,
   REG_MR = 0x20,
   DEREG_MR = 0x21,
   REREG_MR = 0x22,
@@ -293,7 +295,7 @@ export const QUERY_DEVICE_OUT = defineLayout('query-device-out', 0x100, 'ibv_dev
   u('maxEq', 0xe8, 0, 32, 'model: event queues'),
   u('numCompVectors', 0xec, 0, 32, 'model: interrupt vectors'),
   u('hcaCoreClock', 0xf0, 0, 32, 'model: timestamp clock, kHz'),
-  reserved(0xf4, 32),
+  u('maxXrcd', 0xf4, 0, 32, 'model: XRC domains'),
   u64('completionTimestampMask', 0xf8, 'model: valid timestamp bits'),
 ]);
 
@@ -342,6 +344,7 @@ export const QUERY_GID_OUT = defineLayout('query-gid-out', 0x18, 'One GID table 
 
 export const QUERY_PKEY_OUT = defineLayout('query-pkey-out', 4, 'One P_Key table entry.', [u('pkey', 0x00, 0, 16, 'P_Key (0 when empty)'), reserved(0x02, 16)]);
 
+const XRCDN_LAYOUT = defineLayout('xrcdn', 4, 'An XRC domain number.', [u('xrcdn', 0x00, 0, 32, 'XRC domain number')]);
 const PDN_LAYOUT = defineLayout('pdn', 4, 'A protection domain number.', [u('pdn', 0x00, 0, 32, 'protection domain number')]);
 
 export const REG_MR_IN = defineLayout('reg-mr-in', 0x20, 'ibv_reg_mr / ibv_reg_mr_iova.', [
@@ -522,6 +525,7 @@ export const QUERY_QP_OUT = defineLayout('query-qp-out', 0xa0, 'ibv_query_qp: ev
 const NUM_OUT = (name: string, field: string, doc: string) => defineLayout(name, 4, doc, [u(field, 0x00, 0, 32, doc)]);
 
 export const ALLOC_PD_OUT = NUM_OUT('alloc-pd-out', 'pdn', 'the new protection domain number');
+export const ALLOC_XRCD_OUT = NUM_OUT('alloc-xrcd-out', 'xrcdn', 'the new XRC domain number');
 export const CREATE_CQ_OUT = NUM_OUT('create-cq-out', 'cqn', 'the new CQ number');
 export const CREATE_EQ_OUT = NUM_OUT('create-eq-out', 'eqn', 'the new EQ number');
 export const CREATE_SRQ_OUT = NUM_OUT('create-srq-out', 'srqn', 'the new SRQ number');
@@ -827,6 +831,32 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       needPd(fw, inp.pdn);
       if (fw.pdRefs[inp.pdn]! > 0) fail(CmdStatus.BUSY, 'pdn', `PD ${inp.pdn} still has ${fw.pdRefs[inp.pdn]} users`);
       fw.pds.free(inp.pdn);
+    },
+  }),
+  command({
+    opcode: Cmd.ALLOC_XRCD,
+    name: 'ALLOC_XRCD',
+    doc: "Allocate an XRC domain (ibv_open_xrcd of a new domain). XRC domain numbers start at 1; which file a domain belongs to is the driver's business.",
+    input: NONE_IN,
+    output: ALLOC_XRCD_OUT,
+    errors: ['NO_RESOURCES: maxXrcd XRC domains exist'],
+    run: (fw) => {
+      const xrcdn = fw.xrcds.alloc();
+      if (xrcdn < 0) fail(CmdStatus.NO_RESOURCES, '', `maxXrcd (${fw.caps.device.maxXrcd}) XRC domains exist`);
+      return { xrcdn };
+    },
+  }),
+  command({
+    opcode: Cmd.DEALLOC_XRCD,
+    name: 'DEALLOC_XRCD',
+    doc: 'Free an XRC domain (the last ibv_close_xrcd of it).',
+    input: XRCDN_LAYOUT,
+    output: null,
+    errors: ['BAD_RESOURCE: no such XRC domain', 'BUSY: XRC SRQs or XRC receive QPs still use it'],
+    run: (fw, inp) => {
+      if (!fw.xrcds.isLive(inp.xrcdn)) fail(CmdStatus.BAD_RESOURCE, 'xrcdn', `no XRC domain ${inp.xrcdn}`);
+      if (fw.xrcdRefs[inp.xrcdn]! > 0) fail(CmdStatus.BUSY, 'xrcdn', `XRC domain ${inp.xrcdn} still has ${fw.xrcdRefs[inp.xrcdn]} users`);
+      fw.xrcds.free(inp.xrcdn);
     },
   }),
   command({

@@ -154,6 +154,8 @@ export class Firmware {
   lastToken = 0;
 
   readonly pds: IndexPool;
+  /** XRC domains (ALLOC_XRCD), numbered from 1. */
+  readonly xrcds: IndexPool;
   readonly qps: IndexPool;
   readonly cqs: IndexPool;
   readonly eqs: IndexPool;
@@ -165,6 +167,8 @@ export class Firmware {
   readonly mrVariant: Uint8Array;
   /** Objects that reference a PD (MRs, QPs, SRQs); DEALLOC_PD is BUSY while > 0. */
   readonly pdRefs: Int32Array;
+  /** XRC SRQs and XRC receive QPs in an XRC domain; DEALLOC_XRCD is BUSY while > 0. */
+  readonly xrcdRefs: Int32Array;
   /** QPs using a CQ; DESTROY_CQ is BUSY while > 0. */
   readonly cqRefs: Int32Array;
   /** CQs using an EQ; DESTROY_EQ is BUSY while > 0. */
@@ -198,6 +202,8 @@ export class Firmware {
     this.mrs = new IndexPool(1, t.mrCount);
     this.mrVariant = new Uint8Array(t.mrCount);
     this.pdRefs = new Int32Array(d.maxPd + 1);
+    this.xrcds = new IndexPool(1, d.maxXrcd + 1);
+    this.xrcdRefs = new Int32Array(d.maxXrcd + 1);
     this.cqRefs = new Int32Array(t.cqCount);
     this.eqRefs = new Int32Array(t.eqCount);
     this.srqRefs = new Int32Array(t.srqCount);

@@ -25,7 +25,6 @@ import {
   ibv_alloc_dm,
   ibv_alloc_parent_domain,
   ibv_attach_counters_point_flow,
-  ibv_close_xrcd,
   ibv_create_ah_from_wc,
   ibv_create_counters,
   ibv_create_flow,
@@ -48,7 +47,6 @@ import {
   ibv_memcpy_to_dm,
   ibv_modify_wq,
   ibv_open_qp,
-  ibv_open_xrcd,
   ibv_query_ece,
   ibv_read_counters,
   ibv_reg_dm_mr,
@@ -154,7 +152,6 @@ describe('ibv_create_ah_from_wc, fork, and the verbs of what is not modelled', (
       ['ibv_free_dm', ibv_free_dm as never, { context: ctx }],
       ['ibv_memcpy_to_dm', (d: never) => ibv_memcpy_to_dm(d, 0, null, 0), { context: ctx }],
       ['ibv_memcpy_from_dm', (d: never) => ibv_memcpy_from_dm(null, d, 0, 0), { context: ctx }],
-      ['ibv_close_xrcd', ibv_close_xrcd as never, { context: ctx }],
       ['ibv_query_ece', (q: never) => ibv_query_ece(q, {}), qp],
       ['ibv_set_ece', (q: never) => ibv_set_ece(q, {}), qp],
     ];
@@ -173,7 +170,6 @@ describe('ibv_create_ah_from_wc, fork, and the verbs of what is not modelled', (
       ['ibv_import_dm', (c: never) => ibv_import_dm(c, 1), ctx],
       ['ibv_alloc_dm', (c: never) => ibv_alloc_dm(c, {}), ctx],
       ['ibv_reg_dm_mr', (p: never) => ibv_reg_dm_mr(p, {}, 0, 8, 0), pd],
-      ['ibv_open_xrcd', (c: never) => ibv_open_xrcd(c, {}), ctx],
       ['ibv_open_qp', (c: never) => ibv_open_qp(c, {}), ctx],
     ];
     for (const [name, call, good] of ptrs) {

@@ -379,6 +379,16 @@ export const IBV_SRQ_INIT_ATTR_TM = 1 << 4;
 export const IBV_SRQ_INIT_ATTR_RESERVED = 1 << 5;
 
 // ---------------------------------------------------------------------------
+// enum ibv_xrcd_init_attr_mask (ibv_xrcd_init_attr.comp_mask), and the open(2)
+// flags ibv_xrcd_init_attr.oflags takes (Linux values)
+// ---------------------------------------------------------------------------
+export const IBV_XRCD_INIT_ATTR_FD = 1 << 0;
+export const IBV_XRCD_INIT_ATTR_OFLAGS = 1 << 1;
+export const IBV_XRCD_INIT_ATTR_RESERVED = 1 << 2;
+export const O_CREAT = 0o100;
+export const O_EXCL = 0o200;
+
+// ---------------------------------------------------------------------------
 // enum ibv_qp_type
 // ---------------------------------------------------------------------------
 export type ibv_qp_type = number;

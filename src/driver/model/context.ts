@@ -26,7 +26,8 @@ import { model_cmd, model_cmd_or_throw } from './cmd.js';
 import type { ModelIbvDevice } from './device.js';
 import type { ModelDeviceHandle } from './handle.js';
 import { macFromLinkLocalGid, neighLearn, type NeighSource } from './neigh.js';
-import type { ModelAh, ModelCompChannel, ModelCq, ModelMr, ModelMw, ModelPd, ModelQp, ModelSrq } from './objects.js';
+import type { ModelAh, ModelCompChannel, ModelCq, ModelMr, ModelMw, ModelPd, ModelQp, ModelSrq, ModelXrcd } from './objects.js';
+import { releaseDomain } from './xrcd.js';
 
 /** log2 entries of a context's EQ: 4096 events of 32 bytes (128 KiB). */
 export const MODEL_EQ_LOG_SIZE = 12;
@@ -101,6 +102,7 @@ export class ModelContext implements ibv_context {
   readonly pds = new Set<ModelPd>();
   readonly mrs = new Set<ModelMr>();
   readonly mws = new Set<ModelMw>();
+  readonly xrcds = new Set<ModelXrcd>();
   readonly ahs = new Set<ModelAh>();
   readonly channels = new Set<ModelCompChannel>();
   /** Addresses of rnic_alloc_buf buffers. */
@@ -297,6 +299,12 @@ export function model_close_device(ibctx: ibv_context): number {
     model_cmd(ctx, Cmd.DEALLOC_PD, { pdn: pd.pdn });
     pd.destroyed = true;
   }
+  // After the SRQs and QPs that use them; an open of a shared domain just goes away.
+  for (const x of ctx.xrcds) {
+    releaseDomain(ctx, x.domain);
+    x.destroyed = true;
+  }
+  ctx.xrcds.clear();
   model_cmd(ctx, Cmd.DESTROY_EQ, { eqn: ctx.eqn });
   freeQuiet(mem, ctx.eqRingAddr);
   for (const b of ctx.buffers) freeQuiet(mem, b);

@@ -10,7 +10,7 @@
  * They are free-running 32-bit values, as in the device manual.
  */
 import type { ibv_mw_type } from '../../device/abi/constants.js';
-import type { ibv_ah, ibv_comp_channel, ibv_cq, ibv_mr, ibv_mw, ibv_pd, ibv_qp, ibv_srq } from '../verbs/types.js';
+import type { ibv_ah, ibv_comp_channel, ibv_cq, ibv_mr, ibv_mw, ibv_pd, ibv_qp, ibv_srq, ibv_xrcd } from '../verbs/types.js';
 import type { ModelContext } from './context.js';
 
 export class ModelPd implements ibv_pd {
@@ -55,6 +55,28 @@ export class ModelMw implements ibv_mw {
   /** The MPT index (key >> 8), as the handle. */
   get handle(): number {
     return this.rkey >>> 8;
+  }
+}
+
+/** A device XRC domain and the opens that share it (one per inode per device, or one private open for fd -1). */
+export class XrcdDomain {
+  opens = 0;
+  constructor(
+    readonly xrcdn: number,
+    /** "dev:ino" of the file that names it, or null (fd -1). */
+    readonly inode: string | null,
+  ) {}
+}
+
+/** One ibv_open_xrcd: its own handle on a possibly shared domain. */
+export class ModelXrcd implements ibv_xrcd {
+  destroyed = false;
+  constructor(
+    readonly context: ModelContext,
+    readonly domain: XrcdDomain,
+  ) {}
+  get xrcdn(): number {
+    return this.domain.xrcdn;
   }
 }
 

@@ -44,6 +44,7 @@ import {
   model_query_port,
   model_query_rt_values,
 } from './query.js';
+import { model_close_xrcd, model_open_xrcd } from './xrcd.js';
 import { model_create_srq, model_destroy_srq, model_modify_srq, model_query_srq } from './srq.js';
 
 export const model_ctx_ops: VerbsContextOps = Object.freeze({
@@ -65,6 +66,8 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   alloc_mw: model_alloc_mw,
   dealloc_mw: model_dealloc_mw,
   bind_mw: model_bind_mw,
+  open_xrcd: model_open_xrcd,
+  close_xrcd: model_close_xrcd,
   alloc_buf: model_alloc_buf,
   free_buf: model_free_buf,
   create_comp_channel: model_create_comp_channel,

@@ -32,4 +32,6 @@ export const rc_unbound_ops = {
   reg_mr_iova: thrower('ibv_reg_mr_iova'),
   alloc_null_mr: thrower('ibv_alloc_null_mr'),
   rereg_mr: () => ({ rc: IBV_REREG_MR_ERR_INPUT, errno: errno.EOPNOTSUPP }),
+  open_xrcd: thrower('ibv_open_xrcd'),
+  close_xrcd: int('ibv_close_xrcd'),
 } satisfies Partial<VerbsContextOps>;

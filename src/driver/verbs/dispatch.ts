@@ -56,6 +56,7 @@ export const INT_OPS = [
   'detach_mcast',
   'dealloc_mw',
   'bind_mw',
+  'close_xrcd',
 ] as const;
 export const THROW_OPS = [
   'query_pkey',
@@ -76,6 +77,7 @@ export const THROW_OPS = [
   'reg_mr_iova',
   'alloc_null_mr',
   'alloc_mw',
+  'open_xrcd',
 ] as const;
 export const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
 const DUMMY_OPS: VerbsContextOps = (() => {

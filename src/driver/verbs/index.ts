@@ -14,6 +14,7 @@ export * from './qp-ex.js';
 export * from './query-ex.js';
 export * from './memory.js';
 export * from './mw.js';
+export * from './xrcd.js';
 export * from './unsupported.js';
 export * from './ah-from-wc.js';
 export * from './srq-ex.js';

@@ -35,6 +35,8 @@ import type {
   ibv_device_attr_ex,
   ibv_gid_entry,
   ibv_values_ex,
+  ibv_xrcd,
+  ibv_xrcd_init_attr,
 } from './types.js';
 
 /** Where a failed post leaves the first WR that was not accepted (C's `bad_wr`). */
@@ -61,6 +63,8 @@ export interface VerbsContextOps {
   alloc_null_mr(pd: ibv_pd): ibv_mr;
   dereg_mr(mr: ibv_mr): number;
   alloc_mw(pd: ibv_pd, type: number): ibv_mw;
+  open_xrcd(ctx: ibv_context, attr: ibv_xrcd_init_attr): ibv_xrcd;
+  close_xrcd(xrcd: ibv_xrcd): number;
   dealloc_mw(mw: ibv_mw): number;
   /** Type 1: post the bind WR; on success the provider sets mw.rkey to the new key. */
   bind_mw(qp: ibv_qp, mw: ibv_mw, mw_bind: ibv_mw_bind): number;

@@ -93,6 +93,16 @@ export interface ibv_xrcd {
   readonly context: ibv_context;
 }
 
+/** `struct ibv_xrcd_init_attr` (ibv_open_xrcd) */
+export interface ibv_xrcd_init_attr {
+  /** IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS: both are required. */
+  comp_mask: number;
+  /** An open file whose inode names the domain (opens of one inode share it), or -1 for a private domain. */
+  fd: number;
+  /** O_CREAT (create the domain of the file if it has none) and O_EXCL (fail if it has one). */
+  oflags: number;
+}
+
 /** `struct ibv_mr` */
 export interface ibv_mr {
   readonly context: ibv_context;
