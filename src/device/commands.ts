@@ -436,7 +436,7 @@ export const CREATE_EQ_IN = defineLayout('create-eq-in', 0x10, 'Create an event 
 
 const EQN_LAYOUT = defineLayout('eqn', 4, 'An EQ number.', [u('eqn', 0x00, 0, 32, 'EQ number')]);
 
-export const CREATE_SRQ_IN = defineLayout('create-srq-in', 0x20, 'ibv_create_srq.', [
+export const CREATE_SRQ_IN = defineLayout('create-srq-in', 0x28, 'ibv_create_srq / ibv_create_srq_ex.', [
   u('pdn', 0x00, 0, 32, 'protection domain'),
   u('limit', 0x04, 0, 32, 'srq_limit (0 = no limit event)'),
   u64('ringAddr', 0x08, 'ring of 2^logSize WQEs of 2^logStride bytes, 64-byte aligned'),
@@ -445,7 +445,9 @@ export const CREATE_SRQ_IN = defineLayout('create-srq-in', 0x20, 'ibv_create_srq
   u('logStride', 0x19, 0, 8, 'log2 WQE stride (≥ recvWqeStride(maxSge))'),
   u('maxSge', 0x1a, 0, 8, 'data segments per WQE (≤ maxSrqSge)'),
   reserved(0x1b, 8),
-  reserved(0x1c, 32),
+  u('xrcdn', 0x1c, 0, 32, 'XRC SRQ: its XRC domain (0: a basic SRQ)'),
+  u('cqn', 0x20, 0, 32, 'XRC SRQ: the CQ its receives complete on (0 for a basic SRQ)'),
+  reserved(0x24, 32),
 ]);
 
 const SRQN_LAYOUT = defineLayout('srqn', 4, 'An SRQ number.', [u('srqn', 0x00, 0, 32, 'SRQ number')]);
@@ -1129,13 +1131,21 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
   command({
     opcode: Cmd.CREATE_SRQ,
     name: 'CREATE_SRQ',
-    doc: 'Create a shared receive queue (ibv_create_srq). The driver links the free entries through nextWqeIndex (entry i → i + 1 mod size) before posting.',
+    doc: 'Create a shared receive queue (ibv_create_srq), or an XRC SRQ (xrcdn ≠ 0: ibv_create_srq_ex with IBV_SRQT_XRC) in an XRC domain with the CQ its receives complete on. The driver links the free entries through nextWqeIndex (entry i → i + 1 mod size) before posting.',
     input: CREATE_SRQ_IN,
     output: CREATE_SRQ_OUT,
-    errors: ['BAD_RESOURCE: no such PD', 'BAD_PARAM: size, stride, SGEs, limit, ring or record not valid', 'NO_RESOURCES: maxSrq SRQs exist'],
+    errors: [
+      'BAD_RESOURCE: no such PD, XRC domain or CQ',
+      'BAD_PARAM: size, stride, SGEs, limit, ring or record not valid; a CQ for a basic SRQ',
+      'NO_RESOURCES: maxSrq SRQs exist',
+    ],
     run: (fw, inp) => {
       const d = fw.caps.device;
       needPd(fw, inp.pdn);
+      if (inp.xrcdn !== 0) {
+        if (!fw.xrcds.isLive(inp.xrcdn)) fail(CmdStatus.BAD_RESOURCE, 'xrcdn', `no XRC domain ${inp.xrcdn}`);
+        needCq(fw, inp.cqn, 'cqn');
+      } else if (inp.cqn !== 0) fail(CmdStatus.BAD_PARAM, 'cqn', 'only an XRC SRQ has a CQ');
       if (inp.logSize > 24 || 1 << inp.logSize > nextPow2(d.maxSrqWr)) fail(CmdStatus.BAD_PARAM, 'logSize', `2^${inp.logSize} entries exceed maxSrqWr`);
       if (inp.maxSge > d.maxSrqSge) fail(CmdStatus.BAD_PARAM, 'maxSge', `${inp.maxSge} SGEs exceed maxSrqSge ${d.maxSrqSge}`);
       if (inp.logStride > 12 || 1 << inp.logStride < recvWqeStride(inp.maxSge)) fail(CmdStatus.BAD_PARAM, 'logStride', 'stride too small or > 4096');
@@ -1155,9 +1165,15 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         logStride: inp.logStride,
         maxSge: inp.maxSge,
         limit: inp.limit,
+        xrcdn: inp.xrcdn,
+        cqn: inp.cqn,
       });
       Atomics.store(t.i32, (off + CtxOff.SRQ_FLAGS) >> 2, SrqFlag.VALID | (inp.limit > 0 ? SrqFlag.LIMIT_ARMED : 0));
       fw.pdRefs[inp.pdn]!++;
+      if (inp.xrcdn !== 0) {
+        fw.xrcdRefs[inp.xrcdn]!++;
+        fw.cqRefs[inp.cqn]!++;
+      }
       return { srqn };
     },
   }),
@@ -1215,10 +1231,16 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       if (off < 0) fail(CmdStatus.BAD_RESOURCE, 'srqn', `no SRQ ${inp.srqn}`);
       if (fw.srqRefs[inp.srqn]! > 0) fail(CmdStatus.BUSY, 'srqn', `SRQ ${inp.srqn} still has ${fw.srqRefs[inp.srqn]} QPs`);
       const pdn = SRQC.f.pdn.get(t.dv, off);
+      const xrcdn = SRQC.f.xrcdn.get(t.dv, off);
+      const cqn = SRQC.f.cqn.get(t.dv, off);
       Atomics.store(t.i32, (off + CtxOff.SRQ_FLAGS) >> 2, 0);
       fw.clearEntry(off, SRQC.size);
       fw.srqs.free(inp.srqn);
       fw.pdRefs[pdn]!--;
+      if (xrcdn !== 0) {
+        fw.xrcdRefs[xrcdn]!--;
+        fw.cqRefs[cqn]!--;
+      }
     },
   }),
   command({

@@ -208,7 +208,9 @@ export const SRQC = defineLayout('srq-context', 64, 'SRQ context. Entry srqn of 
   u('limit', 0x1c, 0, 32, '[fw] srq_limit: event when fewer WQEs remain (0 = disarmed)'),
   u('head', 0x20, 0, 32, '[dev] ring index of the next WQE to consume (follows nextWqeIndex)'),
   u('consumed', 0x24, 0, 32, '[dev] WQEs ever consumed'),
-  reserved(0x28, 192),
+  u('xrcdn', 0x28, 0, 32, '[fw] XRC SRQ: its XRC domain (0: a basic SRQ)'),
+  u('cqn', 0x2c, 0, 32, '[fw] XRC SRQ: the CQ its receives complete on'),
+  reserved(0x30, 128),
 ]);
 
 export const MPT = defineLayout('mpt-entry', 64, 'Memory protection table entry: one per MR. Entry (key >> 8).', [

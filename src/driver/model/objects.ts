@@ -68,6 +68,12 @@ export class XrcdDomain {
   ) {}
 }
 
+/** What makes an SRQ an XRC SRQ. */
+export interface XrcSrq {
+  readonly xrcd: ModelXrcd;
+  readonly cq: ModelCq;
+}
+
 /** One ibv_open_xrcd: its own handle on a possibly shared domain. */
 export class ModelXrcd implements ibv_xrcd {
   destroyed = false;
@@ -165,6 +171,8 @@ export class ModelSrq implements ibv_srq {
     readonly maxSge: number,
     readonly ringAddr: number,
     readonly dbrecAddr: number,
+    /** An XRC SRQ's domain and CQ (null: a basic SRQ). */
+    readonly xrc: XrcSrq | null = null,
   ) {
     const base = context.mem.baseNum;
     this.mask = (1 << logSize) - 1;

@@ -45,7 +45,7 @@ import {
   model_query_rt_values,
 } from './query.js';
 import { model_close_xrcd, model_open_xrcd } from './xrcd.js';
-import { model_create_srq, model_destroy_srq, model_modify_srq, model_query_srq } from './srq.js';
+import { model_create_srq, model_create_srq_xrc, model_destroy_srq, model_get_srq_num, model_modify_srq, model_query_srq } from './srq.js';
 
 export const model_ctx_ops: VerbsContextOps = Object.freeze({
   query_device: model_query_device,
@@ -67,6 +67,8 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   dealloc_mw: model_dealloc_mw,
   bind_mw: model_bind_mw,
   open_xrcd: model_open_xrcd,
+  create_srq_xrc: model_create_srq_xrc,
+  get_srq_num: model_get_srq_num,
   close_xrcd: model_close_xrcd,
   alloc_buf: model_alloc_buf,
   free_buf: model_free_buf,

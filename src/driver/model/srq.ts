@@ -14,11 +14,11 @@ import { errno, IBV_SRQ_LIMIT, IBV_SRQ_MAX_WR } from '../../device/abi/constants
 import { Cmd } from '../../device/commands.js';
 import { log2, recvWqeMaxSge, recvWqeStride, SRQ_WQE_HDR } from '../../device/wqe.js';
 import { VerbsError } from '../verbs/errno-error.js';
-import type { ibv_pd, ibv_srq, ibv_srq_attr, ibv_srq_init_attr } from '../verbs/types.js';
+import type { ibv_cq, ibv_pd, ibv_srq, ibv_srq_attr, ibv_srq_init_attr, ibv_xrcd } from '../verbs/types.js';
 import { model_drop_async_events } from './async.js';
 import { model_cmd } from './cmd.js';
 import { model_live } from './context.js';
-import { ModelPd, ModelSrq } from './objects.js';
+import { ModelCq, ModelPd, ModelSrq, ModelXrcd, type XrcSrq } from './objects.js';
 
 const SRQ_NEXT = SRQ_WQE_HDR.f.nextWqeIndex;
 
@@ -27,12 +27,36 @@ function nextPow2(n: number): number {
 }
 
 export function model_create_srq(ibpd: ibv_pd, init: ibv_srq_init_attr): ibv_srq {
+  return createSrq(ibpd, init, null, 'ibv_create_srq');
+}
+
+/** ibv_create_srq_ex with IBV_SRQT_XRC: an SRQ of XRC domain `xrcd` whose receives complete on `cq`. */
+export function model_create_srq_xrc(ibpd: ibv_pd, ibxrcd: ibv_xrcd, ibcq: ibv_cq, init: ibv_srq_init_attr): ibv_srq {
+  const xrcd = ibxrcd as ModelXrcd;
+  const cq = ibcq as ModelCq;
+  const verb = 'ibv_create_srq_ex';
+  if (!(xrcd instanceof ModelXrcd) || xrcd.destroyed) throw new VerbsError(errno.EINVAL, `${verb}: not an open ibv_xrcd of the model provider`);
+  if (!(cq instanceof ModelCq) || cq.destroyed) throw new VerbsError(errno.EINVAL, `${verb}: not a live ibv_cq of the model provider`);
+  if (xrcd.context !== ibpd?.context || cq.context !== ibpd.context) throw new VerbsError(errno.EINVAL, `${verb}: the xrcd, cq and pd are not of one context`);
+  return createSrq(ibpd, init, { xrcd, cq }, verb);
+}
+
+/** The ibv_get_srq_num of an XRC SRQ; EOPNOTSUPP for a basic one (libibverbs: no VERBS_SRQ_NUM). */
+export function model_get_srq_num(ibsrq: ibv_srq, out: { srq_num: number }): number {
+  const srq = ibsrq as ModelSrq;
+  if (!(srq instanceof ModelSrq) || srq.destroyed || srq.context.closed || typeof out !== 'object' || out === null) return errno.EINVAL;
+  if (!srq.xrc) return errno.EOPNOTSUPP;
+  out.srq_num = srq.srqn;
+  return 0;
+}
+
+function createSrq(ibpd: ibv_pd, init: ibv_srq_init_attr, xrc: XrcSrq | null, verb: string): ibv_srq {
   const pd = ibpd as ModelPd;
-  if (!(pd instanceof ModelPd)) throw new VerbsError(errno.EINVAL, 'ibv_create_srq: not an ibv_pd of the model provider');
+  if (!(pd instanceof ModelPd)) throw new VerbsError(errno.EINVAL, `${verb}: not an ibv_pd of the model provider`);
   const ctx = pd.context;
-  model_live(ctx, 'ibv_create_srq');
+  model_live(ctx, verb);
   const fail = (n: number, why: string): never => {
-    throw new VerbsError(n, `ibv_create_srq: ${why}`);
+    throw new VerbsError(n, `${verb}: ${why}`);
   };
   if (pd.destroyed) fail(errno.EINVAL, 'the PD was deallocated');
   const a = init?.attr;
@@ -75,13 +99,15 @@ export function model_create_srq(ibpd: ibv_pd, init: ibv_srq_init_attr): ibv_srq
     logSize,
     logStride,
     maxSge,
+    xrcdn: xrc ? xrc.xrcd.xrcdn : 0,
+    cqn: xrc ? xrc.cq.cqn : 0,
   });
   if (r.errno) {
     mem.free(ring.addrNum);
     mem.free(rec.addrNum);
     fail(r.errno, r.what);
   }
-  const srq = new ModelSrq(ctx, init.srq_context, pd, r.out['srqn'] as number, logSize, logStride, maxSge, ring.addrNum, rec.addrNum);
+  const srq = new ModelSrq(ctx, init.srq_context, pd, r.out['srqn'] as number, logSize, logStride, maxSge, ring.addrNum, rec.addrNum, xrc);
   a.max_wr = size - 1;
   a.max_sge = maxSge;
   ctx.srqs.set(srq.srqn, srq);

@@ -57,6 +57,7 @@ export const INT_OPS = [
   'dealloc_mw',
   'bind_mw',
   'close_xrcd',
+  'get_srq_num',
 ] as const;
 export const THROW_OPS = [
   'query_pkey',
@@ -78,6 +79,7 @@ export const THROW_OPS = [
   'alloc_null_mr',
   'alloc_mw',
   'open_xrcd',
+  'create_srq_xrc',
 ] as const;
 export const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
 const DUMMY_OPS: VerbsContextOps = (() => {

@@ -85,6 +85,9 @@ export interface VerbsContextOps {
   resize_cq(cq: ibv_cq, cqe: number): number;
   modify_cq(cq: ibv_cq, attr: ibv_modify_cq_attr): number;
   create_srq(pd: ibv_pd, attr: ibv_srq_init_attr): ibv_srq;
+  /** ibv_create_srq_ex with IBV_SRQT_XRC (the verb has checked the comp_mask). */
+  create_srq_xrc(pd: ibv_pd, xrcd: ibv_xrcd, cq: ibv_cq, attr: ibv_srq_init_attr): ibv_srq;
+  get_srq_num(srq: ibv_srq, out: { srq_num: number }): number;
   modify_srq(srq: ibv_srq, attr: ibv_srq_attr, mask: number): number;
   query_srq(srq: ibv_srq, attr: ibv_srq_attr): number;
   destroy_srq(srq: ibv_srq): number;
