@@ -140,3 +140,116 @@ describe('XRC SRQs', () => {
     expect(ibv_close_xrcd(x2)).toBe(0);
   });
 });
+
+describe('XRC domains, XRC SRQs and CQs: seeded random misuse against a reference model', () => {
+  const SEED = Number(process.env.RNIC_XRC_FUZZ_SEED ?? 0x5eed13);
+  const CASES = Number(process.env.RNIC_XRC_FUZZ_CASES ?? 1500);
+  let f: H.Fabric;
+  beforeAll(async () => {
+    f = await H.openFabric(H.twoDeviceConfig(0));
+  });
+  afterAll(async () => {
+    await f?.close();
+  });
+
+  it(`${CASES} random opens, closes, SRQ creates / destroys and CQ destroys: every result as the reference says`, () => {
+    let s = SEED >>> 0;
+    const rnd = (n: number) => {
+      s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+      return (s >>> 8) % n;
+    };
+    interface X {
+      x: ibv_xrcd;
+      open: boolean;
+      srqs: number;
+    }
+    interface C {
+      cq: ibv_cq;
+      live: boolean;
+      srqs: number;
+    }
+    interface S {
+      srq: ReturnType<typeof ibv_create_srq_ex>;
+      x: X;
+      c: C;
+      live: boolean;
+    }
+    const xs: X[] = [];
+    const cs: C[] = [];
+    const ss: S[] = [];
+    const ctx = f.b.ctx;
+    const pick = <T>(a: T[]): T | undefined => (a.length ? a[rnd(a.length)] : undefined);
+    const errOf = (fn: () => unknown): string => {
+      try {
+        fn();
+        return 'ok';
+      } catch (e) {
+        return (e as { code?: string }).code ?? String(e);
+      }
+    };
+    const name = (n: number) => (n === 0 ? 'ok' : Object.entries(errno).find(([, v]) => v === n)![0]);
+    try {
+      for (let i = 0; i < CASES; i++) {
+        const what = `seed 0x${SEED.toString(16)} case ${i}`;
+        const op = rnd(7);
+        if (op === 0) {
+          xs.push({ x: ibv_open_xrcd(ctx, { comp_mask: IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, fd: -1, oflags: 0 }), open: true, srqs: 0 });
+        } else if (op === 1) {
+          cs.push({ cq: ibv_create_cq(ctx, 8, null, null, 0), live: true, srqs: 0 });
+        } else if (op === 2) {
+          const x = pick(xs);
+          const c = pick(cs);
+          if (!x || !c) continue;
+          const want = x.open && c.live ? 'ok' : 'EINVAL';
+          let srq: S['srq'] | null = null;
+          const got = errOf(() => (srq = ibv_create_srq_ex(ctx, xattrOf(f.b.pd, x.x, c.cq))));
+          expect(got, `${what}: create SRQ (xrcd open ${x.open}, cq live ${c.live})`).toBe(want);
+          if (srq) {
+            ss.push({ srq, x, c, live: true });
+            x.srqs++;
+            c.srqs++;
+          }
+        } else if (op === 3) {
+          const e = pick(ss);
+          if (!e) continue;
+          expect(name(ibv_destroy_srq(e.srq)), `${what}: destroy SRQ`).toBe(e.live ? 'ok' : 'EINVAL');
+          if (e.live) {
+            e.live = false;
+            e.x.srqs--;
+            e.c.srqs--;
+            const n = { srq_num: 0 };
+            expect(ibv_get_srq_num(e.srq, n), `${what}: srq_num of a destroyed SRQ`).toBe(errno.EINVAL);
+          }
+        } else if (op === 4) {
+          const x = pick(xs);
+          if (!x) continue;
+          const want = !x.open ? 'EINVAL' : x.srqs > 0 ? 'EBUSY' : 'ok';
+          expect(name(ibv_close_xrcd(x.x)), `${what}: close xrcd (${x.srqs} SRQs)`).toBe(want);
+          if (want === 'ok') x.open = false;
+        } else if (op === 5) {
+          const c = pick(cs);
+          if (!c) continue;
+          const want = !c.live ? 'EINVAL' : c.srqs > 0 ? 'EBUSY' : 'ok';
+          expect(name(ibv_destroy_cq(c.cq)), `${what}: destroy CQ (${c.srqs} SRQs)`).toBe(want);
+          if (want === 'ok') c.live = false;
+        } else {
+          const e = pick(ss.filter((q) => q.live));
+          if (!e) continue;
+          const n = { srq_num: 0 };
+          expect(ibv_get_srq_num(e.srq, n), `${what}: srq_num`).toBe(0);
+          expect(n.srq_num, `${what}: srq_num is the SRQ's`).toBe(e.srq.handle);
+        }
+      }
+      const nums = ss.filter((q) => q.live).map((q) => q.srq.handle);
+      expect(new Set(nums).size, 'live XRC SRQs have distinct numbers').toBe(nums.length);
+    } finally {
+      for (const e of ss) if (e.live) ibv_destroy_srq(e.srq);
+      for (const c of cs) if (c.live) ibv_destroy_cq(c.cq);
+      for (const x of xs) if (x.open) ibv_close_xrcd(x.x);
+    }
+  });
+});
+
+function xattrOf(pd: ibv_pd, xrcd: ibv_xrcd, cq: ibv_cq): ibv_srq_init_attr_ex {
+  return { comp_mask: XRC_MASK, srq_type: IBV_SRQT_XRC, pd, xrcd, cq, srq_context: null, attr: { max_wr: 4, max_sge: 1, srq_limit: 0 } };
+}
