@@ -7,17 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { align } from '../../src/compare/align.js';
+import { seededRandom } from '../seeded.js';
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+const rng = seededRandom;
 
 function lcsLength(a: readonly string[], b: readonly string[]): number {
   const row = new Array<number>(b.length + 1).fill(0);

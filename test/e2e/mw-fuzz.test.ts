@@ -52,6 +52,7 @@ import {
 } from '../../src/driver/verbs/index.js';
 import type { ibv_mr, ibv_mw, ibv_pd, ibv_send_wr } from '../../src/driver/verbs/index.js';
 import * as H from './harness.js';
+import { seededRandom } from '../seeded.js';
 
 const SEED = Number(process.env.RNIC_MW_FUZZ_SEED ?? 0x3a7c1);
 const CASES = Number(process.env.RNIC_MW_FUZZ_CASES ?? 3000);
@@ -61,16 +62,7 @@ const RW = IBV_ACCESS_REMOTE_WRITE;
 const RA = IBV_ACCESS_REMOTE_ATOMIC;
 const ZB = IBV_ACCESS_ZERO_BASED;
 
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 // ---------------------------------------------------------------------------
 // The reference model

@@ -164,21 +164,12 @@ import {
   type ibv_srq,
 } from '../../src/driver/verbs/index.js';
 import * as H from './harness.js';
+import { seededRandom } from '../seeded.js';
 
 const SEED = Number(process.env.RNIC_FUZZ_SEED ?? 0x5eed8);
 const CASES = Number(process.env.RNIC_FUZZ_CASES ?? 6000);
 
-/** mulberry32: small, seeded, enough for choosing cases. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 function show(v: unknown, depth = 0): string {
   if (typeof v === 'symbol') return 'Symbol()';

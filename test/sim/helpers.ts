@@ -7,6 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { parseScenario, type Scenario } from '../../src/scenario/scenario.js';
 import { runScenario, type RunScenarioOptions, type ScenarioResult } from '../../src/scenario/scenario-runner.js';
 import { decodePacket, iteratePcap, opcodeName } from '../../src/wire/index.js';
+import { startSimModel } from '../../src/boot.js';
+import { DEFAULT_CONFIG, type ModelConfig } from '../../src/runtime/config.js';
+import type { FaultRule } from '../../src/fabric/faults/rules.js';
+import type { SimModel } from '../../src/runtime/sim/sim-model.js';
+import { closeDev, type Fabric, openDev } from '../e2e/harness.js';
 
 export const SCENARIOS = fileURLToPath(new URL('../../scenarios/', import.meta.url));
 
@@ -58,4 +63,26 @@ export function rows(pcap: Uint8Array): Row[] {
 /** Counter `name` of `dev` port 1. */
 export function ctr(r: ScenarioResult, dev: string, name: string): number {
   return r.counters[dev]!['1']![name]!;
+}
+
+/**
+ * The default two hosts on the simulator (devices in this thread, `faults`
+ * on their cable), both devices opened: a Fabric for the e2e harness, and
+ * the simulator to move or read virtual time. Stop it with stopModel().
+ */
+export async function simFabric(faults: readonly FaultRule[] = [], seed: number | string = 1): Promise<Fabric & { sim: SimModel }> {
+  const config: ModelConfig = { ...(JSON.parse(JSON.stringify(DEFAULT_CONFIG)) as ModelConfig), workers: 0 };
+  const sim = await startSimModel({ ...config, seed, faults: [...faults] });
+  const a = openDev(config.devices[0]!.name);
+  const b = openDev(config.devices[1]!.name);
+  return {
+    a,
+    b,
+    config,
+    sim,
+    close: async () => {
+      closeDev(a);
+      closeDev(b);
+    },
+  };
 }

@@ -4,9 +4,9 @@
  * predecessor's line bytes at the rate), 0 lifts the limit, and the verb's
  * argument checks give the errnos of a provider without burst support.
  */
+import { simFabric } from './helpers.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSimModel, stopModel } from '../../src/boot.js';
-import { DEFAULT_CONFIG, type ModelConfig } from '../../src/runtime/config.js';
+import { stopModel } from '../../src/boot.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import { bthOffset } from '../../src/runtime/sim/frame-info.js';
 import { OPCODES } from '../../src/wire/index.js';
@@ -21,44 +21,11 @@ import {
   ibv_query_device_ex,
   newDeviceAttrEx,
 } from '../../src/driver/verbs/index.js';
-import {
-  closeDev,
-  createAh,
-  expectWc,
-  QKEY,
-  makePair,
-  openDev,
-  pollN,
-  postRecv,
-  postSend,
-  recvWr,
-  region,
-  wrSend,
-  wrWrite,
-  type Fabric,
-} from '../e2e/harness.js';
+import { createAh, expectWc, QKEY, makePair, pollN, postRecv, postSend, recvWr, region, wrSend, wrWrite } from '../e2e/harness.js';
 
-let sim: SimModel | null = null;
 afterEach(async () => {
   await stopModel();
-  sim = null;
 });
-
-async function simFabric(): Promise<Fabric> {
-  const config: ModelConfig = { ...(JSON.parse(JSON.stringify(DEFAULT_CONFIG)) as ModelConfig), workers: 0 };
-  sim = await startSimModel({ ...config, seed: 1 });
-  const a = openDev(config.devices[0]!.name);
-  const b = openDev(config.devices[1]!.name);
-  return {
-    a,
-    b,
-    config,
-    close: async () => {
-      closeDev(a);
-      closeDev(b);
-    },
-  };
-}
 
 const rl = (rate_limit: number, more: Partial<{ max_burst_sz: number; typical_pkt_sz: number; comp_mask: number }> = {}) => ({
   rate_limit,
@@ -88,15 +55,15 @@ describe('ibv_modify_qp_rate_limit', () => {
     const { a } = makePair(f, IBV_QPT_RC, { mtu: IBV_MTU_1024 });
     const src = region(f.a, 65536, undefined, { fill: (i) => i & 0xff });
     const dst = region(f.b, 65536);
-    const frames = requestsOf(sim!);
+    const frames = requestsOf(f.sim);
     const writeAll = async (n: number) => {
-      const t0 = sim!.now();
+      const t0 = f.sim.now();
       postSend(
         a,
         Array.from({ length: n }, (_, i) => wrWrite({ wrId: BigInt(i), sge: [src.sge(0, 65536)], remote: { addr: dst.at(0), rkey: dst.rkey } })),
       );
       for (const w of await pollN(a.scq, n, 'the WRITEs')) expectWc(w, { status: IBV_WC_SUCCESS }, 'WRITE');
-      return sim!.now() - t0;
+      return f.sim.now() - t0;
     };
     const rate = 2_000_000; // kbit/s: 2 Gb/s
     expect(ibv_modify_qp_rate_limit(a.qp, rl(rate))).toBe(0);
@@ -121,7 +88,7 @@ describe('ibv_modify_qp_rate_limit', () => {
   it('paces UD SENDs too', async () => {
     const f = await simFabric();
     const { a, b } = makePair(f, IBV_QPT_UD, {});
-    const frames = requestsOf(sim!);
+    const frames = requestsOf(f.sim);
     expect(ibv_modify_qp_rate_limit(a.qp, rl(500_000))).toBe(0); // 500 Mb/s
     const ah = createAh(f.a, f.b);
     const src = region(f.a, 1024);
@@ -133,7 +100,7 @@ describe('ibv_modify_qp_rate_limit', () => {
     );
     for (const w of await pollN(a.scq, 16, 'the SENDs')) expectWc(w, { status: IBV_WC_SUCCESS }, 'SEND');
     // A UD SEND completes when the device hands it to the port; the last may start on the wire later.
-    await sim!.sleep(100_000);
+    await f.sim.sleep(100_000);
     expect(frames.length).toBe(16);
     for (let i = 1; i < frames.length; i++)
       expect(frames[i]!.ns - frames[i - 1]!.ns).toBeGreaterThanOrEqual(Math.floor((lineBytes(frames[i - 1]!.len) * 8) / 0.5) - 1);

@@ -13,10 +13,9 @@
  * - progress restores the retry budgets (retry_cnt and rnr_retry count
  *   consecutive attempts).
  */
+import { simFabric } from './helpers.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSimModel, stopModel } from '../../src/boot.js';
-import { DEFAULT_CONFIG, type ModelConfig } from '../../src/runtime/config.js';
-import type { SimModel } from '../../src/runtime/sim/sim-model.js';
+import { stopModel } from '../../src/boot.js';
 import type { FaultRule } from '../../src/fabric/faults/rules.js';
 import {
   IBV_MTU_1024,
@@ -35,12 +34,10 @@ import {
   type ibv_wc,
 } from '../../src/driver/verbs/index.js';
 import {
-  closeDev,
   counters,
   expectBytes,
   expectWc,
   makePair,
-  openDev,
   poll1,
   pollN,
   postRecv,
@@ -53,32 +50,12 @@ import {
   wrSend,
   wrWrite,
   type Dev,
-  type Fabric,
   type Region,
 } from '../e2e/harness.js';
 
-let sim: SimModel | null = null;
 afterEach(async () => {
   await stopModel();
-  sim = null;
 });
-
-/** The default two hosts on the simulator, with `faults` on their cable. */
-async function simFabric(faults: FaultRule[], seed = 1): Promise<Fabric> {
-  const config: ModelConfig = { ...(JSON.parse(JSON.stringify(DEFAULT_CONFIG)) as ModelConfig), workers: 0 };
-  sim = await startSimModel({ ...config, seed, faults });
-  const a = openDev(config.devices[0]!.name);
-  const b = openDev(config.devices[1]!.name);
-  return {
-    a,
-    b,
-    config,
-    close: async () => {
-      closeDev(a);
-      closeDev(b);
-    },
-  };
-}
 
 const drop = (match: Record<string, unknown>, direction?: string): FaultRule => ({ action: 'drop', match, ...(direction ? { direction } : {}) }) as FaultRule;
 const dv = (r: Region) => new DataView(r.data.buffer, r.data.byteOffset, r.data.byteLength);
@@ -164,7 +141,7 @@ describe('RNR NAK for every receive-consuming request, retries included', () => 
       a,
       [0, 1, 2].map((i) => wrWrite({ wrId: BigInt(i), imm: 0x100 + i, sge: [src.sge(i * 100, 100)], remote: { addr: dst.at(i * 100), rkey: dst.rkey } })),
     );
-    await sim!.sleep(20_000);
+    await f.sim.sleep(20_000);
     const scratch = region(f.b, 64);
     postRecv(
       b,
@@ -188,7 +165,7 @@ describe('RNR NAK for every receive-consuming request, retries included', () => 
     for (let i = 0; i < 3; i++) {
       postSend(a, wrSend({ wrId: BigInt(i), sge: [src.sge(0, 64)] }));
       // Long enough for the first attempt to find no receive; the RNR timer (min_rnr_timer 1: 10 µs) then finds one.
-      await sim!.sleep(5_000);
+      await f.sim.sleep(5_000);
       postRecv(b, recvWr(BigInt(i), [dst.sge(0, 64)]));
       expectWc(await poll1(a.scq, `SEND ${i}`), { wr_id: BigInt(i), status: IBV_WC_SUCCESS }, `SEND ${i}`);
       expectWc(await poll1(b.rcq, `receive ${i}`), { wr_id: BigInt(i), status: IBV_WC_SUCCESS, byte_len: 64 }, `receive ${i}`);

@@ -45,6 +45,7 @@ import {
   WireError,
   type WireErrorCode,
 } from '../../src/wire/index.js';
+import { seededRandom } from '../seeded.js';
 
 const ITERATIONS = Math.max(1, Number(process.env['FUZZ_ITERATIONS'] ?? 4000) | 0);
 const BASE_SEED = Number(process.env['FUZZ_SEED'] ?? 0x5eed_2026) >>> 0;
@@ -69,16 +70,12 @@ const WIRE_ERROR_CODES: ReadonlySet<WireErrorCode> = new Set<WireErrorCode>([
 
 /** mulberry32: tiny, fast, good enough to fuzz with, and reproducible. */
 class Rng {
-  private a: number;
+  private readonly r: () => number;
   constructor(seed: number) {
-    this.a = seed >>> 0;
+    this.r = seededRandom(seed);
   }
   u32(): number {
-    this.a = (this.a + 0x6d2b79f5) >>> 0;
-    let t = this.a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
+    return this.r() * 4294967296; // exact: mulberry32's 32 bits over 2^32
   }
   /** Integer in [0, n). */
   int(n: number): number {
