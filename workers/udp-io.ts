@@ -10,8 +10,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { FrameRing } from '../src/fabric/frame-ring.js';
 import { UdpCable } from '../src/runtime/udp-cable.js';
 import { UDP_IO_STAT_NAMES, type UdpIoCable, type UdpIoReply, type UdpIoRequest } from '../src/runtime/udp-io.js';
+import { Pacer } from '../src/runtime/pacer.js';
 
 type WaitAsync = (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: Promise<string> | string };
+const nowNs = () => performance.now() * 1e6;
 const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 
 const { cables } = workerData as { cables: UdpIoCable[] };
@@ -30,6 +32,13 @@ class Pump {
   rxRingFull = 0;
   waitingForSpace = false;
   closing = false;
+  /** Null: send at once (line rate). */
+  readonly pacer: Pacer | null;
+  /** The frame popped from the TX ring that the pacer holds back (the rest wait in the ring). */
+  held: Uint8Array | null = null;
+  heldSince = 0;
+  txPacedFrames = 0;
+  txPacedNs = 0;
 
   constructor(
     readonly cable: UdpCable,
@@ -38,6 +47,7 @@ class Pump {
     this.rx = FrameRing.attach(c.rx);
     this.tx = FrameRing.attach(c.tx);
     this.stats = new Float64Array(c.stats);
+    this.pacer = c.pace ? new Pacer(c.pace, nowNs()) : null;
     cable.onReceive((f) => this.received(f));
   }
 
@@ -66,20 +76,42 @@ class Pump {
     this.waitingForSpace = false;
   }
 
-  /** Sends everything in the TX ring; returns how many frames. */
-  sendAll(): number {
-    let n = 0;
-    for (let f = this.tx.pop(); f; f = this.tx.pop()) {
+  /** Sends everything in the TX ring, paced unless `unpaced`; returns how many frames, and the ns to wait if the pacer holds one back. */
+  sendAll(unpaced = false): { sent: number; waitNs: number } {
+    let sent = 0;
+    for (let f = this.held ?? this.tx.pop(); f; f = this.tx.pop()) {
+      if (this.pacer && !unpaced) {
+        const now = nowNs();
+        const waitNs = this.pacer.take(f.length, now);
+        if (waitNs > 0) {
+          if (!this.held) {
+            this.held = f;
+            this.heldSince = now;
+          }
+          return { sent, waitNs };
+        }
+      }
+      if (this.held) {
+        this.txPacedFrames++;
+        this.txPacedNs += nowNs() - this.heldSince;
+        this.held = null;
+      }
       this.cable.sendOwned(f);
-      n++;
+      sent++;
     }
-    return n;
+    return { sent, waitNs: 0 };
   }
 
   async txLoop(): Promise<void> {
     let published = performance.now();
     while (!this.closing) {
-      if (this.sendAll() > 0) continue;
+      const { sent, waitNs } = this.sendAll();
+      if (waitNs > 0) {
+        // Node's timers tick in ms: sleep at least one, and the bucket sends what it earned meanwhile (burst permitting).
+        await new Promise((r) => setTimeout(r, Math.max(1, Math.floor(waitNs / 1e6))));
+        continue;
+      }
+      if (sent > 0) continue;
       // Stats (with the socket's drops from /proc, ~100 µs to read) at most every 250 ms, never per frame.
       const now = performance.now();
       if (now - published >= 250) {
@@ -93,10 +125,17 @@ class Pump {
     }
   }
 
+  /** The counters this thread keeps, not the socket. */
+  readonly own = {
+    rxRingFull: () => this.rxRingFull,
+    txPacedFrames: () => this.txPacedFrames,
+    txPacedNs: () => this.txPacedNs,
+  };
+
   publish(): void {
     const s = this.cable.stats as unknown as Record<string, number>;
     UDP_IO_STAT_NAMES.forEach((name, i) => {
-      this.stats[i] = name === 'rxRingFull' ? this.rxRingFull : name === 'receiveBufferBytes' ? this.cable.receiveBufferBytes : (s[name] ?? 0);
+      this.stats[i] = name in this.own ? this.own[name as keyof Pump['own']]() : name === 'receiveBufferBytes' ? this.cable.receiveBufferBytes : (s[name] ?? 0);
     });
   }
 }
@@ -139,7 +178,7 @@ port.on('message', (m: UdpIoRequest) => {
     // Drain on stop: what the device loop queued before it stopped still goes out.
     for (const p of pumps) {
       p.closing = true;
-      p.sendAll();
+      p.sendAll(true); // unpaced: the model is stopping
     }
     await Promise.all(pumps.map((p) => p.cable.flush()));
     for (const p of pumps) {

@@ -58,6 +58,10 @@ export type CableConfig =
       local: string;
       remote: string;
       socketBufferBytes?: number;
+      /** Pace what the port sends to this many bit/s (src/runtime/pacer.ts); absent: as fast as the socket takes it. */
+      rate?: number;
+      /** With `rate`: bytes that may go back to back (default DEFAULT_BURST_BYTES). */
+      burstBytes?: number;
       faults?: CableFaults;
       /** On a switch port: the hosts beyond the cable (the switch routes their addresses to it). */
       hosts?: HostAddresses[];
@@ -141,6 +145,12 @@ function memorySize(v: unknown, path: string): number {
 function socketBufferSize(v: unknown, path: string): number {
   const b = size(v, path);
   if (b < 1024 || b > 1 << 30) fail(path, `expected 1KiB..1GiB, got ${JSON.stringify(v)}`);
+  return b;
+}
+
+function burstSize(v: unknown, path: string): number {
+  const b = size(v, path);
+  if (b < 1024 || b > 64 << 20) fail(path, `expected 1KiB..64MiB, got ${JSON.stringify(v)}`);
   return b;
 }
 
@@ -246,6 +256,16 @@ const UdpCableSchema = strictObject({
     description:
       'SO_RCVBUF / SO_SNDBUF asked of the OS, bytes or `"4MiB"`, 1 KiB..1 GiB. Linux grants at most `net.core.rmem_max` / `wmem_max` (raise it with `sysctl -w net.core.rmem_max=…` for more). 4 MiB holds a 64 KiB `write_bw` run with no socket drop (they are counted: `rxSocketDrops`)',
     defaultText: '4 MiB',
+  }),
+  rate: rate.optional().meta({
+    description:
+      'pace what the port sends to this rate (`"1Gb/s"`, `"200Mbps"`, or bit/s): a token bucket on the I/O thread holds frames in the TX ring, never drops one (counted: `txPacedFrames`, `txPacedNs`). For a peer that loses frames at line rate, e.g. a QEMU TCG guest',
+    defaultText: 'unpaced',
+  }),
+  burstBytes: parsed(numberOrText(), burstSize).optional().meta({
+    description:
+      'with `rate`: bytes that may go back to back after an idle spell, 1 KiB..64 MiB. The I/O thread wakes about once a millisecond, so the rate reached is at most about burst per ms (64 KiB: ~500 Mb/s)',
+    defaultText: '64 KiB',
   }),
   faults: faultsField(),
   hosts: list(
@@ -372,12 +392,15 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
     }
     const onSwitch = use(c.port, `${path}.port`) === null;
     if (c.hosts !== undefined && !onSwitch) fail(`${path}.hosts`, `only a switch port's cable names the hosts beyond it (${c.port} is a device port)`);
+    if (c.burstBytes !== undefined && c.rate === undefined) fail(`${path}.burstBytes`, 'only a paced cable (one with a rate) has a burst');
     return {
       kind: 'udp',
       port: c.port,
       local: c.local,
       remote: c.remote,
       ...(c.socketBufferBytes === undefined ? {} : { socketBufferBytes: c.socketBufferBytes }),
+      ...(c.rate === undefined ? {} : { rate: c.rate }),
+      ...(c.burstBytes === undefined ? {} : { burstBytes: c.burstBytes }),
       ...faults,
       ...(c.hosts === undefined ? {} : { hosts: c.hosts }),
     };

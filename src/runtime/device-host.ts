@@ -23,6 +23,7 @@ import { LINKTYPE_ETHERNET, type PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
 import type { DeviceResources } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
+import { DEFAULT_BURST_BYTES, type PaceSettings } from './pacer.js';
 import { createUdpCableShm, UdpIoThread, type UdpCableShm } from './udp-io.js';
 import { openPcapFile } from './pcap-file.js';
 import { type HostedSwitchSpec, RealtimeSwitches } from './realtime-switch.js';
@@ -249,7 +250,7 @@ export class DeviceHost {
     // before the socket is bound (an ARP request, say) waits in the TX ring.
     // Last, and the only part that waits: the I/O thread starts and binds
     // (tens of ms; seconds on a loaded machine). The loop may run meanwhile.
-    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm }[] = [];
+    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm; pace?: PaceSettings }[] = [];
     cables.forEach((c, i) => {
       if (c.kind !== 'udp') return;
       if (!this.isHere(c.port)) return;
@@ -257,7 +258,8 @@ export class DeviceHost {
       const shm = udpShm.get(i) ?? createUdpCableShm();
       const end = UdpIoThread.end(shm);
       this.plugRing(c.port, end, this.faulty(end, this.injectors.get(c) ?? null, 'a->b'));
-      udp.push({ options, shm });
+      const pace = c.rate === undefined ? {} : { pace: { rate: c.rate, burstBytes: c.burstBytes ?? DEFAULT_BURST_BYTES } };
+      udp.push({ options, shm, ...pace });
     });
     if (udp.length > 0) {
       this.cabling = UdpIoThread.open(udp);

@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { FabricError, type FabricErrorCode } from '../fabric/cable.js';
 import { FrameRing } from '../fabric/frame-ring.js';
 import { DEFAULT_SOCKET_BUFFER_BYTES, type UdpCableOptions, type UdpCableStats } from './udp-cable.js';
+import type { PaceSettings } from './pacer.js';
 import { RingEnd } from './ring-end.js';
 import { compiledWorker } from './worker-url.js';
 
@@ -24,6 +25,8 @@ export interface UdpIoCable {
   stats: SharedArrayBuffer;
   /** UdpCableShm.exit. */
   exit: SharedArrayBuffer;
+  /** Pace sending to this rate (the cable's `rate`); absent: line rate. */
+  pace?: PaceSettings;
 }
 
 /**
@@ -70,6 +73,8 @@ export const UDP_IO_STAT_NAMES = [
   'rxSocketDrops',
   'rxRingFull',
   'receiveBufferBytes',
+  'txPacedFrames',
+  'txPacedNs',
 ] as const;
 
 export type UdpIoStats = UdpCableStats & {
@@ -77,6 +82,10 @@ export type UdpIoStats = UdpCableStats & {
   readonly rxRingFull: number;
   /** SO_RCVBUF as the OS granted it (Linux: twice what was asked, at most 2 × net.core.rmem_max). */
   readonly receiveBufferBytes: number;
+  /** Frames the pacer (the cable's `rate`) held back before sending; 0 on an unpaced cable. */
+  readonly txPacedFrames: number;
+  /** Total ns those frames waited for the pacer. */
+  readonly txPacedNs: number;
 };
 
 /** The shared memory of one UDP cable, made where the model is started (so any thread can read its stats). */
@@ -135,8 +144,9 @@ export class UdpIoThread {
   }
 
   /** Starts the thread and binds every socket; resolves once they are bound. */
-  static async open(cables: { options: UdpCableOptions; shm: UdpCableShm }[]): Promise<UdpIoThread> {
+  static async open(cables: { options: UdpCableOptions; shm: UdpCableShm; pace?: PaceSettings }[]): Promise<UdpIoThread> {
     const posted: UdpIoCable[] = cables.map((c) => ({
+      ...(c.pace ? { pace: c.pace } : {}),
       options: { socketBufferBytes: DEFAULT_SOCKET_BUFFER_BYTES, ...c.options },
       rx: c.shm.rx,
       tx: c.shm.tx,

@@ -1,0 +1,107 @@
+/**
+ * A paced UDP cable (`cables[].rate`): the I/O thread's real TX path, from
+ * the TX ring the device loop fills to the socket, with a plain socket as
+ * the peer. The bound checked is one the pacer guarantees whatever the
+ * machine's load: by the time the last datagram arrives, no more than
+ * burst + rate × (time since the ring was first filled) bytes can have
+ * been sent. A slow machine only makes the elapsed time longer. Also:
+ * every frame arrives (the pacer holds, never drops), in order, and the
+ * holding is counted.
+ */
+import * as dgram from 'node:dgram';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/runtime/config.js';
+import { createUdpCableShm, readUdpIoStats, UdpIoThread } from '../../src/runtime/udp-io.js';
+import { freeUdpPort } from '../helpers/ports.js';
+
+const threads: UdpIoThread[] = [];
+const sockets: dgram.Socket[] = [];
+afterEach(async () => {
+  for (const t of threads.splice(0)) await t.close();
+  for (const s of sockets.splice(0)) s.close();
+});
+
+async function run(pace: { rate: number; burstBytes: number } | undefined, frames: number, len: number) {
+  const peerPort = await freeUdpPort();
+  const peer = dgram.createSocket('udp4');
+  sockets.push(peer);
+  await new Promise<void>((r) => peer.bind(peerPort, '127.0.0.1', r));
+  peer.setRecvBufferSize(8 << 20);
+  const shm = createUdpCableShm();
+  const thread = await UdpIoThread.open([{ options: { local: '127.0.0.1:0', remote: `127.0.0.1:${peerPort}` }, shm, ...(pace ? { pace } : {}) }]);
+  threads.push(thread);
+  const end = UdpIoThread.end(shm);
+  const got: number[] = [];
+  let bytes = 0;
+  let lastAt = 0;
+  const done = new Promise<void>((resolve) =>
+    peer.on('message', (m) => {
+      got.push(m.readUInt32BE(14));
+      bytes += m.length;
+      lastAt = performance.now();
+      if (got.length === frames) resolve();
+    }),
+  );
+  const start = performance.now();
+  for (let i = 0; i < frames; i++) {
+    const f = new Uint8Array(len);
+    new DataView(f.buffer).setUint32(14, i);
+    end.send(f);
+  }
+  expect(end.stats.framesDropped).toBe(0);
+  await done;
+  const elapsedMs = lastAt - start;
+  await thread.close();
+  threads.splice(threads.indexOf(thread), 1);
+  return { got, bytes, elapsedMs, stats: readUdpIoStats(shm.stats) };
+}
+
+describe('paced UDP cable', () => {
+  it('sends no faster than its rate over the run, drops nothing, counts the holding', async () => {
+    const rate = 16e6; // 2 MB/s
+    const burstBytes = 16 << 10;
+    const frames = 500;
+    const len = 1200;
+    const r = await run({ rate, burstBytes }, frames, len);
+    expect(r.got).toEqual([...Array(frames).keys()]);
+    expect(r.bytes).toBe(frames * len);
+    // 600 kB at 2 MB/s: at least ~0.29 s, whatever the load.
+    expect(r.bytes).toBeLessThanOrEqual(burstBytes + (rate / 8) * (r.elapsedMs / 1000));
+    expect(r.stats.framesSent).toBe(frames);
+    expect(r.stats.framesDropped).toBe(0);
+    // All but the first burst's frames waited for tokens.
+    expect(r.stats.txPacedFrames).toBeGreaterThan(0);
+    expect(r.stats.txPacedFrames).toBeLessThanOrEqual(frames);
+    expect(r.stats.txPacedNs).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('an unpaced cable holds nothing back', async () => {
+    const r = await run(undefined, 200, 1200);
+    expect(r.got).toEqual([...Array(200).keys()]);
+    expect(r.stats.txPacedFrames).toBe(0);
+    expect(r.stats.txPacedNs).toBe(0);
+  }, 60_000);
+});
+
+describe('cables[].rate and burstBytes', () => {
+  const cfg = (c: Record<string, unknown>) =>
+    parseConfig(
+      {
+        devices: [{ name: 'd', ports: [{ mac: '02:00:00:00:00:01' }] }],
+        cables: [{ kind: 'udp', port: 'd:1', local: '127.0.0.1:1', remote: '127.0.0.1:2', ...c }],
+      },
+      'f',
+    );
+  it('a rate in units or bit/s, a burst in bytes or units', () => {
+    expect(cfg({ rate: '1Gb/s' }).cables[0]).toMatchObject({ rate: 1e9 });
+    expect(cfg({ rate: '200Mbps', burstBytes: '32KiB' }).cables[0]).toMatchObject({ rate: 200e6, burstBytes: 32768 });
+    expect(cfg({ rate: 5e8 }).cables[0]).toMatchObject({ rate: 5e8 });
+    expect(cfg({}).cables[0]).not.toHaveProperty('rate');
+  });
+  it('refuses bad values, naming the field', () => {
+    expect(() => cfg({ rate: 'fast' })).toThrow(/f\.cables\[0\]\.rate: a rate: expected a rate like/);
+    expect(() => cfg({ rate: 0 })).toThrow(/f\.cables\[0\]\.rate/);
+    expect(() => cfg({ rate: '1Gb/s', burstBytes: 10 })).toThrow('f.cables[0].burstBytes: expected 1KiB..64MiB, got 10');
+    expect(() => cfg({ burstBytes: '64KiB' })).toThrow('f.cables[0].burstBytes: only a paced cable (one with a rate) has a burst');
+  });
+});
