@@ -110,6 +110,21 @@ export const PERFTEST_CASES: PerftestCase[] = [
   { name: 'ud_pingpong-e-c', test: 'ud_pingpong', args: ['-n', '50', '-s', '512', '-e', '-c'], guestArgs: PINGPONG_GUEST, modelArgs: PINGPONG_MODEL },
 ];
 
+/**
+ * The model's cable to a TCG guest is paced (docs/fabric.md, "Pacing"):
+ * at line rate the guest's receive path drops some of every long burst,
+ * and each loss costs rxe's one NAK and then the requester's timer.
+ * RNIC_HW_CABLE_RATE overrides it ('off': unpaced); a KVM guest keeps up.
+ */
+export const TCG_CABLE_PACE = { rate: '200Mb/s', burstBytes: '32KiB' };
+
+function cablePace(accel: 'kvm' | 'tcg'): { rate?: string; burstBytes?: string } {
+  const env = process.env['RNIC_HW_CABLE_RATE'];
+  if (env === 'off') return {};
+  if (env) return { rate: env, burstBytes: TCG_CABLE_PACE.burstBytes };
+  return accel === 'tcg' ? TCG_CABLE_PACE : {};
+}
+
 export function shQuote(a: string): string {
   return /^[\w./=:,-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
 }
@@ -186,7 +201,8 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const portA = (i: number): number => 40000 + (process.pid % 500) * 40 + i;
   const portB = (i: number): number => 60000 + (process.pid % 100) * 40 + i;
   const cfg = join(CACHE, `perftest-cable-${process.pid}.json`);
-  const cable = { kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}` };
+  const pace = cablePace(accel);
+  const cable = { kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}`, ...pace };
   const device = (capture?: string) => ({ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'], ...(capture ? { capture } : {}) }] });
   writeFileSync(cfg, JSON.stringify({ devices: [device()], cables: [cable] }));
   // RNIC_HW_DUMP: each case and role also captures the model's port (both directions), beside the dump.
@@ -306,7 +322,7 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
       ms: 0,
     });
   });
-  const note = `guest: ${accel.toUpperCase()}, ready in ${g.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s${g.timedOut ? `, killed after ${timeout / 1000} s` : ''}`;
+  const note = `cable: ${pace.rate ? `paced to ${pace.rate}, burst ${pace.burstBytes}` : 'unpaced'}; guest: ${accel.toUpperCase()}, ready in ${g.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s${g.timedOut ? `, killed after ${timeout / 1000} s` : ''}`;
   if (process.env['RNIC_HW_DUMP'])
     writeFileSync(
       process.env['RNIC_HW_DUMP'],
