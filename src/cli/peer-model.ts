@@ -6,15 +6,19 @@
  * and captures are complete.
  */
 import { currentModel, ensureModel, stopModel } from '../boot.js';
+import { loadConfig, type ModelConfig } from '../runtime/config.js';
+import type { ProfileName } from '../pipeline/profiles.js';
+import { withProfile } from './profile-flag.js';
 import { takeTwoHostRole, twoHostNote, TWO_HOSTS_TAKEN } from './two-hosts.js';
 
 /**
- * Starts the model and waits until its cables are up (a frame to a peer
+ * Starts the model (every device on `profile`, if given) and waits until its cables are up (a frame to a peer
  * whose socket is not bound yet would be lost). Returns false (having said
  * why) when no model could be set up.
  */
-export async function ensurePeerModel(err: (s: string) => void = (s) => process.stderr.write(s)): Promise<boolean> {
+export async function ensurePeerModel(err: (s: string) => void = (s) => process.stderr.write(s), profile?: ProfileName): Promise<boolean> {
   if (process.env.RNIC_NO_MODEL === '1') return true;
+  const on = (c: ModelConfig): ModelConfig => (profile === undefined ? c : withProfile(c, profile));
   if (!process.env.RNIC_CONFIG) {
     const r = takeTwoHostRole();
     if (!r) {
@@ -22,8 +26,8 @@ export async function ensurePeerModel(err: (s: string) => void = (s) => process.
       return false;
     }
     err(twoHostNote(r));
-    ensureModel(r.config);
-  } else ensureModel();
+    ensureModel(on(r.config));
+  } else ensureModel(on(loadConfig()));
   await currentModel()?.cabled;
   return true;
 }

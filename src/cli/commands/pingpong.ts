@@ -3,6 +3,13 @@ import { pingpongMain, usage, type PingpongKind } from '../../../examples/pingpo
 import { main as srqMain, usage as srqUsage } from '../../../examples/srq_pingpong.js';
 import type { Command } from '../command.js';
 import { ensurePeerModel } from '../peer-model.js';
+import { PROFILE_USAGE, takeProfileFlag } from '../profile-flag.js';
+
+/** Takes --profile, starts the model on it, runs the example with the rest. */
+async function withPeer(args: string[], run: (rest: string[]) => Promise<number>): Promise<number> {
+  const { profile, rest } = takeProfileFlag(args);
+  return (await ensurePeerModel(undefined, profile)) ? run(rest) : 1;
+}
 
 const SUMMARY: Record<PingpongKind, string> = {
   RC: 'RC send/receive ping-pong between two hosts (rdma-core rc_pingpong; faces the C program)',
@@ -13,9 +20,9 @@ const SUMMARY: Record<PingpongKind, string> = {
 export function pingpongCommand(kind: PingpongKind, name = `rnic ${kind.toLowerCase()}_pingpong`): Command {
   return {
     summary: SUMMARY[kind],
-    usage: usage(name, kind),
+    usage: `${usage(name, kind)}\n${PROFILE_USAGE}`,
     // Talks to a peer process: without RNIC_CONFIG, the two-hosts loopback default.
-    run: async (args) => ((await ensurePeerModel()) ? pingpongMain(kind, args, { argv0: name }) : 1),
+    run: (args) => withPeer(args, (rest) => pingpongMain(kind, rest, { argv0: name })),
   };
 }
 
@@ -23,6 +30,6 @@ const SRQ_NAME = 'rnic srq_pingpong';
 
 export const srqPingpongCommand: Command = {
   summary: 'RC ping-pong on -q QPs sharing one SRQ (rdma-core srq_pingpong; faces the C program)',
-  usage: srqUsage(SRQ_NAME),
-  run: async (args) => ((await ensurePeerModel()) ? srqMain(args, { argv0: SRQ_NAME }) : 1),
+  usage: `${srqUsage(SRQ_NAME)}\n${PROFILE_USAGE}`,
+  run: (args) => withPeer(args, (rest) => srqMain(rest, { argv0: SRQ_NAME })),
 };
