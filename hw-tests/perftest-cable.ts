@@ -116,7 +116,7 @@ export const PERFTEST_CASES: PerftestCase[] = [
  * and each loss costs rxe's one NAK and then the requester's timer.
  * RNIC_HW_CABLE_RATE overrides it ('off': unpaced); a KVM guest keeps up.
  */
-export const TCG_CABLE_PACE = { rate: '200Mb/s', burstBytes: '32KiB' };
+export const TCG_CABLE_PACE = { rate: '100Mb/s', burstBytes: '32KiB' };
 
 function cablePace(accel: 'kvm' | 'tcg'): { rate?: string; burstBytes?: string } {
   const env = process.env['RNIC_HW_CABLE_RATE'];
