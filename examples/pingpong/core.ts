@@ -639,6 +639,7 @@ export function usage(argv0: string, kind: PingpongKind = 'RC'): string {
     lines.push(
       '  -o, --odp  -O, --iodp  -P, --prefetch  -t, --ts  -j, --dm  -N, --new_send',
       '                         rdma-core options this verbs API cannot run yet (refused)',
+      "  --late-recv=<ms>       post the receives <ms> after connecting, so the peer's first SENDs get RNR NAKs (this port's own)",
     );
   }
   if (kind === 'UD') lines.push('  (the message must fit the port MTU; there is no -m)');
@@ -662,6 +663,8 @@ export interface RcPingpongOptions {
   use_event: number;
   gidx: number;
   validate_buf: boolean;
+  /** --late-recv (this port's own, not rdma-core's): ms after connecting before the receives are posted, 0: at once. */
+  late_recv_ms: number;
 }
 
 const COMMON_OPTIONS: readonly OptionSpec[] = [
@@ -685,6 +688,8 @@ const RC_ONLY_OPTIONS: readonly OptionSpec[] = [
   { short: 't', long: 'ts', arg: false },
   { short: 'j', long: 'dm', arg: false },
   { short: 'N', long: 'new_send', arg: false },
+  // Not rdma-core's: a receiver that is not ready, so the peer gets RNR NAKs (hw-tests/compare-cable.ts).
+  { long: 'late-recv', arg: true },
 ];
 /** Each C program's getopt table. */
 const OPTIONS: Record<PingpongKind, readonly OptionSpec[]> = {
@@ -717,6 +722,7 @@ export function parse_args(argv: readonly string[], kind: PingpongKind = 'RC'): 
     use_event: 0,
     gidx: -1,
     validate_buf: false,
+    late_recv_ms: 0,
   };
   const { options, operands } = getopt_long(argv, OPTIONS[kind]);
   for (const opt of options) {
@@ -758,6 +764,9 @@ export function parse_args(argv: readonly string[], kind: PingpongKind = 'RC'): 
         break;
       case 'chk':
         o.validate_buf = true;
+        break;
+      case 'late-recv':
+        o.late_recv_ms = intArg(opt, 0, 60_000);
         break;
       default: {
         const why = UNSUPPORTED[opt.name];
@@ -818,11 +827,13 @@ export async function pingpongMain(kind: PingpongKind, argv: string[], mo: MainO
   let closed = false;
   try {
     const c: pp_counts = { scnt: 0, rcnt: 0, routs: 0 };
-    c.routs = pp_post_recv(ctx, ctx.rx_depth);
-    if (c.routs < ctx.rx_depth) {
+    const postReceives = (): boolean => {
+      c.routs = pp_post_recv(ctx, ctx.rx_depth);
+      if (c.routs >= ctx.rx_depth) return true;
       io.err(`Couldn't post receive (${c.routs})\n`);
-      return 1;
-    }
+      return false;
+    };
+    if (!opts.late_recv_ms && !postReceives()) return 1;
 
     if (use_event) {
       if (ibv_req_notify_cq(pp_cq(ctx), 0)) {
@@ -870,6 +881,11 @@ export async function pingpongMain(kind: PingpongKind, argv: string[], mo: MainO
 
     if (servername) {
       if (pp_connect_ctx(ctx, ib_port, my_dest.psn, mtu, sl, rem_dest, gidx, io)) return 1;
+    }
+
+    if (opts.late_recv_ms) {
+      await new Promise((r) => setTimeout(r, opts.late_recv_ms));
+      if (!postReceives()) return 1;
     }
 
     ctx.pending = PINGPONG_RECV_WRID;
