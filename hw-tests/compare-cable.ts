@@ -31,6 +31,8 @@ export interface CompareCase {
   /** send_lat, write_lat, ...: `ib_<test>` / `rnic perf <test>`; rc_pingpong: `ibv_rc_pingpong` / `rnic rc_pingpong`. */
   test: string;
   args: string[];
+  /** Flags for the model's server only, in both runs (rc_pingpong's `--late-recv`). */
+  serverArgs?: string[];
   /** Fault rules on the server's cable (docs/faults.md), the same in both runs. */
   faults?: unknown[];
   /** What this case does not count, and why (rnic compare --allow). */
@@ -51,7 +53,7 @@ const lostFromClient = (opcode: string) => [{ name: 'lost-from-client', action: 
 /** The 5th such packet the server sends, lost after its port sent it: the client (responder, or READ requester) reacts. */
 const lostToClient = (opcode: string) => [{ name: 'lost-to-client', action: 'drop', direction: 'a->b', match: { opcode, after: 4, count: 1 } }];
 
-/** Each operation; loss both ways; a timeout. (RNR: neither perftest nor the pingpongs run out of receives.) */
+/** Each operation; loss both ways; a timeout; RNR (the model's server posts its receives late). */
 export const COMPARE_CASES: CompareCase[] = [
   { name: 'compare-send_lat', test: 'send_lat', args: LAT },
   { name: 'compare-write_lat', test: 'write_lat', args: LAT },
@@ -64,6 +66,17 @@ export const COMPARE_CASES: CompareCase[] = [
     allow: {
       what: ['retransmission', 'timer'],
       why: "rc_pingpong's ACK timeout is 14 (67 ms), not an option: under TCG the guest's rxe (and on a loaded host the model) may answer a message later than that, and the sender resends: timing, not behaviour",
+    },
+  },
+  {
+    // The server's receives go up 200 ms after connecting: the client's first SEND is RNR NAKed until then, and retried on its RNR timer.
+    name: 'compare-rc_pingpong-rnr',
+    test: 'rc_pingpong',
+    args: ['-n', '20', '-s', '2048', '-m', '1024'],
+    serverArgs: ['--late-recv', '200'],
+    allow: {
+      what: ['retransmission', 'timer'],
+      why: "how many RNR NAKs come before the receives are posted depends on when each side started (wall time), and rc_pingpong's 67 ms ACK timeout as above",
     },
   },
   { name: 'compare-send_lat-loss', test: 'send_lat', args: LAT4K, faults: lostFromClient('RC_SEND_MIDDLE') },
@@ -96,7 +109,7 @@ async function modelPair(c: CompareCase, dir: string, base: number, tcp: number)
   const capture = join(dir, 'model.pcap');
   const s = config(join(dir, 'server-model.json'), { n: 1, local: base, remote: base + 1, capture, ...(c.faults ? { faults: c.faults } : {}) });
   const k = config(join(dir, 'client-model.json'), { n: 2, local: base + 1, remote: base });
-  const server = runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, '-p', String(tcp)], s, 200_000);
+  const server = runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.serverArgs ?? []), '-p', String(tcp)], s, 200_000);
   let client: Run = { code: null, out: 'not run' };
   for (let t = 0; t < 60; t++) {
     client = await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, '-p', String(tcp), '127.0.0.1'], k, 200_000);
@@ -143,7 +156,7 @@ export async function runCompareCable(cases: CompareCase[]): Promise<{ results: 
       const capture = join(dir, c.name, 'real.pcap');
       captures.push(capture);
       const s = config(join(dir, c.name, 'server-real.json'), { n: 1, local: udpModel, remote: udpQemu, capture, ...(c.faults ? { faults: c.faults } : {}) });
-      realServers.push(await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, '-p', String(tcpA(i))], s, 240_000));
+      realServers.push(await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.serverArgs ?? []), '-p', String(tcpA(i))], s, 240_000));
     }
   })();
   const netArgs = [
