@@ -71,6 +71,7 @@ const EXPECT: Record<string, Expect> = {
   },
   'npx rnic sim scenarios/compare-profiles.json --profile rxe --out rxe-run/ --quiet': { files: ['rxe-run/capture.pcap', 'rxe-run/config.json'] },
   'npx rnic compare rxe-run/ rxe-run/capture.pcap --b rxe': { out: /\nno differences\n/ },
+  'npx rnic perf write_bw --loopback --profile rxe -n 5 -s 64': { out: /RDMA_Write BW Test[\s\S]*\n 64\s+5\s+[\d.]+\s+[\d.]+/ },
   'npx rnic sim scenarios/drop-5th-packet.json --out run/': {
     out: /checks: all passed\n  wrote config\.json, timeline\.json, counters\.json, summary\.txt, summary\.json, flows\.json, capture\.pcap, capture-rnic1-1\.pcap in run\//,
     files: ['run/capture.pcap', 'run/counters.json', 'run/flows.json'],

@@ -63,6 +63,7 @@ describe('rc_pingpong arguments', () => {
       use_event: 0,
       gidx: -1,
       validate_buf: false,
+      late_recv_ms: 0,
     });
   });
 
@@ -117,6 +118,7 @@ describe('rc_pingpong arguments', () => {
       use_event: 1,
       gidx: 1,
       validate_buf: true,
+      late_recv_ms: 0,
     };
     expect(short).toEqual(want);
     expect(long).toEqual(want);

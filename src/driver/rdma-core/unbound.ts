@@ -36,4 +36,5 @@ export const rc_unbound_ops = {
   close_xrcd: int('ibv_close_xrcd'),
   create_srq_xrc: thrower('ibv_create_srq_ex'),
   get_srq_num: int('ibv_get_srq_num'),
+  modify_qp_rate_limit: int('ibv_modify_qp_rate_limit'),
 } satisfies Partial<VerbsContextOps>;
