@@ -5,7 +5,7 @@
  * the same campaign and seed give the same scenario on any machine, in any
  * worker.
  */
-import { resolveProfile } from '../pipeline/profiles.js';
+import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { Random } from '../runtime/sim/random.js';
 import type { TrafficOp } from '../scenario/scenario.js';
 import type { Campaign, FaultKind, Range } from './config.js';
@@ -103,11 +103,7 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
         maxRecv = Math.max(maxRecv, recvDepth);
         const t: Record<string, unknown> = { qp: name, from, depth, wrs };
         // A finite retry budget may run out under the faults: that is no bug when the run explains it.
-        if (
-          c.explainExhaustion &&
-          type === 'RC' &&
-          ((q.retry_cnt as number) < 7 || !resolveProfile(c.profile).retryCnt7Infinite || (q.rnr_retry as number) < 7)
-        )
+        if (c.explainExhaustion && type === 'RC' && (!retriesForever(resolveProfile(c.profile), q.retry_cnt as number) || (q.rnr_retry as number) < 7))
           t.expect = 'success-or-exhausted';
         if (wrs.some((w) => w.op === 'send' || w.op === 'send_imm' || w.op === 'write_imm')) {
           t.recvDepth = recvDepth;

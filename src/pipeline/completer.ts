@@ -27,6 +27,7 @@ import { aethType, AethType, aethValue, Op, type Packet, Syndrome } from '../wir
 import type { NicCore } from './core.js';
 import { scatter } from './dma.js';
 import { psnAdd, psnCompare } from './psn.js';
+import { retriesForever } from './profiles.js';
 import type { QpCtx } from './qp-ctx.js';
 import { completeSend, failHead, hasUnacked, isReadOrAtomic, rewindTo } from './requester.js';
 import { localAckTimeoutNs, rnrTimerNs } from './timer-tables.js';
@@ -139,7 +140,7 @@ function goBackTo(q: QpCtx, psn: number): void {
 function takeRetry(nic: NicCore, q: QpCtx): boolean {
   const head = q.window[0];
   if (!head) return true;
-  const infinite = q.retryCnt === 7 && nic.env.profile.retryCnt7Infinite;
+  const infinite = retriesForever(nic.env.profile, q.retryCnt);
   if (q.retryLeft === 0 && !infinite) {
     failHead(nic, q, head, IBV_WC_RETRY_EXC_ERR, Ctr.RETRY_EXCEEDED_ERR);
     return false;

@@ -146,3 +146,8 @@ export function profileDifferences(a: DeviceProfile, b: DeviceProfile): (keyof P
   const keys = Object.keys(IBTA_PROFILE).filter((k) => k !== 'name' && k !== 'describes') as (keyof ProfileChoices)[];
   return keys.filter((k) => a[k] !== b[k]);
 }
+
+/** Whether a QP with this retry_cnt retries for ever on this profile (rxe's 7): the one rule the completer and the judges share. */
+export function retriesForever(profile: DeviceProfile, retryCnt: number): boolean {
+  return retryCnt === 7 && profile.retryCnt7Infinite;
+}

@@ -1,16 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../fabric/faults/random.js';
 import { Pacer } from './pacer.js';
 
-/** Mulberry32: seeded, so a failing case can be replayed. */
+/** Seeded (the fault dice's mulberry32), so a failing case can be replayed. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = mulberry32(seed);
+  return () => r.next();
 }
 
 describe('Pacer (fake clock, ns)', () => {

@@ -66,7 +66,7 @@ import type { PfcRecord, SwitchPortStats } from '../fabric/switch/switch.js';
 import type { FrameObserver } from '../runtime/sim/sim-device.js';
 import type { SimModel, SimStats } from '../runtime/sim/sim-model.js';
 import { type Exhaustion, explainRetryExhausted, explainRnrExhausted } from './exhaustion.js';
-import { resolveProfile } from '../pipeline/profiles.js';
+import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
 import { psnAddMasked, psnCount, type QpTimeline, TimelineRecorder, wcStatusName } from './timeline.js';
 
@@ -205,8 +205,7 @@ export interface ExhaustedReport {
 
 /** retry_cnt as a count of retries on device `dev`: a profile may make 7 infinite (rxe). */
 function retryBudget(s: Scenario, dev: string, retryCnt: number): number {
-  const profile = resolveProfile(s.devices.find((d) => d.name === dev)?.profile);
-  return retryCnt === 7 && profile.retryCnt7Infinite ? Infinity : retryCnt;
+  return retriesForever(resolveProfile(s.devices.find((d) => d.name === dev)?.profile), retryCnt) ? Infinity : retryCnt;
 }
 
 /** How many of the ascending times `xs` are at or before `ns`. */
