@@ -563,30 +563,55 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const tl = timeline.addQp({ qp: t.qp, from: t.from, device: req.dev.name, qpn: req.qp.qp_num, op: t.op }, devIndex.get(req.dev.name)!, resp.qp.qp_num);
       return new Stream(t, pair, tl, { local, remote, recv, atomic }, slot, recvSlot, pattern, defaultWatchdog(s, pair.spec));
     });
-    // Progress the watchdog also counts: a response on the wire (ACK, NAK, READ response, atomic
-    // ACK) reaching an RC requester with a later PSN than any before, as a protocol analyzer at its
-    // port would see. A long multi-packet message at a high loss rate completes only after many
-    // go-back-N rounds, each acknowledging more of it; a stuck transport acknowledges nothing new.
-    const responders = new Map<number, { st: Stream; maxPsn: number }>();
-    for (const st of streams)
-      if (st.rc) responders.set(devIndex.get(st.req.dev.name)! * 0x1000000 + st.req.qp.qp_num, { st, maxPsn: (st.req.sqPsn - 1) & 0xffffff });
+    // Progress the watchdog also counts, as a protocol analyzer at the requester's port would see it:
+    // (a) a response (ACK, NAK, READ response, atomic ACK) reaching an RC requester with a later PSN
+    // than any before; (b) a retry round (a request sent at or below the PSN of the request before it)
+    // starting at a later PSN than the round before, which says the requester accepted responses in
+    // between. A long multi-packet message at a high loss rate completes only after many go-back-N
+    // rounds, each acknowledging more of it; a stuck transport acknowledges nothing new. (b) is needed
+    // where (a) is blind: a later READ's response that arrived early (and was dropped as out of
+    // sequence) sets the highest PSN seen, and the earlier READ then resumes below it round by round.
+    type Watch = { st: Stream; maxPsn: number; lastTxPsn: number; roundStart: number };
+    const responders = new Map<number, Watch>();
+    const requesters = new Map<number, Watch>();
+    for (const st of streams) {
+      if (!st.rc) continue;
+      const w: Watch = { st, maxPsn: (st.req.sqPsn - 1) & 0xffffff, lastTxPsn: -1, roundStart: -1 };
+      const dev = devIndex.get(st.req.dev.name)! * 0x1000000;
+      responders.set(dev + st.req.qp.qp_num, w);
+      requesters.set(dev + st.resp.qp.qp_num, w);
+    }
+    const later = (a: number, b: number): boolean => ((a - b) << 8) >> 8 > 0;
+    const progressAt = (w: Watch, ns: number): void => {
+      if (w.st.lastProgressNs >= 0 && w.st.outstanding > 0) w.st.lastProgressNs = Math.max(w.st.lastProgressNs, ns);
+    };
     if (responders.size > 0) {
       unobserve.push(
         sim.observe((e) => {
-          if (e.dir !== 'rx') return;
           const bth = bthOffset(e.frame);
           if (bth < 0) return;
           const info = OPCODES[e.frame[bth]!];
-          if (!info || info.isRequest) return;
-          const w = responders.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
-          if (!w) return;
+          if (!info) return;
           const psn = bthPsn(e.frame, bth);
-          if (((psn - w.maxPsn) << 8) >> 8 <= 0) return;
+          if (e.dir === 'tx') {
+            if (!info.isRequest) return;
+            const w = requesters.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
+            if (!w) return;
+            const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
+            w.lastTxPsn = psn;
+            if (!newRound) return;
+            if (w.roundStart >= 0 && later(psn, w.roundStart)) progressAt(w, e.ns);
+            w.roundStart = psn;
+            return;
+          }
+          if (info.isRequest) return;
+          const w = responders.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
+          if (!w || !later(psn, w.maxPsn)) return;
           // The tap sees frames before the receiver checks them: a corrupted one (a flipped PSN bit)
           // must not count. Only a frame that would advance the PSN is decoded (ICRC checked).
           if (!decodePacket(e.frame).ok) return;
           w.maxPsn = psn;
-          if (w.st.lastProgressNs >= 0 && w.st.outstanding > 0) w.st.lastProgressNs = Math.max(w.st.lastProgressNs, e.ns);
+          progressAt(w, e.ns);
         }),
       );
     }

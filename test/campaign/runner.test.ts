@@ -197,6 +197,48 @@ describe('mixed work requests', () => {
     expect(t.lastCompletionNs! - t.firstPostNs!).toBeGreaterThan(2 * 8 * 2_097_152);
   });
 
+  it("a READ resuming round by round below a later READ's early response is slow, not stalled", async () => {
+    // Found by a campaign at 5-20 % fault rates (seed 90045): the later READ's response arrived while the
+    // earlier READ was incomplete (the requester dropped it as out of sequence) and set the highest
+    // response PSN the watchdog had seen; the earlier READ's resumed responses, all below it, counted as
+    // no progress. Here: READ #1 (32 responses at MTU 256) and READ #2 behind it. Response k of #1 is
+    // lost the k-th time it is sent (in round k - 1), and so is the first request resuming from it, so
+    // each round gains one PSN and costs one ACK timeout (4.2 ms): 30 rounds, about twice the
+    // watchdog's 16 timeouts.
+    const P = 1000;
+    const faults = [];
+    for (let k = 1; k <= 30; k++) {
+      faults.push({ action: 'drop', match: { opcode: 'RC_RDMA_READ_RESPONSE_MIDDLE', psn: [P + k, P + k], after: k - 1, count: 1 } });
+      faults.push({ action: 'drop', match: { opcode: 'RC_RDMA_READ_REQUEST', psn: [P + k, P + k], count: 1 } });
+    }
+    const r = await runScenario(
+      parseScenario({
+        seed: 1,
+        duration: '400ms',
+        profile: { retryCnt7Infinite: true },
+        qps: [{ name: 'rc0', mtu: 256, psn_a: P, psn_b: 5000, timeout: 10, max_rd_atomic: 4, max_dest_rd_atomic: 4 }],
+        faults,
+        traffic: [
+          {
+            qp: 'rc0',
+            from: 'a',
+            depth: 2,
+            wrs: [
+              { op: 'read', size: 32 * 256 },
+              { op: 'read', size: 16 },
+            ],
+          },
+        ],
+      }),
+    );
+    expect(r.verify).toEqual([]);
+    expect(r.stalls).toEqual([]);
+    const t = r.traffic[0]!;
+    expect(t.ok).toBe(2);
+    // Longer than the watchdog (2 × 8 × the 4.2 ms ACK timeout) from post to completion.
+    expect(t.lastCompletionNs! - t.firstPostNs!).toBeGreaterThan(2 * 8 * 4_194_304);
+  });
+
   it('a corrupted response with a flipped PSN bit is no progress, and does not hide the real progress after it', async () => {
     // Found by campaigns/stress.json (seed 130, shrunk): the watchdog's wire tap saw the frame before
     // the receiver's ICRC check, took its PSN (2 million ahead) as acknowledged, and declared a stall.
