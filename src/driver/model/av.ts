@@ -10,8 +10,8 @@ import { errno, IBV_LINK_LAYER_ETHERNET } from '../../device/abi/constants.js';
 import { AV } from '../../device/av.js';
 import { encodeStruct } from '../../device/layout.js';
 import { newAhAttr } from '../verbs/structs.js';
-import type { ibv_ah_attr } from '../verbs/types.js';
-import { model_neigh_source, type ModelContext } from './context.js';
+import type { ibv_ah_attr, ibv_context } from '../verbs/types.js';
+import { ModelContext, model_neigh_source } from './context.js';
 import { neighResolve } from './neigh.js';
 
 const ZERO_MAC = new Uint8Array(6);
@@ -86,4 +86,24 @@ export function ahAttrFrom(o: Record<string, unknown>, prefix: string, into: ibv
   ah.is_global = g('IsGlobal');
   ah.port_num = g('PortNum');
   return ah;
+}
+
+/**
+ * ibv_resolve_eth_l2_from_gid's device part (verbs/eth-l2.ts checked the
+ * arguments and the source GID): the next hop of the AV's destination GID
+ * out of its port, by the same lookups an address handle's MAC takes.
+ */
+export function model_resolve_eth_l2(ibctx: ibv_context, attr: ibv_ah_attr, mac: Uint8Array, vid: { vid: number }): number {
+  const ctx = ibctx as ModelContext;
+  if (!(ctx instanceof ModelContext) || ctx.closed) return -errno.EINVAL;
+  const portNum = attr.port_num;
+  const port = typeof portNum === 'number' ? ctx.ports[portNum - 1] : undefined;
+  if (!port || port.linkLayer !== IBV_LINK_LAYER_ETHERNET) return -errno.EINVAL;
+  const dgid = attr.grh?.dgid?.raw;
+  if (!(dgid instanceof Uint8Array) || dgid.length !== 16) return -errno.EINVAL;
+  const next = neighResolve(model_neigh_source(ctx, portNum), portNum, dgid);
+  if (!next) return -errno.EHOSTUNREACH;
+  mac.set(next.subarray(0, 6));
+  vid.vid = 0xffff;
+  return 0;
 }

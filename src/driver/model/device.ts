@@ -25,7 +25,8 @@ export class ModelIbvDevice implements ProviderDevice {
   constructor(
     readonly provider: VerbsProvider,
     readonly handle: ModelDeviceHandle,
-    index: number,
+    /** The device's index (ibv_get_device_index): the order the runtime added devices in, from 0. */
+    readonly index: number,
   ) {
     this.name = handle.name;
     this.dev_name = `uverbs${index}`;

@@ -4,6 +4,8 @@
  */
 import type { VerbsContextOps } from '../verbs/ops.js';
 import { model_create_ah, model_destroy_ah } from './ah.js';
+import { model_resolve_eth_l2 } from './av.js';
+import { model_query_qp_data_in_order } from './data-order.js';
 import { model_ack_async_event, model_get_async_event } from './async.js';
 import { model_alloc_buf, model_free_buf } from './buf.js';
 import { model_close_device } from './context.js';
@@ -92,6 +94,8 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   create_qp: model_create_qp,
   modify_qp: model_modify_qp,
   modify_qp_rate_limit: model_modify_qp_rate_limit,
+  query_qp_data_in_order: model_query_qp_data_in_order,
+  resolve_eth_l2: model_resolve_eth_l2,
   query_qp: model_query_qp,
   destroy_qp: model_destroy_qp,
   post_send: model_post_send,

@@ -28,6 +28,9 @@ export const modelProvider: VerbsProvider = Object.freeze({
   guid(dev: ProviderDevice): bigint {
     return (dev as ModelIbvDevice).handle.nodeGuid;
   },
+  index(dev: ProviderDevice): number {
+    return (dev as ModelIbvDevice).index;
+  },
   open(dev: ProviderDevice): ibv_context & { ops: VerbsContextOps } {
     if (!(dev instanceof ModelIbvDevice)) throw new VerbsError(errno.EINVAL, 'ibv_open_device: not a model device');
     const ctx = model_open_device(dev);

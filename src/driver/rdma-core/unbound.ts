@@ -37,4 +37,8 @@ export const rc_unbound_ops = {
   create_srq_xrc: thrower('ibv_create_srq_ex'),
   get_srq_num: int('ibv_get_srq_num'),
   modify_qp_rate_limit: int('ibv_modify_qp_rate_limit'),
+  // Not bound yet: libibverbs' own answers where a provider lacks them (0: not guaranteed;
+  // -ENOSYS: built without neighbour resolution).
+  query_qp_data_in_order: () => 0,
+  resolve_eth_l2: () => -errno.ENOSYS,
 } satisfies Partial<VerbsContextOps>;

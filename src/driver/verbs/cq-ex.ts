@@ -24,6 +24,7 @@ import {
   IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
   IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
   IBV_WC_EX_WITH_CVLAN,
+  IBV_WC_EX_WITH_TM_INFO,
   IBV_WC_EX_WITH_DLID_PATH_BITS,
   IBV_WC_EX_WITH_FLOW_TAG,
   IBV_WC_EX_WITH_IMM,
@@ -140,6 +141,7 @@ const FLAG_NAMES: Readonly<Record<number, string>> = {
   [IBV_WC_EX_WITH_COMPLETION_TIMESTAMP]: 'IBV_WC_EX_WITH_COMPLETION_TIMESTAMP',
   [IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK]: 'IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK',
   [IBV_WC_EX_WITH_CVLAN]: 'IBV_WC_EX_WITH_CVLAN',
+  [IBV_WC_EX_WITH_TM_INFO]: 'IBV_WC_EX_WITH_TM_INFO',
   [IBV_WC_EX_WITH_FLOW_TAG]: 'IBV_WC_EX_WITH_FLOW_TAG',
 };
 
@@ -197,6 +199,12 @@ export function ibv_wc_read_completion_wallclock_ns(cq: ibv_cq_ex): bigint {
 export function ibv_wc_read_cvlan(cq: ibv_cq_ex): number {
   current(cq, 'ibv_wc_read_cvlan', IBV_WC_EX_WITH_CVLAN);
   return 0;
+}
+/** Tag matching is not modelled (tm_caps zero): the reader exists so a program links. */
+export function ibv_wc_read_tm_info(cq: ibv_cq_ex, tm_info: { tag: bigint; priv: number }): void {
+  current(cq, 'ibv_wc_read_tm_info', IBV_WC_EX_WITH_TM_INFO);
+  tm_info.tag = 0n;
+  tm_info.priv = 0;
 }
 export function ibv_wc_read_flow_tag(cq: ibv_cq_ex): number {
   current(cq, 'ibv_wc_read_flow_tag', IBV_WC_EX_WITH_FLOW_TAG);

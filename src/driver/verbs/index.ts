@@ -16,6 +16,7 @@ export * from './memory.js';
 export * from './mw.js';
 export * from './xrcd.js';
 export * from './unsupported.js';
+export * from './eth-l2.js';
 export * from './ah-from-wc.js';
 export * from './srq-ex.js';
 export * from './mcast.js';

@@ -95,6 +95,10 @@ export interface VerbsContextOps {
   create_qp(pd: ibv_pd, attr: ibv_qp_init_attr): ibv_qp;
   modify_qp(qp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: number): number;
   query_qp(qp: ibv_qp, attr: ibv_qp_attr, mask: number, init_attr: ibv_qp_init_attr): number;
+  /** ibv_query_qp_data_in_order; absent: 0 (not guaranteed), as libibverbs' dummy op. */
+  query_qp_data_in_order?(qp: ibv_qp, op: number, flags: number): number;
+  /** ibv_resolve_eth_l2_from_gid: 0 with `mac` and `vid.vid` filled, or a negative errno. */
+  resolve_eth_l2?(ctx: ibv_context, attr: ibv_ah_attr, mac: Uint8Array, vid: { vid: number }): number;
   /** ibv_modify_qp_rate_limit; absent: EOPNOTSUPP (the provider has no packet pacing). */
   modify_qp_rate_limit?(qp: ibv_qp, attr: ibv_qp_rate_limit_attr): number;
   destroy_qp(qp: ibv_qp): number;
@@ -123,5 +127,7 @@ export interface VerbsProvider {
   readonly name: string;
   devices(): ProviderDevice[];
   guid(dev: ProviderDevice): bigint;
+  /** ibv_get_device_index: the kernel's device index, or -1 where the provider cannot tell. */
+  index(dev: ProviderDevice): number;
   open(dev: ProviderDevice): ibv_context & { ops: VerbsContextOps };
 }

@@ -47,6 +47,7 @@ import {
   IBV_WR_SEND,
   IBV_WR_SEND_WITH_IMM,
   IBV_WR_SEND_WITH_INV,
+  IBV_WR_TSO,
 } from '../../device/abi/constants.js';
 import { isObj, objOps, ops } from './dispatch.js';
 import { VerbsError } from './errno-error.js';
@@ -207,6 +208,14 @@ export function ibv_wr_flush(qp: ibv_qp_ex, rkey: number, remote_addr: bigint, l
     rdma(rkey, remote_addr)(wr);
     wr.flush = { len, type, level };
   });
+}
+/**
+ * A UD or raw-packet send with TCP segmentation offload. The model offers no
+ * TSO (max_tso 0; IBV_QP_EX_WITH_TSO is refused at create), so on a model
+ * QP this is a bad request: ibv_wr_complete returns EINVAL.
+ */
+export function ibv_wr_send_tso(qp: ibv_qp_ex, hdr: Uint8Array, hdr_sz: number, mss: number): void {
+  build(qp, 'ibv_wr_send_tso', IBV_WR_TSO, (wr) => (wr.tso = { hdr, hdr_sz, mss }));
 }
 
 // ---- setters of the last request ------------------------------------------

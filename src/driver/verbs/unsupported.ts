@@ -9,7 +9,10 @@
  * RSS indirection tables (ibv_create_wq, ibv_create_rwq_ind_table),
  * counters objects (ibv_create_counters), parent domains, importing objects
  * from another process, device memory (ibv_alloc_dm), opening an XRC receive
- * QP (ibv_open_qp) and ECE (ibv_query_ece, as rxe).
+ * QP (ibv_open_qp), ECE (ibv_query_ece, as rxe), on-demand paging
+ * (ibv_advise_mr), dma-buf memory (ibv_reg_dmabuf_mr), thread domains
+ * (ibv_alloc_td, as rxe), IPsec flow actions and tag matching
+ * (ibv_post_srq_ops).
  */
 import { errno } from '../../device/abi/constants.js';
 import { isObj, objOps, opsOrNull } from './dispatch.js';
@@ -58,6 +61,30 @@ export const ibv_free_dm = (dm: unknown): number => int(dm);
 export const ibv_reg_dm_mr = (pd: unknown, _dm: unknown, _offset: unknown, _length: unknown, _access: unknown): never => ptr('ibv_reg_dm_mr', DM, pd);
 export const ibv_memcpy_to_dm = (dm: unknown, _offset: unknown, _host: unknown, _length: unknown): number => int(dm);
 export const ibv_memcpy_from_dm = (_host: unknown, dm: unknown, _offset: unknown, _length: unknown): number => int(dm);
+/** ibv_advise_mr (prefetch of ODP memory): the device has no on-demand paging (odp_caps 0). */
+export const ibv_advise_mr = (pd: unknown, _advice: unknown, _flags: unknown, _sg_list: unknown, _num_sge: unknown): number => int(pd);
+export const ibv_reg_dmabuf_mr = (pd: unknown, _offset: unknown, _length: unknown, _iova: unknown, _fd: unknown, _access: unknown): never =>
+  ptr('ibv_reg_dmabuf_mr', 'dma-buf memory is not modelled (host memory only)', pd);
+export const ibv_alloc_td = (context: unknown, _init_attr: unknown): never => ptr('ibv_alloc_td', 'thread domains are not modelled', context, true);
+export const ibv_dealloc_td = (td: unknown): number => int(td);
+const ESP = 'IPsec flow actions are not modelled';
+export const ibv_create_flow_action_esp = (context: unknown, _esp: unknown): never => ptr('ibv_create_flow_action_esp', ESP, context, true);
+export const ibv_modify_flow_action_esp = (action: unknown, _esp: unknown): number => int(action);
+export const ibv_destroy_flow_action = (action: unknown): number => int(action);
+/** Tag-matching operations on an SRQ (tm_caps 0): EOPNOTSUPP, with `bad_op.op` set to the first one as libibverbs' dummy op does. */
+export function ibv_post_srq_ops(srq: unknown, op: unknown, bad_op?: { op: unknown }): number {
+  if (bad_op && typeof bad_op === 'object') bad_op.op = op;
+  return int(srq);
+}
+/** No work queue can be created (ibv_create_wq): every argument is no WQ of an open context. */
+export function ibv_post_wq_recv(wq: unknown, wr: unknown, bad_wr?: { wr: unknown }): number {
+  if (bad_wr && typeof bad_wr === 'object') bad_wr.wr = wr;
+  return int(wq);
+}
+/** Nothing is ever imported (ibv_import_*), so there is nothing to unimport; void in C. */
+export function ibv_unimport_pd(_pd: unknown): void {}
+export function ibv_unimport_mr(_mr: unknown): void {}
+export function ibv_unimport_dm(_dm: unknown): void {}
 export const ibv_open_qp = (context: unknown, _attr: unknown): never => ptr('ibv_open_qp', XRC, context, true);
 export const ibv_query_ece = (qp: unknown, _ece: unknown): number => int(qp);
 export const ibv_set_ece = (qp: unknown, _ece: unknown): number => int(qp);

@@ -50,6 +50,13 @@ export function ibv_get_device_name(device: ibv_device): string {
   return device.name;
 }
 
+/** The kernel's index of the device (the model: the order its devices were added, from 0), or -1 where the provider cannot tell. */
+export function ibv_get_device_index(device: ibv_device): number {
+  const d = device as ProviderDevice;
+  if (!isObj(d) || !isObj(d.provider) || typeof d.provider.index !== 'function') return -1;
+  return d.provider.index(d);
+}
+
 export function ibv_get_device_guid(device: ibv_device): bigint {
   const d = device as ProviderDevice;
   if (!isObj(d) || !isObj(d.provider) || typeof d.provider.guid !== 'function') throw new VerbsError(errno.EINVAL, 'not a device from ibv_get_device_list');
@@ -258,6 +265,17 @@ export function ibv_modify_qp(qp: ibv_qp, attr: Partial<ibv_qp_attr>, attr_mask:
   const o = objOps(qp);
   if (!o || !isObj(attr) || typeof attr_mask !== 'number') return errno.EINVAL;
   return o.modify_qp(qp, attr, attr_mask);
+}
+
+/**
+ * 1 if the bytes of a message of opcode `op` land in memory in order (a
+ * poller of the last byte sees all before it), else 0; `flags` must be 0.
+ * libibverbs asks the provider only on x86; a provider without the op: 0.
+ */
+export function ibv_query_qp_data_in_order(qp: ibv_qp, op: number, flags: number): number {
+  const o = objOps(qp);
+  if (!o || !o.query_qp_data_in_order) return 0;
+  return o.query_qp_data_in_order(qp, op, flags);
 }
 
 /** ibv_modify_qp_rate_limit: 0 or a positive errno; EOPNOTSUPP from a provider without packet pacing. */
