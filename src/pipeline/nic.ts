@@ -13,6 +13,8 @@ import {
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
+  IBV_QPT_XRC_RECV,
+  IBV_QPT_XRC_SEND,
   IBV_WC_RECV,
   IBV_WC_WR_FLUSH_ERR,
   IBV_EVENT_CQ_ERR,
@@ -51,7 +53,13 @@ const QP_BURST = 16;
 /** The destination QPN of UD multicast (IBTA: 0xFFFFFF). */
 const MULTICAST_QPN = 0xffffff;
 
-const TRANSPORT_OF_QPT: Record<number, number> = { [IBV_QPT_RC]: Transport.RC, [IBV_QPT_UC]: Transport.UC, [IBV_QPT_UD]: Transport.UD };
+const TRANSPORT_OF_QPT: Record<number, number> = {
+  [IBV_QPT_RC]: Transport.RC,
+  [IBV_QPT_UC]: Transport.UC,
+  [IBV_QPT_UD]: Transport.UD,
+  [IBV_QPT_XRC_SEND]: Transport.XRC,
+  [IBV_QPT_XRC_RECV]: Transport.XRC,
+};
 
 export class Nic implements NicCore {
   readonly env: NicEnv;
@@ -627,7 +635,13 @@ export class Nic implements NicCore {
       ctr[Ctr.RX_UNKNOWN_QP]!++;
       return;
     }
-    if (TRANSPORT_OF_QPT[QPC.f.qpType.get(t.dv, off)] !== info.transport) {
+    const qpType = QPC.f.qpType.get(t.dv, off);
+    // An XRC send QP only initiates, an XRC receive QP only responds (IBTA 9.8 XRC_INI / XRC_TGT).
+    if (
+      TRANSPORT_OF_QPT[qpType] !== info.transport ||
+      (qpType === IBV_QPT_XRC_SEND && info.isRequest) ||
+      (qpType === IBV_QPT_XRC_RECV && !info.isRequest)
+    ) {
       ctr[Ctr.RX_QP_TYPE_MISMATCH]!++;
       return;
     }

@@ -8,8 +8,8 @@
  * Not modelled: flow steering (ibv_create_flow), receive work queues and
  * RSS indirection tables (ibv_create_wq, ibv_create_rwq_ind_table),
  * counters objects (ibv_create_counters), parent domains, importing objects
- * from another process, device memory (ibv_alloc_dm), opening an XRC receive
- * QP (ibv_open_qp) and ECE (ibv_query_ece, as rxe).
+ * from another process, device memory (ibv_alloc_dm) and ECE (ibv_query_ece,
+ * as rxe).
  */
 import { errno } from '../../device/abi/constants.js';
 import { isObj, objOps, opsOrNull } from './dispatch.js';
@@ -32,7 +32,6 @@ const WQ = 'receive work queues and RSS are not modelled';
 const COUNTERS = 'counters objects are not modelled (rnic_read_counters reads the port counters)';
 const IMPORT = 'importing objects of another process is not modelled';
 const DM = 'the device has no device memory (max_dm_size 0)';
-const XRC = 'opening XRC receive QPs is not modelled yet';
 
 export const ibv_create_flow = (qp: unknown, _flow_attr: unknown): never => ptr('ibv_create_flow', FLOW, qp);
 export const ibv_destroy_flow = (flow_id: unknown): number => (isObj(flow_id) ? errno.EOPNOTSUPP : errno.EINVAL);
@@ -58,7 +57,6 @@ export const ibv_free_dm = (dm: unknown): number => int(dm);
 export const ibv_reg_dm_mr = (pd: unknown, _dm: unknown, _offset: unknown, _length: unknown, _access: unknown): never => ptr('ibv_reg_dm_mr', DM, pd);
 export const ibv_memcpy_to_dm = (dm: unknown, _offset: unknown, _host: unknown, _length: unknown): number => int(dm);
 export const ibv_memcpy_from_dm = (_host: unknown, dm: unknown, _offset: unknown, _length: unknown): number => int(dm);
-export const ibv_open_qp = (context: unknown, _attr: unknown): never => ptr('ibv_open_qp', XRC, context, true);
 export const ibv_query_ece = (qp: unknown, _ece: unknown): number => int(qp);
 export const ibv_set_ece = (qp: unknown, _ece: unknown): number => int(qp);
 
