@@ -479,7 +479,7 @@ export const CREATE_QP_IN = defineLayout('create-qp-in', 0x40, 'ibv_create_qp. A
   reserved(0x02, 16),
   u('pdn', 0x04, 0, 32, 'protection domain (0 for XRC_RECV)'),
   u('sendCqn', 0x08, 0, 32, 'send CQ (0 for XRC_RECV)'),
-  u('recvCqn', 0x0c, 0, 32, 'receive CQ (0 for XRC_SEND and XRC_RECV: XRC receives complete on the SRQ\'s CQ)'),
+  u('recvCqn', 0x0c, 0, 32, "receive CQ (0 for XRC_SEND and XRC_RECV: XRC receives complete on the SRQ's CQ)"),
   u('srqn', 0x10, 0, 32, 'SRQ (flags bit 1)'),
   u('xrcdn', 0x14, 0, 32, 'XRC_RECV: its XRC domain (0 for every other type)'),
   u64('sqRingAddr', 0x18, 'send ring (0: none), 64-byte aligned'),
@@ -584,7 +584,12 @@ function nextPow2(n: number): number {
  * domain (no PD, CQs, rings or SRQ: each request names its XRC SRQ). Other
  * types name no domain.
  */
-function checkXrcQp(fw: Firmware, type: number, inp: { pdn: number; sendCqn: number; recvCqn: number; xrcdn: number; sqRingAddr: bigint; rqRingAddr: bigint }, hasSrq: boolean): void {
+function checkXrcQp(
+  fw: Firmware,
+  type: number,
+  inp: { pdn: number; sendCqn: number; recvCqn: number; xrcdn: number; sqRingAddr: bigint; rqRingAddr: bigint },
+  hasSrq: boolean,
+): void {
   if (type !== IBV_QPT_XRC_RECV) {
     if (inp.xrcdn !== 0) fail(CmdStatus.BAD_PARAM, 'xrcdn', 'only an XRC_RECV QP has an XRC domain');
     if (type === IBV_QPT_XRC_SEND) {
@@ -595,7 +600,8 @@ function checkXrcQp(fw: Firmware, type: number, inp: { pdn: number; sendCqn: num
   }
   if (!fw.xrcds.isLive(inp.xrcdn)) fail(CmdStatus.BAD_RESOURCE, 'xrcdn', `no XRC domain ${inp.xrcdn}`);
   if (inp.pdn !== 0 || inp.sendCqn !== 0 || inp.recvCqn !== 0) fail(CmdStatus.BAD_PARAM, 'pdn', 'an XRC_RECV QP has no PD and no CQs');
-  if (hasSrq || inp.sqRingAddr !== 0n || inp.rqRingAddr !== 0n) fail(CmdStatus.BAD_PARAM, 'sqRingAddr', 'an XRC_RECV QP has no send or receive queue and no SRQ');
+  if (hasSrq || inp.sqRingAddr !== 0n || inp.rqRingAddr !== 0n)
+    fail(CmdStatus.BAD_PARAM, 'sqRingAddr', 'an XRC_RECV QP has no send or receive queue and no SRQ');
 }
 
 function needPd(fw: Firmware, pdn: number, field = 'pdn'): void {

@@ -637,11 +637,7 @@ export class Nic implements NicCore {
     }
     const qpType = QPC.f.qpType.get(t.dv, off);
     // An XRC send QP only initiates, an XRC receive QP only responds (IBTA 9.8 XRC_INI / XRC_TGT).
-    if (
-      TRANSPORT_OF_QPT[qpType] !== info.transport ||
-      (qpType === IBV_QPT_XRC_SEND && info.isRequest) ||
-      (qpType === IBV_QPT_XRC_RECV && !info.isRequest)
-    ) {
+    if (TRANSPORT_OF_QPT[qpType] !== info.transport || (qpType === IBV_QPT_XRC_SEND && info.isRequest) || (qpType === IBV_QPT_XRC_RECV && !info.isRequest)) {
       ctr[Ctr.RX_QP_TYPE_MISMATCH]!++;
       return;
     }

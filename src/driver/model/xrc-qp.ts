@@ -42,14 +42,29 @@ function sharesOf(ctx: ModelContext): Map<number, XrcRecvShare> {
 }
 
 function liveXrcd(ctx: ModelContext, x: unknown, verb: string): ModelXrcd {
-  if (!(x instanceof ModelXrcd) || x.destroyed || x.context !== ctx) throw new VerbsError(errno.EINVAL, `${verb}: xrcd is not an open XRC domain of this context`);
+  if (!(x instanceof ModelXrcd) || x.destroyed || x.context !== ctx)
+    throw new VerbsError(errno.EINVAL, `${verb}: xrcd is not an open XRC domain of this context`);
   return x;
 }
 
 /** A handle object on the shared QP (the creator's and every opener's). */
 function handleOn(ctx: ModelContext, share: XrcRecvShare, qpContext: unknown): ModelQp {
   const none = { size: 0, logStride: 0, ringAddr: ctx.mem.baseNum, maxSge: 0 };
-  const qp = new ModelQp(ctx, qpContext, null, null, null, null, share.qpn, IBV_QPT_XRC_RECV, 0, { ...none, maxInline: 0, dataOff: 0, opMask: 0 }, none, share.dbrecAddr, []);
+  const qp = new ModelQp(
+    ctx,
+    qpContext,
+    null,
+    null,
+    null,
+    null,
+    share.qpn,
+    IBV_QPT_XRC_RECV,
+    0,
+    { ...none, maxInline: 0, dataOff: 0, opMask: 0 },
+    none,
+    share.dbrecAddr,
+    [],
+  );
   qp.xrcShare = share;
   qp.state = IBV_QPS_RESET;
   share.handles++;
