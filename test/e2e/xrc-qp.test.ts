@@ -63,6 +63,9 @@ import {
   ibv_open_qp,
   ibv_post_recv,
   ibv_post_send,
+  ibv_query_device,
+  newDeviceAttr,
+  IBV_DEVICE_XRC,
   ibv_post_srq_recv,
   ibv_qp_to_qp_ex,
   ibv_wr_complete,
@@ -86,6 +89,12 @@ describe.each([0, 1])('XRC QPs (workers %i)', (workers) => {
   });
   afterAll(async () => {
     await f?.close();
+  });
+
+  it('the device reports XRC (IBV_DEVICE_XRC in device_cap_flags)', () => {
+    const attr = newDeviceAttr();
+    expect(ibv_query_device(f.a.ctx, attr)).toBe(0);
+    expect(attr.device_cap_flags & IBV_DEVICE_XRC).toBe(IBV_DEVICE_XRC);
   });
 
   it('two send QPs to three SRQs through two receive QPs: data and every WC field', async () => {
