@@ -64,6 +64,7 @@ import {
   ibv_post_recv,
   ibv_post_send,
   ibv_query_device,
+  ibv_query_qp,
   newDeviceAttr,
   IBV_DEVICE_XRC,
   ibv_post_srq_recv,
@@ -315,6 +316,18 @@ describe.each([0, 1])('XRC QPs (workers %i)', (workers) => {
     expect([legacy.qp_type, cap.max_recv_wr, legacy.recv_cq]).toEqual([IBV_QPT_XRC_SEND, 0, null]);
     expect(ibv_destroy_qp(legacy)).toBe(0);
     expect(recv.pd).toBeNull();
+    // ibv_query_qp of a receive QP: its type, no queues, no CQs.
+    const attr = newQpAttr();
+    const qinit = { send_cq: null, recv_cq: null, cap: newQpCap(), qp_type: 0, sq_sig_all: 0 };
+    expect(ibv_query_qp(recv, attr, IBV_QP_STATE, qinit)).toBe(0);
+    expect([qinit.qp_type, attr.qp_state, qinit.send_cq, qinit.recv_cq, attr.cap.max_send_wr, attr.cap.max_recv_wr]).toEqual([
+      IBV_QPT_XRC_RECV,
+      IBV_QPS_INIT,
+      null,
+      null,
+      0,
+      0,
+    ]);
   });
 
   it('ibv_open_qp: handles on one receive QP; it lives until the last goes, and the domain stays busy until then', async () => {
