@@ -343,6 +343,8 @@ export class Nic implements NicCore {
     f.status = IBV_WC_WR_FLUSH_ERR;
     f.opcode = IBV_WC_RECV;
     f.qpNum = q.qpn;
+    // An XRC receive QP's WQE came from the SRQ its message named: the driver frees it there.
+    f.srqn = q.qpType === IBV_QPT_XRC_RECV ? q.srqn : 0;
     f.wqeCounter = counter & 0xffff;
     this.ctr(q.portNum)[Ctr.RESP_CQE_FLUSH_ERROR]!++;
     this.complete(q.recvCqn, f);
@@ -567,14 +569,15 @@ export class Nic implements NicCore {
 
   /**
    * A CNP for QP `qpn`: the reaction point takes it when the QP exists (RC,
-   * UC or UD) and its priority's reaction point is on.
+   * UC, UD or XRC send: a QP that sends requests) and its priority's
+   * reaction point is on.
    */
   private cnpReceived(qpn: number): boolean {
     const t = this.env.tables;
     const off = t.qpByNumber(qpn);
     if (off < 0) return false;
     const type = QPC.f.qpType.get(t.dv, off);
-    if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD) return false;
+    if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD && type !== IBV_QPT_XRC_SEND) return false;
     return this.congestion.reactionPoint(this.qp(qpn)!.q);
   }
 

@@ -168,12 +168,16 @@ export class QpCtx {
     this.reliable = this.qpType === IBV_QPT_RC || this.qpType === IBV_QPT_XRC_SEND || this.qpType === IBV_QPT_XRC_RECV;
     this.opBase = this.qpType === IBV_QPT_UC ? 0x20 : this.qpType === IBV_QPT_XRC_SEND || this.qpType === IBV_QPT_XRC_RECV ? 0xa0 : 0;
     this.xrcdn = f.xrcdn.get(dv, qp);
-    this.pdn = f.pdn.get(dv, qp);
-    this.sendCqn = f.sendCqn.get(dv, qp);
-    this.recvCqn = f.recvCqn.get(dv, qp);
-    this.srqn = f.srqn.get(dv, qp);
     const flags = f.flags.get(dv, qp);
-    this.hasSrq = (flags & QpFlag.HAS_SRQ) !== 0;
+    // An XRC receive QP keeps the SRQ (PD, CQ) its last request named: a receive in progress
+    // is flushed there when a MODIFY_QP moves the QP to ERR.
+    if (this.qpType !== IBV_QPT_XRC_RECV) {
+      this.pdn = f.pdn.get(dv, qp);
+      this.recvCqn = f.recvCqn.get(dv, qp);
+      this.srqn = f.srqn.get(dv, qp);
+      this.hasSrq = (flags & QpFlag.HAS_SRQ) !== 0;
+    }
+    this.sendCqn = f.sendCqn.get(dv, qp);
     this.sqSigAll = (flags & QpFlag.SQ_SIG_ALL) !== 0;
     this.portNum = f.portNum.get(dv, qp) || 1;
     this.mtu = mtu_enum_to_bytes(f.pathMtu.get(dv, qp)) > 0 ? mtu_enum_to_bytes(f.pathMtu.get(dv, qp)) : 256;

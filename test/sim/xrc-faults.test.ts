@@ -9,7 +9,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { stopModel } from '../../src/boot.js';
 import type { FaultRule } from '../../src/fabric/faults/rules.js';
-import { IBV_WC_RECV, IBV_WC_SEND, IBV_WC_SUCCESS, IBV_WC_WITH_IMM, ibv_post_srq_recv } from '../../src/driver/verbs/index.js';
+import {
+  IBV_QP_STATE,
+  IBV_QPS_ERR,
+  IBV_WC_RECV,
+  IBV_WC_RETRY_EXC_ERR,
+  IBV_WC_SEND,
+  IBV_WC_SUCCESS,
+  IBV_WC_WITH_IMM,
+  IBV_WC_WR_FLUSH_ERR,
+  ibv_post_srq_recv,
+  newQpAttr,
+} from '../../src/driver/verbs/index.js';
 import * as H from '../e2e/harness.js';
 import { connectXrc, openXrcd, toSrq, xrcRecvQp, xrcSendQp, xrcSrq } from '../e2e/xrc-setup.js';
 import { seededRandom } from '../seeded.js';
@@ -92,6 +103,36 @@ describe('XRC under faults (simulator)', () => {
       await f.close();
     });
   }
+
+  it('a receive QP moved to ERR mid-message flushes its receive to the SRQ it came from, and the SRQ gets the entry back', async () => {
+    // Every SEND_LAST is lost: the receive QP holds the WQE of a message that never ends.
+    const f = await simFabric([{ action: 'drop', match: { opcode: 'XRC_SEND_LAST' } }], 5);
+    const xrcd = openXrcd(f.b);
+    const cq = H.createCq(f.b);
+    const srq = xrcSrq(f.b, xrcd, cq, 4);
+    const twin = xrcSrq(f.b, xrcd, cq, 4);
+    const recv = xrcRecvQp(f.b, xrcd);
+    const scq = H.createCq(f.a);
+    const send = xrcSendQp(f.a, scq);
+    connectXrc(f.a, send, f.b, recv, { timeout: 10, retryCnt: 1 });
+    const buf = H.region(f.b, 4096);
+    expect(ibv_post_srq_recv(srq.srq, H.recvWr(42n, [buf.sge(0, 4096)]))).toBe(0);
+    const src = H.region(f.a, 3000);
+    H.postSend({ qp: send } as H.Ep, toSrq(H.wrSend({ wrId: 1n, sge: [src.sge()] }), srq.num));
+    H.expectWc(await H.poll1(scq, 'the send, its last packet always lost'), { wr_id: 1n, status: IBV_WC_RETRY_EXC_ERR }, 'send');
+    const a = newQpAttr();
+    a.qp_state = IBV_QPS_ERR;
+    H.modifyOk(recv, a, IBV_QP_STATE, 'receive QP to ERR');
+    H.expectWc(await H.poll1(cq, 'the flushed receive'), { wr_id: 42n, status: IBV_WC_WR_FLUSH_ERR, qp_num: recv.qp_num }, 'flush');
+    // Posting until the SRQ is full: as many as into its untouched twin, so the flushed entry came back.
+    const fill = (s: typeof srq) => {
+      let n = 0;
+      while (ibv_post_srq_recv(s.srq, H.recvWr(BigInt(n), [buf.sge(0, 64)])) === 0) n++;
+      return n;
+    };
+    expect(fill(srq)).toBe(fill(twin));
+    await f.close();
+  });
 
   it('the bytes arrive intact: one message per SRQ buffer, checked byte by byte under the same faults', async () => {
     const f = await simFabric(FAULTS, 9);
