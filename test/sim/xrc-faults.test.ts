@@ -134,6 +134,28 @@ describe('XRC under faults (simulator)', () => {
     await f.close();
   });
 
+  it('ECN-marked XRC requests: the receive QP sends CNPs to the send QP, whose reaction point takes them', async () => {
+    const f = await simFabric([{ action: 'ecn-mark', direction: 'a->b', match: { opcode: 'send' } }], 6);
+    const xrcd = openXrcd(f.b);
+    const cq = H.createCq(f.b);
+    const srq = xrcSrq(f.b, xrcd, cq, 64);
+    const recv = xrcRecvQp(f.b, xrcd);
+    const scq = H.createCq(f.a);
+    const send = xrcSendQp(f.a, scq);
+    connectXrc(f.a, send, f.b, recv);
+    const buf = H.region(f.b, 4096);
+    const src = H.region(f.a, 4096);
+    for (let k = 0; k < 20; k++) expect(ibv_post_srq_recv(srq.srq, H.recvWr(BigInt(k), [buf.sge()]))).toBe(0);
+    for (let k = 0; k < 20; k++) H.postSend({ qp: send } as H.Ep, toSrq(H.wrSend({ wrId: BigInt(k), sge: [src.sge(0, 4096)] }), srq.num));
+    await H.pollN(scq, 20, 'sends');
+    await H.pollN(cq, 20, 'receives');
+    const [ca, cb] = [H.counters(f.a), H.counters(f.b)];
+    expect(Number(cb['np_cnp_sent'] ?? 0n), 'CNPs sent by the receiving device').toBeGreaterThan(0);
+    expect(Number(ca['rp_cnp_handled'] ?? 0n), 'CNPs the send QP reacted to').toBeGreaterThan(0);
+    expect(Number(ca['rp_cnp_ignored'] ?? 0n), 'CNPs ignored').toBe(0);
+    await f.close();
+  });
+
   it('the bytes arrive intact: one message per SRQ buffer, checked byte by byte under the same faults', async () => {
     const f = await simFabric(FAULTS, 9);
     const xrcd = openXrcd(f.b);
