@@ -225,6 +225,29 @@ describe.each([0, 1])('XRC QPs (workers %i)', (workers) => {
     });
   }
 
+  it('an SRQ with no receive posted: RNR NAK, and the SEND lands once a receive is posted', async () => {
+    const xrcd = openXrcd(f.b);
+    const cq = H.createCq(f.b);
+    const srq = xrcSrq(f.b, xrcd, cq);
+    const recv = xrcRecvQp(f.b, xrcd);
+    const scq = H.createCq(f.a);
+    const send = xrcSendQp(f.a, scq);
+    connectXrc(f.a, send, f.b, recv);
+    const before = { a: H.counters(f.a), b: H.counters(f.b) };
+    const src = H.region(f.a, 256, ACCESS, { fill: (i) => i ^ 0x5a });
+    const dst = H.region(f.b, 256);
+    H.postSend({ qp: send } as H.Ep, toSrq(H.wrSend({ wrId: 8n, sge: [src.sge()] }), srq.num));
+    // rnr_retry 7 retries for ever: nothing completes while the SRQ is empty.
+    await H.expectNoCqe(scq, 50, 'the SEND while the SRQ is empty');
+    const mid = { a: H.counters(f.a), b: H.counters(f.b) };
+    expect(Number(mid.b['send_rnr_err']! - before.b['send_rnr_err']!), 'RNR NAKs sent by the receive side').toBeGreaterThan(0);
+    expect(Number(mid.a['rcvd_rnr_err']! - before.a['rcvd_rnr_err']!), 'RNR NAKs seen by the send QP').toBeGreaterThan(0);
+    expect(ibv_post_srq_recv(srq.srq, H.recvWr(9n, [dst.sge()]))).toBe(0);
+    H.expectWc(await H.poll1(scq, 'the SEND after the receive'), { wr_id: 8n, status: IBV_WC_SUCCESS }, 'send');
+    H.expectWc(await H.poll1(cq, 'the receive'), { wr_id: 9n, status: IBV_WC_SUCCESS, byte_len: 256, qp_num: recv.qp_num }, 'receive');
+    H.expectBytes(dst.data, src.data, 'received bytes');
+  });
+
   it('a destroyed receive QP: the send QP retries and completes with RETRY_EXC_ERR', async () => {
     const xrcd = openXrcd(f.b);
     const cq = H.createCq(f.b);
