@@ -29,10 +29,19 @@ import {
   IBV_QP_QKEY,
   IBV_QP_RETRY_CNT,
   IBV_QP_SQ_PSN,
+  IBV_QP_AV,
+  IBV_QP_PATH_MTU,
+  IBV_QP_DEST_QPN,
+  IBV_QP_RQ_PSN,
+  IBV_QP_MAX_DEST_RD_ATOMIC,
+  IBV_QP_MIN_RNR_TIMER,
+  IBV_QP_RNR_RETRY,
+  IBV_QP_MAX_QP_RD_ATOMIC,
   IBV_QP_STATE,
   IBV_QP_TIMEOUT,
   IBV_QPS_ERR,
   IBV_QPS_INIT,
+  IBV_QPS_RTR,
   IBV_QPS_RTS,
   IBV_QPT_RC,
   IBV_QPT_XRC_RECV,
@@ -406,6 +415,66 @@ describe.each([0, 1])('XRC QPs (workers %i)', (workers) => {
     expect(ibv_destroy_qp(again)).toBe(0);
     expect(() => open({ qp_num: again.qp_num }), 'the QP is gone with its last handle').toThrow(expect.objectContaining({ code: 'EINVAL' }));
     expect(ibv_close_xrcd(xrcd)).toBe(0);
+  });
+
+  it("each transition's required attributes, as the kernel's qp_state_table XRC_INI / XRC_TGT columns list them: one missing is EINVAL", () => {
+    const xrcd = openXrcd(f.b);
+    const scq = H.createCq(f.b);
+    // The kernel's required masks (drivers/infiniband/core/verbs.c), typed here, not read from src/.
+    const INIT = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+    const RTR_INI = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    const RTR_TGT = RTR_INI | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    const RTS_INI = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+    const RTS_TGT = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
+    const attr = () => {
+      const a = newQpAttr();
+      a.pkey_index = 0;
+      a.port_num = H.PORT;
+      a.qp_access_flags = ACCESS;
+      a.path_mtu = 3;
+      a.dest_qp_num = 0x1234;
+      a.rq_psn = 1;
+      a.sq_psn = 1;
+      a.ah_attr = H.avTo(f.b, f.a);
+      a.max_dest_rd_atomic = 4;
+      a.min_rnr_timer = 1;
+      a.timeout = 14;
+      a.retry_cnt = 7;
+      a.rnr_retry = 7;
+      a.max_rd_atomic = 4;
+      return a;
+    };
+    for (const [qp, steps] of [
+      [
+        xrcSendQp(f.b, scq),
+        [
+          [IBV_QPS_INIT, INIT],
+          [IBV_QPS_RTR, RTR_INI],
+          [IBV_QPS_RTS, RTS_INI],
+        ],
+      ],
+      [
+        xrcRecvQp(f.b, xrcd),
+        [
+          [IBV_QPS_INIT, INIT],
+          [IBV_QPS_RTR, RTR_TGT],
+          [IBV_QPS_RTS, RTS_TGT],
+        ],
+      ],
+    ] as const) {
+      for (const [state, req] of steps) {
+        const a = attr();
+        a.qp_state = state;
+        for (let bit = 1; bit < 1 << 21; bit <<= 1) {
+          if (!(req & bit)) continue;
+          expect(ibv_modify_qp(qp, a, IBV_QP_STATE | (req & ~bit)), `QP type ${qp.qp_type} to state ${state} without mask bit 0x${bit.toString(16)}`).toBe(
+            errno.EINVAL,
+          );
+        }
+        expect(ibv_modify_qp(qp, a, IBV_QP_STATE | req), `QP type ${qp.qp_type} to state ${state} with the required attributes`).toBe(0);
+      }
+      H.expectQpState(qp, IBV_QPS_RTS, `QP type ${qp.qp_type}`);
+    }
   });
 
   it('the state machine of XRC QPs is the kernel table: a receive QP goes to RTS with timeout and sq_psn only', () => {
