@@ -1278,7 +1278,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     input: CREATE_QP_IN,
     output: CREATE_QP_OUT,
     errors: [
-      'BAD_PARAM: QP type not RC/UC/UD/XRC_SEND/XRC_RECV; an XRC_SEND QP with a receive CQ, ring or SRQ; an XRC_RECV QP with a PD, a CQ, a ring or an SRQ; an XRC domain on another type; unknown flag; ring size, stride, SGE or inline count out of range; ring or record not in host memory; a receive ring together with an SRQ',
+      'BAD_PARAM: QP type not RC/UC/UD/XRC_SEND/XRC_RECV; an XRC_SEND QP with a receive CQ, ring or SRQ; an XRC_RECV QP with a PD, a CQ, a ring or an SRQ; an XRC domain on another type; an XRC SRQ given as the SRQ of another QP type; unknown flag; ring size, stride, SGE or inline count out of range; ring or record not in host memory; a receive ring together with an SRQ',
       'BAD_RESOURCE: no such PD, CQ, SRQ or XRC domain',
       'NO_RESOURCES: maxQp QPs exist',
     ],
@@ -1294,6 +1294,8 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         if (inp.qpType !== IBV_QPT_XRC_SEND) needCq(fw, inp.recvCqn, 'recvCqn');
       }
       if (hasSrq && fw.tables.srqByNumber(inp.srqn) < 0) fail(CmdStatus.BAD_RESOURCE, 'srqn', `no SRQ ${inp.srqn}`);
+      if (hasSrq && SRQC.f.xrcdn.get(fw.tables.dv, fw.tables.srqByNumber(inp.srqn)) !== 0)
+        fail(CmdStatus.BAD_PARAM, 'srqn', `SRQ ${inp.srqn} is an XRC SRQ: only XRC receive QPs deliver into it`);
       if (hasSrq && inp.rqRingAddr !== 0n) fail(CmdStatus.BAD_PARAM, 'rqRingAddr', 'a QP with an SRQ has no receive ring');
       const maxWrLog = log2(nextPow2(d.maxQpWr));
       if (inp.maxSendSge > d.maxSge) fail(CmdStatus.BAD_PARAM, 'maxSendSge', `${inp.maxSendSge} > maxSge ${d.maxSge}`);

@@ -340,6 +340,13 @@ describe.each([0, 1])('XRC QPs (workers %i)', (workers) => {
     expect(() => ibv_create_qp_ex(f.b.ctx, { ...init, comp_mask: IBV_QP_INIT_ATTR_XRCD, xrcd: otherCtxXrcd })).toThrow(
       expect.objectContaining({ code: 'EINVAL' }),
     );
+    // An XRC SRQ takes no RC QP (the kernel's uverbs create_qp: EINVAL).
+    const xsrq = xrcSrq(f.b, xrcd, scq);
+    const rcCap = newQpCap();
+    rcCap.max_send_wr = 4;
+    expect(() => ibv_create_qp(f.b.pd, { qp_type: IBV_QPT_RC, send_cq: scq, recv_cq: scq, srq: xsrq.srq, cap: rcCap, sq_sig_all: 0 })).toThrow(
+      expect.objectContaining({ code: 'EINVAL' }),
+    );
     // An XRC send QP made by the classic verb, its receive side ignored as the kernel ignores it.
     const cap = newQpCap();
     cap.max_send_wr = 4;

@@ -223,6 +223,8 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   if (!xrcSend && (!(rcq instanceof ModelCq) || rcq.context !== ctx || rcq.destroyed)) fail(errno.EINVAL, 'recv_cq is not a CQ of this context');
   const srq = xrcSend ? null : ((init.srq ?? null) as ModelSrq | null);
   if (srq !== null && (!(srq instanceof ModelSrq) || srq.context !== ctx || srq.destroyed)) fail(errno.EINVAL, 'srq is not an SRQ of this context');
+  // The kernel's uverbs create_qp: an XRC SRQ takes only XRC receive QPs' requests (their XRCETH names it).
+  if (srq?.xrc) fail(errno.EINVAL, 'srq is an XRC SRQ: only XRC receive QPs deliver into it');
   const cap = init.cap ?? newQpCap();
   if (typeof cap !== 'object') fail(errno.EINVAL, 'cap is not an ibv_qp_cap');
   const L = ctx.limits;
