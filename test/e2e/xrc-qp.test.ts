@@ -10,9 +10,15 @@
  * destroyed receive QP (retries exhausted), posts that XRC QPs do not take,
  * ibv_open_qp and the shared lifetime of a receive QP.
  */
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   errno,
+  O_CREAT,
+  IBV_XRCD_INIT_ATTR_OFLAGS,
+  IBV_XRCD_INIT_ATTR_FD,
   IBV_QP_CUR_STATE,
   IBV_QP_INIT_ATTR_PD,
   IBV_QP_INIT_ATTR_XRCD,
@@ -70,6 +76,9 @@ import {
   ibv_destroy_qp,
   ibv_modify_qp,
   ibv_open_qp,
+  ibv_destroy_cq,
+  ibv_create_cq,
+  ibv_open_xrcd,
   ibv_post_recv,
   ibv_post_send,
   ibv_query_device,
@@ -481,6 +490,57 @@ describe.each([0, 1])('XRC QPs (workers %i)', (workers) => {
         expect(ibv_modify_qp(qp, a, IBV_QP_STATE | req), `QP type ${qp.qp_type} to state ${state} with the required attributes`).toBe(0);
       }
       H.expectQpState(qp, IBV_QPS_RTS, `QP type ${qp.qp_type}`);
+    }
+  });
+
+  it('ibv_open_qp from a second context sharing the domain through a file: it keeps the QP after its creator context closes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rnic-xrc-ctx-'));
+    const fd = openSync(join(dir, 'domain'), 'a+');
+    const b2 = H.openDev(f.b.name);
+    try {
+      const MASK = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+      const x1 = ibv_open_xrcd(f.b.ctx, { comp_mask: MASK, fd, oflags: O_CREAT });
+      const x2 = ibv_open_xrcd(b2.ctx, { comp_mask: MASK, fd, oflags: 0 });
+      const creator = H.openDev(f.b.name);
+      const x0 = ibv_open_xrcd(creator.ctx, { comp_mask: MASK, fd, oflags: 0 });
+      const created = ibv_create_qp_ex(creator.ctx, {
+        comp_mask: IBV_QP_INIT_ATTR_XRCD,
+        xrcd: x0,
+        qp_type: IBV_QPT_XRC_RECV,
+        send_cq: null,
+        recv_cq: null,
+        cap: newQpCap(),
+        sq_sig_all: 0,
+      });
+      const opened = ibv_open_qp(b2.ctx, {
+        comp_mask: IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
+        qp_num: created.qp_num,
+        xrcd: x2,
+        qp_type: IBV_QPT_XRC_RECV,
+      });
+      // The creator's context closes (its handle with it); the QP lives on in the other context.
+      H.closeDev(creator);
+      const cq = ibv_create_cq(f.b.ctx, 8, null, null, 0);
+      const srq = xrcSrq(f.b, x1, cq);
+      const scq = H.createCq(f.a);
+      const send = xrcSendQp(f.a, scq);
+      connectXrc(f.a, send, b2, opened);
+      const dst = H.region(f.b, 64);
+      expect(ibv_post_srq_recv(srq.srq, H.recvWr(3n, [dst.sge()]))).toBe(0);
+      const src = H.region(f.a, 64, ACCESS, { fill: (i) => i * 3 });
+      H.postSend({ qp: send } as H.Ep, toSrq(H.wrSend({ wrId: 4n, sge: [src.sge()] }), srq.num));
+      H.expectWc(await H.poll1(scq, 'send'), { status: IBV_WC_SUCCESS }, 'send into the shared domain');
+      H.expectWc(await H.poll1(cq, 'receive'), { wr_id: 3n, status: IBV_WC_SUCCESS, qp_num: opened.qp_num }, 'receive on the first context');
+      H.expectBytes(dst.data, src.data, 'bytes');
+      expect(ibv_destroy_qp(opened)).toBe(0);
+      expect(ibv_destroy_srq(srq.srq)).toBe(0);
+      expect(ibv_destroy_cq(cq)).toBe(0);
+      expect(ibv_close_xrcd(x2)).toBe(0);
+      expect(ibv_close_xrcd(x1)).toBe(0);
+    } finally {
+      H.closeDev(b2);
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
