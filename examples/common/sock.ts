@@ -112,3 +112,27 @@ export function tcpAcceptOne(port: number, onListening?: (port: number) => void)
     });
   });
 }
+
+/**
+ * Listens at `port` (0: any free port) and accepts `n` connections, in
+ * order, then stops listening: C's bind() + listen(n) + n accept()s
+ * (xsrq_pingpong's server with `-c n`).
+ */
+export function tcpAcceptMany(port: number, n: number, onListening?: (port: number) => void): Promise<MsgSocket[]> {
+  return new Promise((resolve, reject) => {
+    const socks: MsgSocket[] = [];
+    const server: Server = createServer({ noDelay: true });
+    server.once('error', reject);
+    server.on('connection', (s: Socket) => {
+      socks.push(new MsgSocket(s));
+      if (socks.length === n) {
+        server.close();
+        resolve(socks);
+      }
+    });
+    server.listen({ port, exclusive: true, backlog: n }, () => {
+      const addr = server.address();
+      if (addr && typeof addr === 'object') onListening?.(addr.port);
+    });
+  });
+}

@@ -7,7 +7,7 @@ import { countersCommand } from './commands/counters.js';
 import { demoCommand } from './commands/demo.js';
 import { devinfoCommand } from './commands/devinfo.js';
 import { perfCommand } from './commands/perf.js';
-import { pingpongCommand, srqPingpongCommand } from './commands/pingpong.js';
+import { pingpongCommand, srqPingpongCommand, xsrqPingpongCommand } from './commands/pingpong.js';
 import { rcPingpongCommand } from './commands/rc-pingpong.js';
 import { simCommand } from './commands/sim.js';
 import { pcapSampleCommand } from './pcap-sample.js';
@@ -27,6 +27,8 @@ const COMMANDS: Record<string, Command> = {
   ud_pingpong: pingpongCommand('UD'),
   'srq-pingpong': srqPingpongCommand,
   srq_pingpong: srqPingpongCommand,
+  'xsrq-pingpong': xsrqPingpongCommand,
+  xsrq_pingpong: xsrqPingpongCommand,
   perf: perfCommand,
   devinfo: devinfoCommand,
   sim: simCommand,

@@ -9,7 +9,7 @@
  *  - deviceCapFlags: only the rxe flags whose behaviour the model
  *    implements (no SRQ resize, no automatic path migration, no memory
  *    management extensions: memory windows yes, type 1 and 2B as rxe, but
- *    no fast-register MRs).
+ *    no fast-register MRs); XRC (IBV_DEVICE_XRC), which rxe does not have.
  *  - multicast (maxMcast*) is 0: not modelled (rxe: 8192 / 56 / 0x70000).
  *  - port: active MTU 4096 (rxe derives it from the netdev MTU), link up,
  *    4X EDR (100 Gb/s) width/speed.
@@ -28,6 +28,7 @@ import {
   IBV_DEVICE_MEM_WINDOW_TYPE_2B,
   IBV_DEVICE_PORT_ACTIVE_EVENT,
   IBV_DEVICE_RC_RNR_NAK_GEN,
+  IBV_DEVICE_XRC,
   IBV_DEVICE_SYS_IMAGE_GUID,
   IBV_DEVICE_UD_AV_PORT_ENFORCE,
   IBV_GID_TYPE_ROCE_V1,
@@ -75,7 +76,8 @@ export const DEVICE_PARAMS = {
       IBV_DEVICE_SYS_IMAGE_GUID |
       IBV_DEVICE_RC_RNR_NAK_GEN |
       IBV_DEVICE_MEM_WINDOW |
-      IBV_DEVICE_MEM_WINDOW_TYPE_2B,
+      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+      IBV_DEVICE_XRC,
     'IBV_DEVICE_* flags the model implements',
   ),
   maxSge: count(32, 'scatter/gather entries per send / receive WQE (rxe)', 1, 255),

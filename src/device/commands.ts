@@ -52,6 +52,8 @@ import {
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
+  IBV_QPT_XRC_RECV,
+  IBV_QPT_XRC_SEND,
   IBV_SRQ_LIMIT,
   IBV_SRQ_MAX_WR,
   IBV_MTU_4096,
@@ -472,14 +474,14 @@ export const enum CreateQpFlag {
 }
 
 export const CREATE_QP_IN = defineLayout('create-qp-in', 0x40, 'ibv_create_qp. A ring address of 0 means "no such queue" (max_*_wr = 0, or an SRQ).', [
-  u('qpType', 0x00, 0, 8, 'IBV_QPT_RC 2, UC 3, UD 4'),
+  u('qpType', 0x00, 0, 8, 'IBV_QPT_RC 2, UC 3, UD 4, XRC_SEND 9, XRC_RECV 10'),
   u('flags', 0x01, 0, 8, 'bit 0 sq_sig_all, bit 1 receives from an SRQ'),
   reserved(0x02, 16),
-  u('pdn', 0x04, 0, 32, 'protection domain'),
-  u('sendCqn', 0x08, 0, 32, 'send CQ'),
-  u('recvCqn', 0x0c, 0, 32, 'receive CQ'),
+  u('pdn', 0x04, 0, 32, 'protection domain (0 for XRC_RECV)'),
+  u('sendCqn', 0x08, 0, 32, 'send CQ (0 for XRC_RECV)'),
+  u('recvCqn', 0x0c, 0, 32, "receive CQ (0 for XRC_SEND and XRC_RECV: XRC receives complete on the SRQ's CQ)"),
   u('srqn', 0x10, 0, 32, 'SRQ (flags bit 1)'),
-  reserved(0x14, 32),
+  u('xrcdn', 0x14, 0, 32, 'XRC_RECV: its XRC domain (0 for every other type)'),
   u64('sqRingAddr', 0x18, 'send ring (0: none), 64-byte aligned'),
   u64('rqRingAddr', 0x20, 'receive ring (0: none; must be 0 with an SRQ)'),
   u64('dbrecAddr', 0x28, 'QP doorbell record, 8-byte aligned'),
@@ -560,7 +562,7 @@ function command<IF extends readonly FieldDecl[], OF extends readonly FieldDecl[
   return spec as unknown as CommandDef;
 }
 
-const SUPPORTED_QP_TYPES = [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD];
+const SUPPORTED_QP_TYPES = [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV];
 const MR_ACCESS_SUPPORTED =
   IBV_ACCESS_MW_BIND |
   IBV_ACCESS_LOCAL_WRITE |
@@ -574,6 +576,32 @@ const QP_ACCESS_SUPPORTED = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | I
 
 function nextPow2(n: number): number {
   return n <= 1 ? 1 : 2 ** Math.ceil(Math.log2(n));
+}
+
+/**
+ * The XRC rules of CREATE_QP: an XRC_SEND QP has a PD and a send CQ but no
+ * receive side (no receive CQ, ring or SRQ); an XRC_RECV QP has only its XRC
+ * domain (no PD, CQs, rings or SRQ: each request names its XRC SRQ). Other
+ * types name no domain.
+ */
+function checkXrcQp(
+  fw: Firmware,
+  type: number,
+  inp: { pdn: number; sendCqn: number; recvCqn: number; xrcdn: number; sqRingAddr: bigint; rqRingAddr: bigint },
+  hasSrq: boolean,
+): void {
+  if (type !== IBV_QPT_XRC_RECV) {
+    if (inp.xrcdn !== 0) fail(CmdStatus.BAD_PARAM, 'xrcdn', 'only an XRC_RECV QP has an XRC domain');
+    if (type === IBV_QPT_XRC_SEND) {
+      if (inp.recvCqn !== 0) fail(CmdStatus.BAD_PARAM, 'recvCqn', 'an XRC_SEND QP has no receive CQ');
+      if (hasSrq || inp.rqRingAddr !== 0n) fail(CmdStatus.BAD_PARAM, 'rqRingAddr', 'an XRC_SEND QP has no receive queue or SRQ');
+    }
+    return;
+  }
+  if (!fw.xrcds.isLive(inp.xrcdn)) fail(CmdStatus.BAD_RESOURCE, 'xrcdn', `no XRC domain ${inp.xrcdn}`);
+  if (inp.pdn !== 0 || inp.sendCqn !== 0 || inp.recvCqn !== 0) fail(CmdStatus.BAD_PARAM, 'pdn', 'an XRC_RECV QP has no PD and no CQs');
+  if (hasSrq || inp.sqRingAddr !== 0n || inp.rqRingAddr !== 0n)
+    fail(CmdStatus.BAD_PARAM, 'sqRingAddr', 'an XRC_RECV QP has no send or receive queue and no SRQ');
 }
 
 function needPd(fw: Firmware, pdn: number, field = 'pdn'): void {
@@ -1250,19 +1278,24 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     input: CREATE_QP_IN,
     output: CREATE_QP_OUT,
     errors: [
-      'BAD_PARAM: QP type not RC/UC/UD; unknown flag; ring size, stride, SGE or inline count out of range; ring or record not in host memory; a receive ring together with an SRQ',
-      'BAD_RESOURCE: no such PD, CQ or SRQ',
+      'BAD_PARAM: QP type not RC/UC/UD/XRC_SEND/XRC_RECV; an XRC_SEND QP with a receive CQ, ring or SRQ; an XRC_RECV QP with a PD, a CQ, a ring or an SRQ; an XRC domain on another type; an XRC SRQ given as the SRQ of another QP type; unknown flag; ring size, stride, SGE or inline count out of range; ring or record not in host memory; a receive ring together with an SRQ',
+      'BAD_RESOURCE: no such PD, CQ, SRQ or XRC domain',
       'NO_RESOURCES: maxQp QPs exist',
     ],
     run: (fw, inp) => {
       const d = fw.caps.device;
       if (!SUPPORTED_QP_TYPES.includes(inp.qpType)) fail(CmdStatus.BAD_PARAM, 'qpType', `QP type ${inp.qpType} not supported`);
       if (inp.flags & ~(CreateQpFlag.SQ_SIG_ALL | CreateQpFlag.HAS_SRQ)) fail(CmdStatus.BAD_PARAM, 'flags', 'unknown flags');
-      needPd(fw, inp.pdn);
-      needCq(fw, inp.sendCqn, 'sendCqn');
-      needCq(fw, inp.recvCqn, 'recvCqn');
       const hasSrq = (inp.flags & CreateQpFlag.HAS_SRQ) !== 0;
+      checkXrcQp(fw, inp.qpType, inp, hasSrq);
+      if (inp.qpType !== IBV_QPT_XRC_RECV) {
+        needPd(fw, inp.pdn);
+        needCq(fw, inp.sendCqn, 'sendCqn');
+        if (inp.qpType !== IBV_QPT_XRC_SEND) needCq(fw, inp.recvCqn, 'recvCqn');
+      }
       if (hasSrq && fw.tables.srqByNumber(inp.srqn) < 0) fail(CmdStatus.BAD_RESOURCE, 'srqn', `no SRQ ${inp.srqn}`);
+      if (hasSrq && SRQC.f.xrcdn.get(fw.tables.dv, fw.tables.srqByNumber(inp.srqn)) !== 0)
+        fail(CmdStatus.BAD_PARAM, 'srqn', `SRQ ${inp.srqn} is an XRC SRQ: only XRC receive QPs deliver into it`);
       if (hasSrq && inp.rqRingAddr !== 0n) fail(CmdStatus.BAD_PARAM, 'rqRingAddr', 'a QP with an SRQ has no receive ring');
       const maxWrLog = log2(nextPow2(d.maxQpWr));
       if (inp.maxSendSge > d.maxSge) fail(CmdStatus.BAD_PARAM, 'maxSendSge', `${inp.maxSendSge} > maxSge ${d.maxSge}`);
@@ -1297,6 +1330,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         sendCqn: inp.sendCqn,
         recvCqn: inp.recvCqn,
         srqn: hasSrq ? inp.srqn : 0,
+        xrcdn: inp.xrcdn,
         sqRingAddr: inp.sqRingAddr,
         rqRingAddr: inp.rqRingAddr,
         dbrecAddr: inp.dbrecAddr,
@@ -1316,9 +1350,11 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         (off + CtxOff.QP_FLAGS) >> 2,
         QpFlag.VALID | (inp.flags & CreateQpFlag.SQ_SIG_ALL ? QpFlag.SQ_SIG_ALL : 0) | (hasSrq ? QpFlag.HAS_SRQ : 0),
       );
-      fw.pdRefs[inp.pdn]!++;
-      fw.cqRefs[inp.sendCqn]!++;
-      fw.cqRefs[inp.recvCqn]!++;
+      // What the QP holds (0: an XRC QP without that object).
+      if (inp.pdn) fw.pdRefs[inp.pdn]!++;
+      if (inp.sendCqn) fw.cqRefs[inp.sendCqn]!++;
+      if (inp.recvCqn) fw.cqRefs[inp.recvCqn]!++;
+      if (inp.xrcdn) fw.xrcdRefs[inp.xrcdn]!++;
       if (hasSrq) fw.srqRefs[inp.srqn]!++;
       fw.qpChanges.note(qpn);
       return { qpn };
@@ -1480,9 +1516,10 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       Atomics.add(t.i32, (qp + CtxOff.QP_MODIFY_SEQ) >> 2, 1);
       fw.qps.free(inp.qpn);
       fw.qpChanges.note(inp.qpn);
-      fw.pdRefs[c.pdn]!--;
-      fw.cqRefs[c.sendCqn]!--;
-      fw.cqRefs[c.recvCqn]!--;
+      if (c.pdn) fw.pdRefs[c.pdn]!--;
+      if (c.sendCqn) fw.cqRefs[c.sendCqn]!--;
+      if (c.recvCqn) fw.cqRefs[c.recvCqn]!--;
+      if (c.xrcdn) fw.xrcdRefs[c.xrcdn]!--;
       if (c.flags & QpFlag.HAS_SRQ) fw.srqRefs[c.srqn]!--;
       // Type 2 windows bound to it go back to FREE: no QP may use them any more.
       for (const idx of fw.mws) mwReleaseQp(t, t.mptOff(idx), inp.qpn);

@@ -96,7 +96,8 @@ export const CQE = defineLayout(
     u('dlidPathBits', 0x27, 0, 7, 'dlid_path_bits (InfiniBand)'),
     reserved(0x27, 1, 7),
     u64('timestamp', 0x28, 'completion time in device clock ticks (hcaCoreClock kHz; ns by default)'),
-    reserved(0x30, 32),
+    u('srqn', 0x30, 0, 24, 'XRC receives: the XRC SRQ whose WQE completed (the driver frees its entry there); 0 otherwise'),
+    reserved(0x33, 8),
     reserved(0x34, 32),
     reserved(0x38, 32),
     reserved(0x3c, 24),
@@ -145,6 +146,8 @@ export class CqeFields {
   immData = 0;
   qpNum = 0;
   srcQp = 0;
+  /** XRC receives: the SRQ the WQE came from (qpNum is the XRC receive QP). */
+  srqn = 0;
   vendorErr = 0;
   wcFlags = 0;
   pkeyIndex = 0;
@@ -167,7 +170,7 @@ export class CqeFields {
   }
 
   reset(): this {
-    this.wrIdLo = this.wrIdHi = this.byteLen = this.immData = this.qpNum = this.srcQp = 0;
+    this.wrIdLo = this.wrIdHi = this.byteLen = this.immData = this.qpNum = this.srcQp = this.srqn = 0;
     this.vendorErr = this.wcFlags = this.pkeyIndex = this.slid = this.wqeCounter = 0;
     this.status = IBV_WC_SUCCESS;
     this.opcode = this.sl = this.dlidPathBits = this.timestamp = 0;
@@ -199,7 +202,7 @@ export function writeCqe(mem: HostMemory, off: number, f: CqeFields, phase: numb
   dv.setUint8(off + 0x27, f.dlidPathBits & 0x7f);
   dv.setUint32(off + 0x28, f.timestamp >>> 0, true);
   dv.setUint32(off + 0x2c, Math.floor(f.timestamp / 4294967296) >>> 0, true);
-  dv.setUint32(off + 0x30, 0, true);
+  dv.setUint32(off + 0x30, f.srqn & 0xffffff, true);
   dv.setUint32(off + 0x34, 0, true);
   dv.setUint32(off + 0x38, 0, true);
   dv.setUint16(off + 0x3c, 0, true);

@@ -114,11 +114,11 @@ describe('layout declarations', () => {
     const buf = new Uint8Array(64);
     const dv = new DataView(buf.buffer);
     encodeStruct(CQE, dv, 0, { opcode: 128, byteLen: 4096 });
-    buf[0x30] = 1;
+    buf[0x34] = 1;
     const s = formatStruct(CQE, buf);
     expect(s).toMatch(/opcode\s+= 128 \(0x80\) RECV/);
-    expect(s).toMatch(/reservedAt0x30 .*reserved bits set/);
-    expect(s).not.toMatch(/reservedAt0x34/);
+    expect(s).toMatch(/reservedAt0x34 .*reserved bits set/);
+    expect(s).not.toMatch(/reservedAt0x38/);
     expect(layoutTable(CQE)).toMatch(/\| 0x3f \| 0 \| `owner` \|/);
   });
 });

@@ -93,7 +93,8 @@ export const SEND_CTRL = defineLayout('send-ctrl', 32, 'Send WQE control segment
   u('flushType', 0x11, 0, 8, 'FLUSH: placement type, the FETH bits 3..0 (IBV_FLUSH_GLOBAL 1, IBV_FLUSH_PERSISTENT 2)'),
   u('flushLevel', 0x12, 0, 8, 'FLUSH: selectivity level, the FETH bits 5..4 (IBV_FLUSH_RANGE 0, IBV_FLUSH_MR 1)'),
   reserved(0x13, 8),
-  reserved(0x14, 32),
+  u('xrcSrqn', 0x14, 0, 24, 'XRC send QPs: the remote XRC SRQ (the XRCETH of every request packet); ignored by other QP types'),
+  reserved(0x17, 8),
   reserved(0x18, 64),
 ]);
 

@@ -155,7 +155,8 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   const state = nic.env.tables.qpState(qp);
   if (state !== IBV_QPS_RTS && state !== IBV_QPS_SQD) return;
   const psn = p.bth.psn;
-  const op = p.bth.opcode;
+  // The operation bits: RC and XRC responses share them (the receive parser matched the transport to the QP).
+  const op = p.bth.opcode & 0x1f;
   const ctr = nic.ctr(q.portNum);
   if (op === Op.RC_ACKNOWLEDGE) {
     const syn = p.aeth!.syndrome;

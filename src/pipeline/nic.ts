@@ -13,6 +13,8 @@ import {
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
+  IBV_QPT_XRC_RECV,
+  IBV_QPT_XRC_SEND,
   IBV_WC_RECV,
   IBV_WC_WR_FLUSH_ERR,
   IBV_EVENT_CQ_ERR,
@@ -51,7 +53,13 @@ const QP_BURST = 16;
 /** The destination QPN of UD multicast (IBTA: 0xFFFFFF). */
 const MULTICAST_QPN = 0xffffff;
 
-const TRANSPORT_OF_QPT: Record<number, number> = { [IBV_QPT_RC]: Transport.RC, [IBV_QPT_UC]: Transport.UC, [IBV_QPT_UD]: Transport.UD };
+const TRANSPORT_OF_QPT: Record<number, number> = {
+  [IBV_QPT_RC]: Transport.RC,
+  [IBV_QPT_UC]: Transport.UC,
+  [IBV_QPT_UD]: Transport.UD,
+  [IBV_QPT_XRC_SEND]: Transport.XRC,
+  [IBV_QPT_XRC_RECV]: Transport.XRC,
+};
 
 export class Nic implements NicCore {
   readonly env: NicEnv;
@@ -335,6 +343,8 @@ export class Nic implements NicCore {
     f.status = IBV_WC_WR_FLUSH_ERR;
     f.opcode = IBV_WC_RECV;
     f.qpNum = q.qpn;
+    // An XRC receive QP's WQE came from the SRQ its message named: the driver frees it there.
+    f.srqn = q.qpType === IBV_QPT_XRC_RECV ? q.srqn : 0;
     f.wqeCounter = counter & 0xffff;
     this.ctr(q.portNum)[Ctr.RESP_CQE_FLUSH_ERROR]!++;
     this.complete(q.recvCqn, f);
@@ -559,14 +569,15 @@ export class Nic implements NicCore {
 
   /**
    * A CNP for QP `qpn`: the reaction point takes it when the QP exists (RC,
-   * UC or UD) and its priority's reaction point is on.
+   * UC, UD or XRC send: a QP that sends requests) and its priority's
+   * reaction point is on.
    */
   private cnpReceived(qpn: number): boolean {
     const t = this.env.tables;
     const off = t.qpByNumber(qpn);
     if (off < 0) return false;
     const type = QPC.f.qpType.get(t.dv, off);
-    if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD) return false;
+    if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD && type !== IBV_QPT_XRC_SEND) return false;
     return this.congestion.reactionPoint(this.qp(qpn)!.q);
   }
 
@@ -627,7 +638,9 @@ export class Nic implements NicCore {
       ctr[Ctr.RX_UNKNOWN_QP]!++;
       return;
     }
-    if (TRANSPORT_OF_QPT[QPC.f.qpType.get(t.dv, off)] !== info.transport) {
+    const qpType = QPC.f.qpType.get(t.dv, off);
+    // An XRC send QP only initiates, an XRC receive QP only responds (IBTA 9.8 XRC_INI / XRC_TGT).
+    if (TRANSPORT_OF_QPT[qpType] !== info.transport || (qpType === IBV_QPT_XRC_SEND && info.isRequest) || (qpType === IBV_QPT_XRC_RECV && !info.isRequest)) {
       ctr[Ctr.RX_QP_TYPE_MISMATCH]!++;
       return;
     }

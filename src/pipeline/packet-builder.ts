@@ -214,6 +214,13 @@ export class PathTemplate {
   setIeth(rkey: number): void {
     this.pkt.ieth = rkey >>> 0;
   }
+  /** XRC requests: the XRCETH's remote SRQ number; after begin. */
+  setXrceth(srqn: number): void {
+    this.xrceth.xrcSrq = srqn & 0xffffff;
+    this.pkt.xrceth = this.xrceth;
+  }
+  private readonly xrceth = { resv8: 0, xrcSrq: 0 };
+
   /** FLUSH: the FETH word (placement type bits 3..0, selectivity bits 5..4); after begin. */
   setFeth(raw: number): void {
     this.feth.raw = raw >>> 0;

@@ -8,7 +8,7 @@
  */
 import { QPC, QpFlag } from '../device/contexts.js';
 import type { ContextTables } from '../device/contexts.js';
-import { mtu_enum_to_bytes } from '../device/abi/constants.js';
+import { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_XRC_RECV, IBV_QPT_XRC_SEND, mtu_enum_to_bytes } from '../device/abi/constants.js';
 import type { CcFlow } from './cc/congestion-control.js';
 import type { PathTemplate } from './packet-builder.js';
 import { readAv, type AddressVector, type RecvWqe, type SendWqe } from './work-requests.js';
@@ -44,6 +44,16 @@ export class QpCtx {
   seq = -1;
   qpn: number;
   qpType = 0;
+  /** RC, XRC_SEND or XRC_RECV: acknowledged, with retries (the RC transport rules). */
+  reliable = false;
+  /** What the transport adds to an RC opcode (IBTA Table 38): UC 0x20, XRC 0xA0, else 0. */
+  opBase = 0;
+  /** XRC_RECV: its XRC domain. */
+  xrcdn = 0;
+  /**
+   * The PD, receive CQ and SRQ the responder uses. For XRC_RECV these are
+   * the XRC SRQ's, set from each request's XRCETH (responder xrcTarget).
+   */
   pdn = 0;
   sendCqn = 0;
   recvCqn = 0;
@@ -155,12 +165,19 @@ export class QpCtx {
     this.seq = seq;
     const f = QPC.f;
     this.qpType = f.qpType.get(dv, qp);
-    this.pdn = f.pdn.get(dv, qp);
-    this.sendCqn = f.sendCqn.get(dv, qp);
-    this.recvCqn = f.recvCqn.get(dv, qp);
-    this.srqn = f.srqn.get(dv, qp);
+    this.reliable = this.qpType === IBV_QPT_RC || this.qpType === IBV_QPT_XRC_SEND || this.qpType === IBV_QPT_XRC_RECV;
+    this.opBase = this.qpType === IBV_QPT_UC ? 0x20 : this.qpType === IBV_QPT_XRC_SEND || this.qpType === IBV_QPT_XRC_RECV ? 0xa0 : 0;
+    this.xrcdn = f.xrcdn.get(dv, qp);
     const flags = f.flags.get(dv, qp);
-    this.hasSrq = (flags & QpFlag.HAS_SRQ) !== 0;
+    // An XRC receive QP keeps the SRQ (PD, CQ) its last request named: a receive in progress
+    // is flushed there when a MODIFY_QP moves the QP to ERR.
+    if (this.qpType !== IBV_QPT_XRC_RECV) {
+      this.pdn = f.pdn.get(dv, qp);
+      this.recvCqn = f.recvCqn.get(dv, qp);
+      this.srqn = f.srqn.get(dv, qp);
+      this.hasSrq = (flags & QpFlag.HAS_SRQ) !== 0;
+    }
+    this.sendCqn = f.sendCqn.get(dv, qp);
     this.sqSigAll = (flags & QpFlag.SQ_SIG_ALL) !== 0;
     this.portNum = f.portNum.get(dv, qp) || 1;
     this.mtu = mtu_enum_to_bytes(f.pathMtu.get(dv, qp)) > 0 ? mtu_enum_to_bytes(f.pathMtu.get(dv, qp)) : 256;

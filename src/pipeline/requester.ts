@@ -10,6 +10,7 @@ import {
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
+  IBV_QPT_XRC_SEND,
   IBV_SEND_INLINE,
   IBV_WC_COMP_SWAP,
   IBV_WC_FETCH_ADD,
@@ -75,6 +76,9 @@ function opcodeAllowed(qpType: number, op: number): boolean {
     case IBV_QPT_UC:
       return op === IBV_WR_SEND || op === IBV_WR_SEND_WITH_IMM || op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM;
     case IBV_QPT_RC:
+    case IBV_QPT_XRC_SEND:
+      // XRC has every RC operation but FLUSH and ATOMIC_WRITE (IBTA Table 38 has no XRC codes for them).
+      if (qpType === IBV_QPT_XRC_SEND && (op === IBV_WR_FLUSH || op === IBV_WR_ATOMIC_WRITE)) return false;
       return (
         op === IBV_WR_SEND ||
         op === IBV_WR_SEND_WITH_IMM ||
@@ -194,8 +198,8 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
   }
 }
 
-function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
-  const base = uc ? 0x20 : 0;
+/** The request opcode of packet `i` of `w`; `base` is the transport's (QpCtx.opBase). */
+function sendOpcode(w: SendWqe, i: number, base: number): number {
   const only = w.npsn === 1;
   const last = i === w.npsn - 1;
   switch (w.opcode) {
@@ -204,7 +208,7 @@ function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
     case IBV_WR_SEND_WITH_IMM:
       return base + (only ? Op.RC_SEND_ONLY_WITH_IMMEDIATE : i === 0 ? Op.RC_SEND_FIRST : last ? Op.RC_SEND_LAST_WITH_IMMEDIATE : Op.RC_SEND_MIDDLE);
     case IBV_WR_SEND_WITH_INV:
-      return only ? Op.RC_SEND_ONLY_WITH_INVALIDATE : i === 0 ? Op.RC_SEND_FIRST : last ? Op.RC_SEND_LAST_WITH_INVALIDATE : Op.RC_SEND_MIDDLE;
+      return base + (only ? Op.RC_SEND_ONLY_WITH_INVALIDATE : i === 0 ? Op.RC_SEND_FIRST : last ? Op.RC_SEND_LAST_WITH_INVALIDATE : Op.RC_SEND_MIDDLE);
     case IBV_WR_RDMA_WRITE:
       return base + (only ? Op.RC_RDMA_WRITE_ONLY : i === 0 ? Op.RC_RDMA_WRITE_FIRST : last ? Op.RC_RDMA_WRITE_LAST : Op.RC_RDMA_WRITE_MIDDLE);
     case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -213,15 +217,15 @@ function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
         (only ? Op.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : i === 0 ? Op.RC_RDMA_WRITE_FIRST : last ? Op.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : Op.RC_RDMA_WRITE_MIDDLE)
       );
     case IBV_WR_RDMA_READ:
-      return Op.RC_RDMA_READ_REQUEST;
+      return base + Op.RC_RDMA_READ_REQUEST;
     case IBV_WR_ATOMIC_CMP_AND_SWP:
-      return Op.RC_COMPARE_SWAP;
+      return base + Op.RC_COMPARE_SWAP;
     case IBV_WR_ATOMIC_WRITE:
       return Op.RC_ATOMIC_WRITE;
     case IBV_WR_FLUSH:
       return Op.RC_FLUSH;
     default:
-      return Op.RC_FETCH_ADD;
+      return base + Op.RC_FETCH_ADD;
   }
 }
 
@@ -233,13 +237,12 @@ function sendOpcode(w: SendWqe, i: number, uc: boolean): number {
 function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, portNum: number, spacingPs: number): number {
   const { mem, tables: t } = nic.env;
   const i = w.sentPkts;
-  const uc = q.qpType === IBV_QPT_UC;
   const ud = q.qpType === IBV_QPT_UD;
   let opcode: number;
   let psn = psnAdd(w.firstPsn, i);
   let payloadLen = 0;
   if (ud) opcode = w.opcode === IBV_WR_SEND_WITH_IMM ? Op.UD_SEND_ONLY_WITH_IMMEDIATE : Op.UD_SEND_ONLY;
-  else opcode = sendOpcode(w, i, uc);
+  else opcode = sendOpcode(w, i, q.opBase);
   const isRead = w.opcode === IBV_WR_RDMA_READ;
   const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
   if (!isRead && !isAtomic) payloadLen = Math.min(q.mtu, w.length - i * q.mtu);
@@ -251,7 +254,7 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   // and every MAX_PKT_PER_ACK packets; a stream of unsignaled messages is
   // acknowledged cumulatively. rxe asks on every message's last packet (profiles.ts ackReqEveryMessage).
   const wanted = lastPkt && (nic.env.profile.ackReqEveryMessage || w.signaled || q.sqSigAll || q.txIndex === q.window.length - 1 || isReadOrAtomic(w.opcode));
-  const ackReq = q.qpType === IBV_QPT_RC && (wanted || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
+  const ackReq = q.reliable && (wanted || q.sinceAckReq >= MAX_PKT_PER_ACK) ? 1 : 0;
   if (ackReq) q.sinceAckReq = 0;
   const se =
     lastPkt &&
@@ -270,6 +273,7 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   if (w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) path.setImm(bswap32(w.imm));
   if (w.opcode === IBV_WR_SEND_WITH_INV) path.setIeth(w.imm);
   if (w.opcode === IBV_WR_FLUSH) path.setFeth(w.feth);
+  if (q.qpType === IBV_QPT_XRC_SEND) path.setXrceth(w.xrcSrqn);
   if (payloadLen > 0) {
     if (w.inline) payload.set(w.inline.subarray(i * q.mtu, i * q.mtu + payloadLen));
     else if (gather(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen, payload, 0) !== MrCheck.OK) {
@@ -361,7 +365,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
       }
       w.status = WqeStatus.SENT;
       q.txIndex++;
-      if (q.qpType !== IBV_QPT_RC) {
+      if (!q.reliable) {
         // No acknowledgements on UC and UD: done once on the wire.
         q.window.splice(q.txIndex - 1, 1);
         q.txIndex--;
@@ -369,7 +373,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
       }
     }
   }
-  if (q.qpType === IBV_QPT_RC && q.ackDeadline === Infinity && hasUnacked(q)) {
+  if (q.reliable && q.ackDeadline === Infinity && hasUnacked(q)) {
     q.ackDeadline = now + localAckTimeoutNs(q.timeout);
   }
   return sent;

@@ -16,8 +16,8 @@ import {
   IBV_QPS_ERR,
   IBV_QPS_RESET,
   IBV_QPS_INIT,
-  IBV_QPT_RC,
   IBV_QPT_UD,
+  IBV_QPT_XRC_RECV,
   IBV_WC_GRH,
   IBV_WC_LOC_LEN_ERR,
   IBV_WC_LOC_QP_OP_ERR,
@@ -29,7 +29,7 @@ import {
   IBV_WC_WITH_INV,
   IBV_WC_REM_INV_REQ_ERR,
 } from '../device/abi/constants.js';
-import { checkAccess, MPT, MrCheck } from '../device/contexts.js';
+import { checkAccess, MPT, MrCheck, SRQC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { QPC } from '../device/contexts.js';
 import { MwFault, mwInvalidate } from '../device/mw.js';
@@ -114,6 +114,7 @@ function completeRecv(
   f.immData = imm;
   f.qpNum = q.qpn;
   f.srcQp = srcQp;
+  f.srqn = q.qpType === IBV_QPT_XRC_RECV ? q.srqn : 0;
   f.wqeCounter = w.counter & 0xffff;
   f.solicited = solicited;
   if (status !== IBV_WC_SUCCESS) nic.ctr(q.portNum)[Ctr.RESP_CQE_ERROR]!++;
@@ -160,8 +161,13 @@ export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   }
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
-  const rc = q.qpType === IBV_QPT_RC;
+  const rc = q.reliable;
   const d = psnCompare(psn, q.ePsn);
+  if (q.qpType === IBV_QPT_XRC_RECV && !xrcTarget(nic, q, p)) {
+    // Only the expected request is answered: a bad one behind or ahead of it is dropped.
+    if (d === 0) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+    return;
+  }
   if (rc) {
     if (d > 0) {
       // A gap: one NAK-sequence per gap, then silence until ePSN shows up.
@@ -231,6 +237,27 @@ export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   if (q.responses.length > 0) nic.schedule(q);
 }
 
+/**
+ * XRC_RECV: the XRCETH names the XRC SRQ whose receive WQEs, CQ and PD this
+ * request uses (its PD is the one memory keys are checked against). It must
+ * be a live XRC SRQ of the receive QP's XRC domain; anything else is an
+ * invalid request. A message keeps the SRQ its first packet named.
+ */
+function xrcTarget(nic: NicCore, q: QpCtx, p: Packet): boolean {
+  const t = nic.env.tables;
+  const srqn = p.xrceth?.xrcSrq ?? 0;
+  const srq = t.srqByNumber(srqn);
+  if (srq < 0 || SRQC.f.xrcdn.get(t.dv, srq) !== q.xrcdn) {
+    return false;
+  }
+  if (q.inMessage !== 0 && srqn !== q.srqn) return false;
+  q.srqn = srqn;
+  q.hasSrq = true;
+  q.pdn = SRQC.f.pdn.get(t.dv, srq);
+  q.recvCqn = SRQC.f.cqn.get(t.dv, srq);
+  return true;
+}
+
 function dropUcMessage(q: QpCtx): void {
   // The receive WQE stays consumed-but-unfinished in hardware terms; we keep
   // it for the next message, as a real UC responder reuses it.
@@ -242,7 +269,7 @@ function dropUcMessage(q: QpCtx): void {
 function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position): boolean {
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
-  const rc = q.qpType === IBV_QPT_RC;
+  const rc = q.reliable;
   if (pos === Position.FIRST || pos === Position.ONLY) {
     if (!q.recv) {
       const w = takeRecv(nic, q, qp);
@@ -306,7 +333,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
   const { mem, tables: t } = nic.env;
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
-  const rc = q.qpType === IBV_QPT_RC;
+  const rc = q.reliable;
   const last = pos === Position.LAST || pos === Position.ONLY;
   if (p.immDt !== null && last && !q.recv) {
     // WRITE with immediate consumes a receive WQE. Checked first, before any
@@ -412,7 +439,7 @@ function handleAtomic(nic: NicCore, q: QpCtx, p: Packet): boolean {
     fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
     return false;
   }
-  const orig = executeAtomic(mem.sab, off, p.bth.opcode === Op.RC_COMPARE_SWAP, a.swapAdd, a.compare);
+  const orig = executeAtomic(mem.sab, off, (p.bth.opcode & 0x1f) === Op.RC_COMPARE_SWAP, a.swapAdd, a.compare);
   saveResource(q, { kind: 'atomic', firstPsn: psn, lastPsn: psn, va, rkey: a.rkey, length: 8, orig });
   q.msn = (q.msn + 1) & 0xffffff;
   q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig });

@@ -24,12 +24,12 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, single
     let frame: Uint8Array;
     if (r.kind === 'ack' || r.kind === 'nak') {
       path.setAeth(r.syndrome, q.msn);
-      frame = path.begin(Op.RC_ACKNOWLEDGE, r.psn, q.destQpn, 0, 0, 0).frame;
+      frame = path.begin(q.opBase + Op.RC_ACKNOWLEDGE, r.psn, q.destQpn, 0, 0, 0).frame;
       q.responses.shift();
     } else if (r.kind === 'atomic') {
       path.setAeth(r.syndrome, q.msn);
       path.setAtomicAck(r.orig);
-      frame = path.begin(Op.RC_ATOMIC_ACKNOWLEDGE, r.psn, q.destQpn, 0, 0, 0).frame;
+      frame = path.begin(q.opBase + Op.RC_ATOMIC_ACKNOWLEDGE, r.psn, q.destQpn, 0, 0, 0).frame;
       q.responses.shift();
     } else {
       // READ: FIRST (AETH) / MIDDLE / LAST (AETH), or ONLY (AETH), one PSN each.
@@ -37,13 +37,14 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, single
       const first = r.sent === 0;
       const last = r.left <= q.mtu;
       const op =
-        first && last
+        q.opBase +
+        (first && last
           ? Op.RC_RDMA_READ_RESPONSE_ONLY
           : first
             ? Op.RC_RDMA_READ_RESPONSE_FIRST
             : last
               ? Op.RC_RDMA_READ_RESPONSE_LAST
-              : Op.RC_RDMA_READ_RESPONSE_MIDDLE;
+              : Op.RC_RDMA_READ_RESPONSE_MIDDLE);
       path.setAeth(r.syndrome, q.msn);
       const b = path.begin(op, psnAdd(r.psn, r.sent), q.destQpn, 0, 0, n);
       if (n > 0) copyBytes(b.payload, 0, mem.u8, r.hostOff, n);

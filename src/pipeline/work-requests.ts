@@ -70,6 +70,8 @@ export class SendWqe {
   flushLength = 0;
   /** BIND_MW: what to bind (the bind segment). LOCAL_INV: the rkey is `imm`. */
   bind: BindRequest | null = null;
+  /** XRC_SEND: the remote XRC SRQ every packet's XRCETH names. */
+  xrcSrqn = 0;
   /** UD only. */
   remoteQpn = 0;
   qkey = 0;
@@ -132,6 +134,7 @@ export function readSendWqe(mem: HostMemory, addr: number, qpType: number, count
   w.opcode = C.opcode.get(dv, o);
   w.flags = C.sendFlags.get(dv, o);
   w.imm = C.immData.get(dv, o);
+  w.xrcSrqn = C.xrcSrqn.get(dv, o);
   const dataOff = o + (qpType === IBV_QPT_UD ? WqeOff.UD_DATA : WqeOff.RC_DATA);
   if (qpType === IBV_QPT_UD) {
     w.remoteQpn = U.remoteQpn.get(dv, o + WqeOff.UD);

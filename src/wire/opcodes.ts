@@ -86,7 +86,7 @@ export interface OpcodeInfo {
   readonly consumesRecvWqe: boolean;
   readonly hasImmediate: boolean;
   readonly hasInvalidate: boolean;
-  /** Implemented by the model's pipeline (RD and XRC are decoded only). */
+  /** Implemented by the model's pipeline (RD is decoded only). */
   readonly modelSupported: boolean;
 }
 
@@ -268,7 +268,7 @@ function makeInfo(code: number, name: string, t: Transport, def: OperationDef, h
     consumesRecvWqe: def.consumesRecvWqe === true,
     hasImmediate: (headers & Hdr.IMMDT) !== 0,
     hasInvalidate: (headers & Hdr.IETH) !== 0,
-    modelSupported: t === Transport.RC || t === Transport.UC || t === Transport.UD || t === Transport.CNP,
+    modelSupported: t === Transport.RC || t === Transport.UC || t === Transport.UD || t === Transport.XRC || t === Transport.CNP,
   });
 }
 

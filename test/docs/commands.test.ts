@@ -89,6 +89,10 @@ const EXPECT: Record<string, Expect> = {
     out: /remote address: .*GID ::ffff:192\.0\.2\.2\n8192000 bytes in/,
     clientOut: /local address: .*GID ::ffff:192\.0\.2\.2\n  remote address: .*GID ::ffff:192\.0\.2\.1\n8192000 bytes in/,
   },
+  'RNIC_CONFIG=examples/config/host-a.json npx rnic xsrq_pingpong -d rnic0 -g 3 -n 10': {
+    out: / {2}remote: LID 0000, QPN RECV [0-9a-f]{6} SEND [0-9a-f]{6}, PSN [0-9a-f]{6}, SRQN [0-9a-f]{6}, GID ::ffff:192\.0\.2\.2\n {3}local: .*GID ::ffff:192\.0\.2\.1\nsuccess\n/,
+    clientOut: / {3}local: .*GID ::ffff:192\.0\.2\.2\n {2}remote: .*SRQN [0-9a-f]{6}, GID ::ffff:192\.0\.2\.1\nsuccess\n/,
+  },
   'npx rnic sim scenarios/drop-5th-packet.json --out run1/': {
     out: /scenario drop-5th-packet, seed 1: ended \(complete\)[\s\S]*checks: all passed/,
     files: ['run1/capture.pcap'],

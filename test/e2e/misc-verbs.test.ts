@@ -45,7 +45,6 @@ import {
   ibv_memcpy_from_dm,
   ibv_memcpy_to_dm,
   ibv_modify_wq,
-  ibv_open_qp,
   ibv_query_ece,
   ibv_read_counters,
   ibv_reg_dm_mr,
@@ -167,7 +166,6 @@ describe('ibv_create_ah_from_wc, fork, and the verbs of what is not modelled', (
       ['ibv_import_dm', (c: never) => ibv_import_dm(c, 1), ctx],
       ['ibv_alloc_dm', (c: never) => ibv_alloc_dm(c, {}), ctx],
       ['ibv_reg_dm_mr', (p: never) => ibv_reg_dm_mr(p, {}, 0, 8, 0), pd],
-      ['ibv_open_qp', (c: never) => ibv_open_qp(c, {}), ctx],
     ];
     for (const [name, call, good] of ptrs) {
       expect(() => call(good as never), name).toThrow(expect.objectContaining({ code: 'EOPNOTSUPP' }));

@@ -241,7 +241,7 @@ describe('memory windows: seeded random bind / invalidate / access sequences aga
           // The provider gives the window its next key once the WR is posted (ibv_inc_rkey), whatever the device then says.
           check('bind1 mw.rkey', w.mw.rkey, rc === 0 ? ibv_inc_rkey(driverKey) : driverKey);
           if (rc !== 0) continue;
-          const ok = bindAllowed(w, mr, addr, mr ? len : 0, access, p.b.qp.pd);
+          const ok = bindAllowed(w, mr, addr, mr ? len : 0, access, p.b.qp.pd!);
           const wc = await H.poll1(p.b.scq, 'type 1 bind');
           check(`bind1: ${mr?.name ?? 'null'} off ${off} len ${len} access ${access}`, st(wc.status), st(ok ? IBV_WC_SUCCESS : IBV_WC_MW_BIND_ERR));
           if (ok) {
@@ -265,7 +265,7 @@ describe('memory windows: seeded random bind / invalidate / access sequences aga
             bind_mw: { mw: w.mw, rkey: newKey, bind_info: { mr: mr?.mr ?? null, addr, length: BigInt(len), mw_access_flags: access } },
           };
           check('bind2 post', ibv_post_send(p.b.qp, wr, {}), 0);
-          const ok = bindAllowed(w, mr, addr, len, access, p.b.qp.pd);
+          const ok = bindAllowed(w, mr, addr, len, access, p.b.qp.pd!);
           const wc = await H.poll1(p.b.scq, 'type 2 bind');
           check(
             `bind2: ${mr?.name ?? 'null'} off ${off} len ${len} access ${access} valid ${w.valid}`,
@@ -293,7 +293,7 @@ describe('memory windows: seeded random bind / invalidate / access sequences aga
         const va = shifted < 0n ? 0n : shifted;
         const needed = write ? RW : RR;
         let off = -1;
-        if (w) off = windowAccess(w, k, p.b.qp.pd, va, len, needed);
+        if (w) off = windowAccess(w, k, p.b.qp.pd!, va, len, needed);
         else if (key === main.mr.rkey && va >= main.mr.addr && va + BigInt(len) <= main.mr.addr + BigInt(MR_LEN)) off = Number(va - main.mr.addr);
         const srcOff = int(MR_LEN - len);
         if (write) H.postSend(p.a, H.wrWrite({ wrId: BigInt(c), sge: [src.sge(srcOff, len)], remote: { addr: va, rkey: key } }));

@@ -5,13 +5,13 @@ import { existsSync } from 'node:fs';
 export const TSHARK = ['/usr/bin/tshark', '/usr/local/bin/tshark'].find((p) => existsSync(p)) ?? null;
 
 /**
- * Reads `file` once and returns, per frame, the value of each field (first
- * occurrence; '' when absent). RPC-over-RDMA is disabled: its heuristic
+ * Reads `file` once and returns, per frame, the value of each field (its
+ * first occurrence, or with 'l' its last; '' when absent). RPC-over-RDMA is disabled: its heuristic
  * misreads small payloads, and it is not what is being judged.
  */
-export function tsharkFields(file: string, fields: readonly string[], extraArgs: string[] = []): Record<string, string>[] {
+export function tsharkFields(file: string, fields: readonly string[], extraArgs: string[] = [], occurrence: 'f' | 'l' = 'f'): Record<string, string>[] {
   if (!TSHARK) throw new Error('tshark is not installed (apt-get install tshark)');
-  const args = ['-n', '-r', file, '--disable-protocol', 'rpcordma', ...extraArgs, '-T', 'fields', '-E', 'separator=\t', '-E', 'occurrence=f'];
+  const args = ['-n', '-r', file, '--disable-protocol', 'rpcordma', ...extraArgs, '-T', 'fields', '-E', 'separator=\t', '-E', `occurrence=${occurrence}`];
   for (const f of fields) args.push('-e', f);
   const out = execFileSync(TSHARK, args, { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] });
   return out

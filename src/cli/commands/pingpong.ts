@@ -1,6 +1,7 @@
-/** `rnic rc_pingpong`, `uc_pingpong`, `ud_pingpong`, `srq_pingpong`: rdma-core's ping-pong examples, ported (examples/pingpong/core.ts, examples/srq_pingpong.ts). */
+/** `rnic rc_pingpong`, `uc_pingpong`, `ud_pingpong`, `srq_pingpong`, `xsrq_pingpong`: rdma-core's ping-pong examples, ported (examples/pingpong/core.ts, examples/srq_pingpong.ts, examples/xsrq_pingpong.ts). */
 import { pingpongMain, usage, type PingpongKind } from '../../../examples/pingpong/core.js';
 import { main as srqMain, usage as srqUsage } from '../../../examples/srq_pingpong.js';
+import { main as xsrqMain, usage as xsrqUsage } from '../../../examples/xsrq_pingpong.js';
 import type { Command } from '../command.js';
 import { ensurePeerModel } from '../peer-model.js';
 import { PROFILE_USAGE, takeProfileFlag } from '../profile-flag.js';
@@ -32,4 +33,12 @@ export const srqPingpongCommand: Command = {
   summary: 'RC ping-pong on -q QPs sharing one SRQ (rdma-core srq_pingpong; faces the C program)',
   usage: `${srqUsage(SRQ_NAME)}\n${PROFILE_USAGE}`,
   run: (args) => withPeer(args, (rest) => srqMain(rest, { argv0: SRQ_NAME })),
+};
+
+const XSRQ_NAME = 'rnic xsrq_pingpong';
+
+export const xsrqPingpongCommand: Command = {
+  summary: 'XRC ping-pong: XRC send / receive QPs and an XRC SRQ per end (rdma-core xsrq_pingpong; faces the C program)',
+  usage: `${xsrqUsage(XSRQ_NAME)}\n${PROFILE_USAGE}`,
+  run: (args) => withPeer(args, (rest) => xsrqMain(rest, { argv0: XSRQ_NAME })),
 };

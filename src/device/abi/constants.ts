@@ -410,6 +410,14 @@ export const IBV_QP_INIT_ATTR_IND_TABLE = 1 << 4;
 export const IBV_QP_INIT_ATTR_RX_HASH = 1 << 5;
 export const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS = 1 << 6;
 
+// enum ibv_qp_open_attr_mask (ibv_qp_open_attr.comp_mask, ibv_open_qp)
+export type ibv_qp_open_attr_mask = number;
+export const IBV_QP_OPEN_ATTR_NUM = 1 << 0;
+export const IBV_QP_OPEN_ATTR_XRCD = 1 << 1;
+export const IBV_QP_OPEN_ATTR_CONTEXT = 1 << 2;
+export const IBV_QP_OPEN_ATTR_TYPE = 1 << 3;
+export const IBV_QP_OPEN_ATTR_RESERVED = 1 << 4;
+
 // enum ibv_qp_create_flags
 export type ibv_qp_create_flags = number;
 export const IBV_QP_CREATE_BLOCK_SELF_MCAST_LB = 1 << 1;

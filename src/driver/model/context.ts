@@ -27,6 +27,7 @@ import type { ModelIbvDevice } from './device.js';
 import type { ModelDeviceHandle } from './handle.js';
 import { macFromLinkLocalGid, neighLearn, type NeighSource } from './neigh.js';
 import type { ModelAh, ModelCompChannel, ModelCq, ModelMr, ModelMw, ModelPd, ModelQp, ModelSrq, ModelXrcd } from './objects.js';
+import { releaseXrcRecv } from './xrc-qp.js';
 import { releaseDomain } from './xrcd.js';
 
 /** log2 entries of a context's EQ: 4096 events of 32 bytes (128 KiB). */
@@ -260,6 +261,11 @@ export function model_close_device(ibctx: ibv_context): number {
   const mem = ctx.mem;
   for (const qp of ctx.qps.values()) {
     if (qp.destroyed) continue;
+    // A handle on a shared XRC receive QP closes; the QP goes with its last handle.
+    if (qp.xrcShare) {
+      releaseXrcRecv(qp, qp.xrcShare);
+      continue;
+    }
     model_cmd(ctx, Cmd.DESTROY_QP, { qpn: qp.qp_num });
     qp.destroyed = true;
     for (const a of qp.allocations) freeQuiet(mem, a);

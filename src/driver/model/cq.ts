@@ -42,7 +42,7 @@ import { model_cmd } from './cmd.js';
 import { model_live, type ModelContext } from './context.js';
 import { model_drop_async_events } from './async.js';
 import { model_eq_drain, model_eq_wait } from './eq.js';
-import { ModelCompChannel, ModelCq, type ModelQp } from './objects.js';
+import { ModelCompChannel, ModelCq, type ModelQp, type ModelSrq } from './objects.js';
 import { isU32 } from './check.js';
 
 // CQE fields, hoisted (module load) for the poll loop.
@@ -56,6 +56,7 @@ const WC_FLAGS = CQE.f.wcFlags;
 const PKEY_INDEX = CQE.f.pkeyIndex;
 const SLID = CQE.f.slid;
 const WQE_COUNTER = CQE.f.wqeCounter;
+const CQE_SRQN = CQE.f.srqn;
 const STATUS = CQE.f.status;
 const OPCODE = CQE.f.opcode;
 const SL = CQE.f.sl;
@@ -249,15 +250,20 @@ function removeAll<T>(a: T[], x: T): void {
 // Poll
 // ---------------------------------------------------------------------------
 
+/** An SRQ entry a polled CQE completed goes back on the SRQ's free list. */
+function retireSrq(srq: ModelSrq, wqeCounter: number, dv: DataView): void {
+  if (srq.destroyed) return;
+  const idx = wqeCounter & srq.mask;
+  SRQ_NEXT.set(dv, srq.ringOff + (srq.tail << srq.logStride), idx);
+  srq.tail = idx;
+}
+
 /** Free the work queue slots a polled CQE completes. */
 function retire(qp: ModelQp, opcode: number, wqeCounter: number, dv: DataView): void {
   if (opcode & IBV_WC_RECV) {
     const srq = qp.srq;
     if (srq) {
-      if (srq.destroyed) return;
-      const idx = wqeCounter & srq.mask;
-      SRQ_NEXT.set(dv, srq.ringOff + (srq.tail << srq.logStride), idx);
-      srq.tail = idx;
+      retireSrq(srq, wqeCounter, dv);
       return;
     }
     const out = (qp.rqPi - qp.rqCi) >>> 0;
@@ -336,8 +342,15 @@ function pollOnce(cq: ModelCq, num_entries: number, wc: ibv_wc[], withTs: boolea
     w.sl = SL.get(dv, off);
     w.dlid_path_bits = DLID_PATH_BITS.get(dv, off);
     if (withTs) (w as ibv_wc_ex).completion_ts = dv.getBigUint64(off + TIMESTAMP, true);
-    const qp = qps.get(qpNum);
-    if (qp !== undefined) retire(qp, opcode, WQE_COUNTER.get(dv, off), dv);
+    // An XRC receive names its SRQ (the QP, an XRC receive QP, has none); the SRQ's CQ is in its context.
+    const srqn = CQE_SRQN.get(dv, off);
+    if (srqn !== 0 && opcode & IBV_WC_RECV) {
+      const srq = ctx.srqs.get(srqn);
+      if (srq !== undefined) retireSrq(srq, WQE_COUNTER.get(dv, off), dv);
+    } else {
+      const qp = qps.get(qpNum);
+      if (qp !== undefined) retire(qp, opcode, WQE_COUNTER.get(dv, off), dv);
+    }
     ci = (ci + 1) >>> 0;
   }
   if (n > 0) {

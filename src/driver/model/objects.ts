@@ -68,6 +68,17 @@ export class XrcdDomain {
   ) {}
 }
 
+/** The device's XRC receive QP behind every handle on it (created or opened): it lives while any handle does. */
+export class XrcRecvShare {
+  handles = 0;
+  constructor(
+    readonly qpn: number,
+    readonly xrcdn: number,
+    /** The QP's doorbell record, freed with the last handle. */
+    readonly dbrecAddr: number,
+  ) {}
+}
+
 /** What makes an SRQ an XRC SRQ. */
 export interface XrcSrq {
   readonly xrcd: ModelXrcd;
@@ -233,13 +244,16 @@ export class ModelQp implements ibv_qp {
   asyncEventsReported = 0;
   asyncEventsAcked = 0;
   destroyed = false;
+  /** An XRC receive QP: the device QP this handle shares (null for every other type). */
+  xrcShare: XrcRecvShare | null = null;
 
   constructor(
     readonly context: ModelContext,
     readonly qp_context: unknown,
-    readonly pd: ModelPd,
-    readonly send_cq: ModelCq,
-    readonly recv_cq: ModelCq,
+    /** null for an XRC receive QP; CQs are null where the type has none (XRC). */
+    readonly pd: ModelPd | null,
+    readonly send_cq: ModelCq | null,
+    readonly recv_cq: ModelCq | null,
     readonly srq: ModelSrq | null,
     /** The QP number. */
     readonly handle: number,

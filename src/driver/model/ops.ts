@@ -47,6 +47,7 @@ import {
   model_query_rt_values,
 } from './query.js';
 import { model_close_xrcd, model_open_xrcd } from './xrcd.js';
+import { model_open_qp } from './xrc-qp.js';
 import { model_create_srq, model_create_srq_xrc, model_destroy_srq, model_get_srq_num, model_modify_srq, model_query_srq } from './srq.js';
 
 export const model_ctx_ops: VerbsContextOps = Object.freeze({
@@ -101,6 +102,7 @@ export const model_ctx_ops: VerbsContextOps = Object.freeze({
   post_send: model_post_send,
   post_send_all: model_post_send_all,
   create_qp_ex: model_create_qp_ex,
+  open_qp: model_open_qp,
   attach_mcast: model_attach_mcast,
   detach_mcast: model_detach_mcast,
   post_recv: model_post_recv,

@@ -170,6 +170,7 @@ describe('post_send writes the WQE the device reads', () => {
       numDataSegs: 2,
       flushType: 0,
       flushLevel: 0,
+      xrcSrqn: 0,
     });
     const reservedCtrl = h.fake.tb.mem.u8.subarray(off + 0x11, off + 0x20);
     expect(reservedCtrl.every((b) => b === 0)).toBe(true);

@@ -16,7 +16,9 @@
  * atomics or SEND_WITH_INV), num_sge above the QP's max, inline data above
  * max_inline_data (or not in host memory: EFAULT), an atomic without exactly
  * one 8-byte SGE or with a misaligned remote address, a UD WR without an AH,
- * a wr_id / address that is not a bigint: EINVAL; a full queue: ENOMEM.
+ * a wr_id / address that is not a bigint, an XRC send WR without
+ * qp_type.xrc.remote_srqn, any send on an XRC receive QP, any receive on an
+ * XRC QP: EINVAL; a full queue: ENOMEM.
  * Key checks are not post-time errors: the device completes such a WQE with
  * an error status, as hardware does.
  *
@@ -28,6 +30,8 @@ import {
   errno,
   IBV_QPS_RESET,
   IBV_QPS_RTS,
+  IBV_QPT_XRC_RECV,
+  IBV_QPT_XRC_SEND,
   IBV_SEND_INLINE,
   IBV_WR_ATOMIC_CMP_AND_SWP,
   IBV_WR_ATOMIC_FETCH_AND_ADD,
@@ -58,6 +62,7 @@ const CTRL_OPCODE = SEND_CTRL.f.opcode;
 const CTRL_FLAGS = SEND_CTRL.f.sendFlags;
 const CTRL_WQE_INDEX = SEND_CTRL.f.wqeIndex;
 const CTRL_IMM = SEND_CTRL.f.immData;
+const CTRL_XRC_SRQN = SEND_CTRL.f.xrcSrqn;
 const CTRL_NUM_DS = SEND_CTRL.f.numDataSegs;
 const CTRL_FLUSH_TYPE = SEND_CTRL.f.flushType;
 const CTRL_FLUSH_LEVEL = SEND_CTRL.f.flushLevel;
@@ -155,6 +160,12 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
         : 0;
   if (imm !== undefined && !isBits32(imm)) return errno.EINVAL;
   CTRL_IMM.set(dv, off, imm === undefined ? 0 : imm >>> 0);
+  if (qp.qp_type === IBV_QPT_XRC_SEND) {
+    // Every XRC request names the remote XRC SRQ (qp_type.xrc.remote_srqn, or ibv_wr_set_xrc_srqn); 24 bits, as mlx5 writes it.
+    const srqn = typeof wr.qp_type === 'object' && wr.qp_type !== null ? wr.qp_type.xrc?.remote_srqn : undefined;
+    if (!isU32(srqn)) return errno.EINVAL;
+    CTRL_XRC_SRQN.set(dv, off, srqn & 0xffffff);
+  }
 
   // Address segments.
   if (qp.sqDataOff === WqeOff.UD_DATA) {
@@ -316,7 +327,8 @@ function postSend(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr: BadWr<ibv_send_wr> | un
   if (typeof wr !== 'object' || wr === null) {
     // C passes a WR by pointer: NULL is no list at all, not an empty one.
     rc = errno.EINVAL;
-  } else if (qp.state < IBV_QPS_RTS || qp.destroyed || qp.context.closed) {
+  } else if (qp.state < IBV_QPS_RTS || qp.destroyed || qp.context.closed || qp.qp_type === IBV_QPT_XRC_RECV) {
+    // An XRC receive QP has no send queue.
     rc = errno.EINVAL;
   } else {
     const ringOff = qp.sqRingOff;
@@ -365,7 +377,9 @@ export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ib
   let rc = 0;
   let cur: ibv_recv_wr | null = wr;
   let pi = qp.rqPi;
-  if (typeof wr !== 'object' || wr === null || qp.state === IBV_QPS_RESET || qp.destroyed || qp.context.closed || qp.srq !== null) {
+  // XRC QPs have no receive queue: an XRC send QP receives nothing, an XRC receive QP's receives are its requests' XRC SRQs'.
+  const noRq = qp.srq !== null || qp.qp_type === IBV_QPT_XRC_SEND || qp.qp_type === IBV_QPT_XRC_RECV;
+  if (typeof wr !== 'object' || wr === null || qp.state === IBV_QPS_RESET || qp.destroyed || qp.context.closed || noRq) {
     rc = errno.EINVAL;
   } else {
     const dv = qp.context.mem.dv;

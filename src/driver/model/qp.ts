@@ -43,6 +43,8 @@ import {
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
+  IBV_QPT_XRC_RECV,
+  IBV_QPT_XRC_SEND,
   IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
   IBV_QP_EX_WITH_ATOMIC_WRITE,
@@ -87,6 +89,7 @@ import { ahAttrFrom, avValues, prefixed } from './av.js';
 import { model_cmd } from './cmd.js';
 import { model_live, type ModelContext } from './context.js';
 import { ModelCq, ModelPd, ModelQp, ModelSrq } from './objects.js';
+import { model_create_xrc_recv_qp, releaseXrcRecv } from './xrc-qp.js';
 
 const bit = (op: number) => 1 << op;
 
@@ -102,8 +105,22 @@ const OPCODES_RC =
   bit(IBV_WR_ATOMIC_WRITE) |
   bit(IBV_WR_FLUSH);
 
+/** XRC has every RC operation but ATOMIC_WRITE and FLUSH (IBTA Table 38 gives XRC no codes for them). */
+const OPCODES_XRC = OPCODES_RC & ~(bit(IBV_WR_ATOMIC_WRITE) | bit(IBV_WR_FLUSH));
+
 export function opcodeMask(qpType: number): number {
-  return qpType === IBV_QPT_RC ? OPCODES_RC : qpType === IBV_QPT_UC ? OPCODES_UC : qpType === IBV_QPT_UD ? OPCODES_UD : 0;
+  switch (qpType) {
+    case IBV_QPT_RC:
+      return OPCODES_RC;
+    case IBV_QPT_XRC_SEND:
+      return OPCODES_XRC;
+    case IBV_QPT_UC:
+      return OPCODES_UC;
+    case IBV_QPT_UD:
+      return OPCODES_UD;
+    default:
+      return 0;
+  }
 }
 
 function nextPow2(n: number): number {
@@ -126,16 +143,30 @@ const SEND_OPS_RC =
   IBV_QP_EX_WITH_ATOMIC_WRITE |
   IBV_QP_EX_WITH_FLUSH;
 
+const SEND_OPS_XRC = SEND_OPS_RC & ~(IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_FLUSH);
+
 export function sendOpsMask(qpType: number): number {
-  return qpType === IBV_QPT_RC ? SEND_OPS_RC : qpType === IBV_QPT_UC ? SEND_OPS_UC : qpType === IBV_QPT_UD ? SEND_OPS_UD : 0;
+  switch (qpType) {
+    case IBV_QPT_RC:
+      return SEND_OPS_RC;
+    case IBV_QPT_XRC_SEND:
+      return SEND_OPS_XRC;
+    case IBV_QPT_UC:
+      return SEND_OPS_UC;
+    case IBV_QPT_UD:
+      return SEND_OPS_UD;
+    default:
+      return 0;
+  }
 }
 
 /**
  * ibv_create_qp_ex: the QP of ibv_create_qp after the checks rxe makes of
- * the extended attributes: a PD is required (IBV_QP_INIT_ATTR_PD); XRC
- * domains, creation flags, TSO headers, RSS tables and hashes are not
- * modelled (EOPNOTSUPP); send_ops_flags naming a builder the QP type does
- * not have is EOPNOTSUPP.
+ * the extended attributes: a PD is required (IBV_QP_INIT_ATTR_PD) but for
+ * an XRC receive QP, which needs an XRC domain (IBV_QP_INIT_ATTR_XRCD) and
+ * nothing else (xrc-qp.ts); creation flags, TSO headers, RSS tables and
+ * hashes are not modelled (EOPNOTSUPP); send_ops_flags naming a builder the
+ * QP type does not have is EOPNOTSUPP.
  */
 export function model_create_qp_ex(ibctx: ibv_context, init: ibv_qp_init_attr_ex): ibv_qp {
   const fail = (n: number, why: string): never => {
@@ -143,10 +174,17 @@ export function model_create_qp_ex(ibctx: ibv_context, init: ibv_qp_init_attr_ex
   };
   const mask = init.comp_mask;
   if (!isU32(mask)) fail(errno.EINVAL, `comp_mask ${String(mask)} is not a uint32_t`);
-  const unsupported =
-    IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-  if (mask & unsupported) fail(errno.EOPNOTSUPP, `comp_mask 0x${(mask & unsupported).toString(16)}: XRC domains, creation flags, TSO and RSS are not modelled`);
-  if (mask & ~(unsupported | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) fail(errno.EINVAL, `unknown comp_mask bits 0x${mask.toString(16)}`);
+  const unsupported = IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+  if (mask & unsupported) fail(errno.EOPNOTSUPP, `comp_mask 0x${(mask & unsupported).toString(16)}: creation flags, TSO and RSS are not modelled`);
+  if (mask & ~(unsupported | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+    fail(errno.EINVAL, `unknown comp_mask bits 0x${mask.toString(16)}`);
+  if (init.qp_type === IBV_QPT_XRC_RECV) {
+    if (!(mask & IBV_QP_INIT_ATTR_XRCD) || !init.xrcd) fail(errno.EINVAL, 'an XRC receive QP needs IBV_QP_INIT_ATTR_XRCD and an xrcd');
+    if (mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS && init.send_ops_flags !== 0) fail(errno.EOPNOTSUPP, 'an XRC receive QP has no send queue (send_ops_flags)');
+    const ctx = ibctx as ModelContext;
+    model_live(ctx, 'ibv_create_qp_ex');
+    return model_create_xrc_recv_qp(ctx, init);
+  }
   if (!(mask & IBV_QP_INIT_ATTR_PD) || !init.pd) fail(errno.EINVAL, 'IBV_QP_INIT_ATTR_PD and a pd are required');
   const pd = init.pd as ModelPd;
   if (!(pd instanceof ModelPd) || pd.context !== ibctx) fail(errno.EINVAL, 'pd is not a PD of this context');
@@ -173,22 +211,27 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   };
   if (pd.destroyed) fail(errno.EINVAL, 'the PD was deallocated');
   const type = init.qp_type;
-  if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD) {
-    fail(Number.isInteger(type) ? errno.EOPNOTSUPP : errno.EINVAL, `QP type ${String(type)} is not supported (RC, UC, UD)`);
+  if (type === IBV_QPT_XRC_RECV) fail(errno.EINVAL, 'an XRC receive QP needs an XRC domain: create it with ibv_create_qp_ex and IBV_QP_INIT_ATTR_XRCD');
+  if (type !== IBV_QPT_RC && type !== IBV_QPT_UC && type !== IBV_QPT_UD && type !== IBV_QPT_XRC_SEND) {
+    fail(Number.isInteger(type) ? errno.EOPNOTSUPP : errno.EINVAL, `QP type ${String(type)} is not supported (RC, UC, UD, XRC_SEND, XRC_RECV)`);
   }
+  // An XRC send QP has no receive side: the kernel ignores recv_cq, srq and the receive caps (uverbs create_qp).
+  const xrcSend = type === IBV_QPT_XRC_SEND;
   const scq = init.send_cq as ModelCq | null;
-  const rcq = init.recv_cq as ModelCq | null;
+  const rcq = xrcSend ? null : (init.recv_cq as ModelCq | null);
   if (!(scq instanceof ModelCq) || scq.context !== ctx || scq.destroyed) fail(errno.EINVAL, 'send_cq is not a CQ of this context');
-  if (!(rcq instanceof ModelCq) || rcq.context !== ctx || rcq.destroyed) fail(errno.EINVAL, 'recv_cq is not a CQ of this context');
-  const srq = (init.srq ?? null) as ModelSrq | null;
+  if (!xrcSend && (!(rcq instanceof ModelCq) || rcq.context !== ctx || rcq.destroyed)) fail(errno.EINVAL, 'recv_cq is not a CQ of this context');
+  const srq = xrcSend ? null : ((init.srq ?? null) as ModelSrq | null);
   if (srq !== null && (!(srq instanceof ModelSrq) || srq.context !== ctx || srq.destroyed)) fail(errno.EINVAL, 'srq is not an SRQ of this context');
+  // The kernel's uverbs create_qp: an XRC SRQ takes only XRC receive QPs' requests (their XRCETH names it).
+  if (srq?.xrc) fail(errno.EINVAL, 'srq is an XRC SRQ: only XRC receive QPs deliver into it');
   const cap = init.cap ?? newQpCap();
   if (typeof cap !== 'object') fail(errno.EINVAL, 'cap is not an ibv_qp_cap');
   const L = ctx.limits;
   if (!isCount(cap.max_send_wr, L.maxQpWr)) fail(errno.EINVAL, `max_send_wr ${String(cap.max_send_wr)} > ${L.maxQpWr}`);
   if (!isCount(cap.max_send_sge, L.maxSge)) fail(errno.EINVAL, `max_send_sge ${String(cap.max_send_sge)} > ${L.maxSge}`);
   if (!isCount(cap.max_inline_data, L.maxInlineData)) fail(errno.EINVAL, `max_inline_data ${String(cap.max_inline_data)} > ${L.maxInlineData}`);
-  if (!srq) {
+  if (!srq && !xrcSend) {
     if (!isCount(cap.max_recv_wr, L.maxQpWr)) fail(errno.EINVAL, `max_recv_wr ${String(cap.max_recv_wr)} > ${L.maxQpWr}`);
     if (!isCount(cap.max_recv_sge, L.maxSge)) fail(errno.EINVAL, `max_recv_sge ${String(cap.max_recv_sge)} > ${L.maxSge}`);
   }
@@ -210,8 +253,8 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   // Receive queue geometry.
   let rqSize = 0;
   let rqLogStride = 0;
-  let maxRecvSge = srq ? 0 : cap.max_recv_sge;
-  if (!srq && cap.max_recv_wr > 0) {
+  let maxRecvSge = srq || xrcSend ? 0 : cap.max_recv_sge;
+  if (!srq && !xrcSend && cap.max_recv_wr > 0) {
     rqSize = nextPow2(cap.max_recv_wr);
     const stride = recvWqeStride(cap.max_recv_sge);
     if (stride > MAX_WQE_STRIDE) fail(errno.EINVAL, `a receive WQE of ${stride} bytes exceeds ${MAX_WQE_STRIDE}`);
@@ -239,8 +282,9 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
     flags: (init.sq_sig_all ? CreateQpFlag.SQ_SIG_ALL : 0) | (srq ? CreateQpFlag.HAS_SRQ : 0),
     pdn: pd.pdn,
     sendCqn: scq!.cqn,
-    recvCqn: rcq!.cqn,
+    recvCqn: rcq ? rcq.cqn : 0,
     srqn: srq ? srq.srqn : 0,
+    xrcdn: 0,
     sqRingAddr: sqRing ? sqRing.addr : 0n,
     rqRingAddr: rqRing ? rqRing.addr : 0n,
     dbrecAddr: rec.addr,
@@ -261,7 +305,7 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
     init.qp_context,
     pd,
     scq!,
-    rcq!,
+    rcq,
     srq,
     r.out['qpn'] as number,
     type,
@@ -299,6 +343,7 @@ export function model_destroy_qp(ibqp: ibv_qp): number {
   const ctx = qp.context;
   if (qp.destroyed || ctx.closed) return errno.EINVAL;
   if (qp.asyncEventsReported !== qp.asyncEventsAcked) return errno.EBUSY;
+  if (qp.xrcShare) return releaseXrcRecv(qp, qp.xrcShare);
   const r = model_cmd(ctx, Cmd.DESTROY_QP, { qpn: qp.qp_num });
   if (r.errno) return r.errno;
   // The QP stays in ctx.qps until its number is reused: CQEs of it still in a

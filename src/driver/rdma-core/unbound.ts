@@ -33,6 +33,7 @@ export const rc_unbound_ops = {
   alloc_null_mr: thrower('ibv_alloc_null_mr'),
   rereg_mr: () => ({ rc: IBV_REREG_MR_ERR_INPUT, errno: errno.EOPNOTSUPP }),
   open_xrcd: thrower('ibv_open_xrcd'),
+  open_qp: thrower('ibv_open_qp'),
   close_xrcd: int('ibv_close_xrcd'),
   create_srq_xrc: thrower('ibv_create_srq_ex'),
   get_srq_num: int('ibv_get_srq_num'),

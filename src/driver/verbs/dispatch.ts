@@ -80,6 +80,7 @@ export const THROW_OPS = [
   'alloc_mw',
   'open_xrcd',
   'create_srq_xrc',
+  'open_qp',
 ] as const;
 export const ASYNC_OPS = ['get_cq_event', 'get_async_event'] as const;
 const DUMMY_OPS: VerbsContextOps = (() => {

@@ -35,6 +35,7 @@ import type {
   ibv_device_attr_ex,
   ibv_gid_entry,
   ibv_values_ex,
+  ibv_qp_open_attr,
   ibv_xrcd,
   ibv_xrcd_init_attr,
 } from './types.js';
@@ -106,6 +107,8 @@ export interface VerbsContextOps {
   /** ibv_wr_complete: post the whole list, or nothing (the errno of the first WR refused). */
   post_send_all(qp: ibv_qp, wr: ibv_send_wr, bad_wr?: BadWr<ibv_send_wr>): number;
   create_qp_ex(ctx: ibv_context, attr: ibv_qp_init_attr_ex): ibv_qp;
+  /** ibv_open_qp: another handle on an XRC receive QP of the domain. */
+  open_qp(ctx: ibv_context, attr: ibv_qp_open_attr): ibv_qp;
   attach_mcast(qp: ibv_qp, gid: ibv_gid, lid: number): number;
   detach_mcast(qp: ibv_qp, gid: ibv_gid, lid: number): number;
   post_recv(qp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number;

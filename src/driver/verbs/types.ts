@@ -160,7 +160,8 @@ export interface ibv_ah {
 export interface ibv_qp {
   readonly context: ibv_context;
   readonly qp_context: unknown;
-  readonly pd: ibv_pd;
+  /** null for an XRC receive QP (it has an XRC domain instead). */
+  readonly pd: ibv_pd | null;
   readonly send_cq: ibv_cq | null;
   readonly recv_cq: ibv_cq | null;
   readonly srq: ibv_srq | null;
@@ -627,6 +628,16 @@ export interface ibv_qp_init_attr_ex extends ibv_qp_init_attr {
   source_qpn?: number;
   /** IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: IBV_QP_EX_WITH_* (the ibv_wr_* a program will use) */
   send_ops_flags?: number;
+}
+
+/** `struct ibv_qp_open_attr` (ibv_open_qp): an existing XRC receive QP by number, in an XRC domain. */
+export interface ibv_qp_open_attr {
+  /** IBV_QP_OPEN_ATTR_*: NUM, XRCD and TYPE are required; CONTEXT gives qp_context. */
+  comp_mask: number;
+  qp_num: number;
+  xrcd: ibv_xrcd | null;
+  qp_context?: unknown;
+  qp_type: ibv_qp_type;
 }
 
 /** `struct ibv_data_buf` (ibv_wr_set_inline_data_list): bytes at a device-reachable address. */

@@ -8,8 +8,8 @@
  * Not modelled: flow steering (ibv_create_flow), receive work queues and
  * RSS indirection tables (ibv_create_wq, ibv_create_rwq_ind_table),
  * counters objects (ibv_create_counters), parent domains, importing objects
- * from another process, device memory (ibv_alloc_dm), opening an XRC receive
- * QP (ibv_open_qp), ECE (ibv_query_ece, as rxe), on-demand paging
+ * from another process, device memory (ibv_alloc_dm), ECE (ibv_query_ece,
+ * as rxe), on-demand paging
  * (ibv_advise_mr), dma-buf memory (ibv_reg_dmabuf_mr), thread domains
  * (ibv_alloc_td, as rxe), IPsec flow actions and tag matching
  * (ibv_post_srq_ops).
@@ -35,7 +35,6 @@ const WQ = 'receive work queues and RSS are not modelled';
 const COUNTERS = 'counters objects are not modelled (rnic_read_counters reads the port counters)';
 const IMPORT = 'importing objects of another process is not modelled';
 const DM = 'the device has no device memory (max_dm_size 0)';
-const XRC = 'opening XRC receive QPs is not modelled yet';
 
 export const ibv_create_flow = (qp: unknown, _flow_attr: unknown): never => ptr('ibv_create_flow', FLOW, qp);
 export const ibv_destroy_flow = (flow_id: unknown): number => (isObj(flow_id) ? errno.EOPNOTSUPP : errno.EINVAL);
@@ -85,7 +84,6 @@ export function ibv_post_wq_recv(wq: unknown, wr: unknown, bad_wr?: { wr: unknow
 export function ibv_unimport_pd(_pd: unknown): void {}
 export function ibv_unimport_mr(_mr: unknown): void {}
 export function ibv_unimport_dm(_dm: unknown): void {}
-export const ibv_open_qp = (context: unknown, _attr: unknown): never => ptr('ibv_open_qp', XRC, context, true);
 export const ibv_query_ece = (qp: unknown, _ece: unknown): number => int(qp);
 export const ibv_set_ece = (qp: unknown, _ece: unknown): number => int(qp);
 
