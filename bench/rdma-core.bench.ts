@@ -26,7 +26,8 @@ import {
   type ibv_send_wr,
 } from '../src/index.js';
 import { rdmaCoreAddon } from '../src/driver/rdma-core/addon.js';
-import { RcContext, RcCq, RcDevice, RcPd, RcQp, rdmaCoreProvider } from '../src/driver/rdma-core/provider.js';
+import { RcContext, RcCq, RcDevice, RcPd, RcQp } from '../src/driver/rdma-core/objects.js';
+import { rdma_core_ctx_ops, rdmaCoreProvider } from '../src/driver/rdma-core/provider.js';
 import { IBV_QPT_RC } from '../src/device/abi/constants.js';
 import { closeDev, connectedPair, mem, openDev } from '../hw-tests/pair.js';
 
@@ -107,7 +108,7 @@ export function benchRdmaCoreJs(): RdmaCoreBenchResult[] | string {
   const addon = rdmaCoreAddon();
   if (!addon) return 'the rdma-core addon is not built';
   const nd = { ptr: 1, name: 'bench0', dev_name: 'uverbs0', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n };
-  const ctx = new RcContext(new RcDevice(rdmaCoreProvider, 1, nd, 0n), 1, -1, -1, 1);
+  const ctx = new RcContext(rdma_core_ctx_ops, new RcDevice(rdmaCoreProvider, 1, nd, 0n), 1, -1, -1, 1);
   const pd = new RcPd(ctx, 1, 0);
   const cq = new RcCq(ctx, 2, null, null, 0, 16);
   const qp = new RcQp(ctx, pd, 3, null, cq, cq, null, 0, 1, IBV_QPT_RC, 0);

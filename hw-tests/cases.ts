@@ -91,6 +91,7 @@ import {
 } from '../src/driver/verbs/index.js';
 import { errno } from '../src/device/abi/constants.js';
 import type { BadWr, ibv_mr, ibv_qp_init_attr, ibv_send_wr } from '../src/driver/verbs/index.js';
+import { EXTENDED_CASES, EXTENDED_DIFFERENCES } from './cases-extended.js';
 import {
   ALL_ACCESS,
   check,
@@ -140,6 +141,7 @@ export const DEVICE_DIFFERENCES: Record<string, Partial<Record<Target['behaviour
   'rc-rem-access-error-flush': {
     rxe: 'rxe (Linux 6.1) moves the responder QP to ERR but never completes a receive posted to it afterwards (the IBTA and the model flush it with WR_FLUSH_ERR)',
   },
+  ...EXTENDED_DIFFERENCES,
 };
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
@@ -755,4 +757,5 @@ export const CASES: Case[] = [
       eq(c!.wr_id, 1n, 'wr_id');
     },
   },
+  ...EXTENDED_CASES,
 ];

@@ -23,7 +23,7 @@ export interface RdmaCoreAddon {
   allocPd(ctx: number): { ptr: number; handle: number } | number;
   deallocPd(pd: number): number;
   allocBuf(length: number, align: number): ArrayBuffer | number;
-  regMr(pd: number, buf: Uint8Array, access: number): { ptr: number; addr: bigint; length: number; handle: number; lkey: number; rkey: number } | number;
+  regMr(pd: number, buf: Uint8Array, access: number): NativeMr | number;
   deregMr(mr: number): number;
   allocMw(pd: number, type: number): { ptr: number; rkey: number; handle: number } | number;
   deallocMw(mw: number): number;
@@ -66,6 +66,74 @@ export interface RdmaCoreAddon {
   ackAsyncEvent(eventType: number, kind: string, ptrOrPort: number): void;
   watchFd(fd: number, cb: (status: number) => void): number;
   unwatchFd(id: number): void;
+  // ---- the extended verbs (native/extended.cc)
+  queryDeviceEx(ctx: number): ({ orig_attr: Record<string, number | bigint | string> } & Record<string, unknown>) | number;
+  queryGidEx(
+    ctx: number,
+    port: number,
+    index: number,
+    flags: number,
+  ): { gid: Uint8Array; gid_index: number; port_num: number; gid_type: number; ndev_ifindex: number } | number;
+  queryRtValuesEx(ctx: number, compMask: number): { comp_mask: number; tv_sec: bigint; tv_nsec: bigint } | number;
+  createCqEx(
+    ctx: number,
+    cqe: number,
+    ch: number,
+    vector: number,
+    wcFlags: number,
+    compMask: number,
+    flags: number,
+  ): { ptr: number; cqe: number; handle: number } | number;
+  /** Extended wc records (56 bytes: PollCq's 48, then the completion timestamp): the count, or -errno. */
+  pollCqEx(cq: number, n: number): number;
+  resizeCq(cq: number, cqe: number): [number, number];
+  modifyCq(cq: number, attrMask: number, cqCount: number, cqPeriod: number): number;
+  createQpEx(
+    ctx: number,
+    pd: number,
+    sendCq: number,
+    recvCq: number,
+    srq: number,
+    qpType: number,
+    sqSigAll: number,
+    maxSendWr: number,
+    maxRecvWr: number,
+    maxSendSge: number,
+    maxRecvSge: number,
+    maxInline: number,
+    compMask: number,
+    createFlags: number,
+    sendOpsFlags: number,
+  ): { ptr: number; qp_num: number; handle: number; cap: Record<string, number>; ex: boolean } | number;
+  /** The n send records of the scratch through ibv_wr_start .. ibv_wr_complete: all posted (0) or none. */
+  postSendEx(qp: number, n: number): number;
+  regMrIova(pd: number, buf: Uint8Array, iova: bigint, access: number): NativeMr | number;
+  allocNullMr(pd: number): NativeMr | number;
+  reregMr(mr: number, flags: number, pd: number, buf: Uint8Array | null, access: number): { rc: number; errno: number; mr?: NativeMr };
+  attachMcast(qp: number, gid: Uint8Array, lid: number): number;
+  detachMcast(qp: number, gid: Uint8Array, lid: number): number;
+  modifyQpRateLimit(qp: number, rateLimit: number, maxBurst: number, typicalPkt: number, compMask: number): number;
+  openXrcd(ctx: number, compMask: number, fd: number, oflags: number): { ptr: number } | number;
+  closeXrcd(xrcd: number): number;
+  createSrqXrc(
+    ctx: number,
+    pd: number,
+    xrcd: number,
+    cq: number,
+    maxWr: number,
+    maxSge: number,
+    limit: number,
+  ): { ptr: number; handle: number; max_wr: number; max_sge: number } | number;
+  getSrqNum(srq: number): [number, number];
+}
+
+export interface NativeMr {
+  ptr: number;
+  addr: bigint;
+  length: number;
+  handle: number;
+  lkey: number;
+  rkey: number;
 }
 
 export interface NativeDevice {

@@ -19,20 +19,9 @@
  * acknowledged return EBUSY (libibverbs would block the thread forever in
  * pthread_cond_wait; here that thread is the event loop).
  */
-import { rc_unbound_ops } from './unbound.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  errno,
-  IBV_MW_TYPE_1,
-  IBV_MW_TYPE_2,
-  IBV_WR_BIND_MW,
-  IBV_QP_STATE,
-  IBV_QPS_RESET,
-  IBV_QPT_UD,
-  IBV_SRQ_LIMIT,
-  IBV_SRQ_MAX_WR,
-} from '../../device/abi/constants.js';
+import { errno, IBV_MW_TYPE_1, IBV_MW_TYPE_2, IBV_QP_STATE, IBV_QPT_UD, IBV_SRQ_LIMIT, IBV_SRQ_MAX_WR } from '../../device/abi/constants.js';
 import { registerProvider, unregisterProvider } from '../providers.js';
 import { VerbsError } from '../verbs/errno-error.js';
 import type { BadWr, ProviderDevice, VerbsContextOps, VerbsProvider } from '../verbs/ops.js';
@@ -52,7 +41,6 @@ import type {
   ibv_port_attr,
   ibv_qp,
   ibv_qp_attr,
-  ibv_qp_cap,
   ibv_qp_init_attr,
   ibv_recv_wr,
   ibv_send_wr,
@@ -61,235 +49,30 @@ import type {
   ibv_srq_init_attr,
   ibv_wc,
 } from '../verbs/types.js';
-import { rdmaCoreAddon, rdmaCoreUnavailable, type NativeDevice, type RdmaCoreAddon } from './addon.js';
-
-// ------------------------------------------------------------------ objects
-
-export class RcDevice implements ProviderDevice {
-  readonly node_type: number;
-  readonly transport_type: number;
-  readonly name: string;
-  readonly dev_name: string;
-  readonly dev_path: string;
-  readonly ibdev_path: string;
-  constructor(
-    readonly provider: VerbsProvider,
-    public ptr: number,
-    d: NativeDevice,
-    readonly nodeGuid: bigint,
-  ) {
-    this.node_type = d.node_type;
-    this.transport_type = d.transport_type;
-    this.name = d.name;
-    this.dev_name = d.dev_name;
-    this.dev_path = d.dev_path;
-    this.ibdev_path = d.ibdev_path;
-  }
-}
-
-type Waiter = { id: number; fd: number; reject: (e: Error) => void };
-
-export class RcContext implements ibv_context {
-  closed = false;
-  readonly pds = new Set<RcPd>();
-  readonly mrs = new Set<RcMr>();
-  readonly mws = new Set<RcMw>();
-  readonly channels = new Set<RcChannel>();
-  readonly cqs = new Map<number, RcCq>();
-  readonly qps = new Map<number, RcQp>();
-  readonly srqs = new Map<number, RcSrq>();
-  readonly ahs = new Set<RcAh>();
-  readonly buffers = new Set<ArrayBuffer>();
-  readonly waiters = new Set<Waiter>();
-  ops: VerbsContextOps = rdma_core_ctx_ops;
-  constructor(
-    readonly device: RcDevice,
-    readonly ptr: number,
-    readonly cmd_fd: number,
-    readonly async_fd: number,
-    readonly num_comp_vectors: number,
-  ) {}
-}
-
-export class RcPd implements ibv_pd {
-  ptr: number;
-  constructor(
-    readonly context: RcContext,
-    ptr: number,
-    readonly handle: number,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-/** A memory window; `rkey` follows ibv_bind_mw as libibverbs sets it. */
-export class RcMw implements ibv_mw {
-  ptr: number;
-  constructor(
-    readonly context: RcContext,
-    readonly pd: RcPd,
-    ptr: number,
-    public rkey: number,
-    readonly handle: number,
-    readonly type: number,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-export class RcMr implements ibv_mr {
-  ptr: number;
-  constructor(
-    readonly context: RcContext,
-    readonly pd: RcPd,
-    ptr: number,
-    readonly addr: bigint,
-    readonly length: number,
-    readonly handle: number,
-    readonly lkey: number,
-    readonly rkey: number,
-    /** holds the memory while registered */ public buf: Uint8Array | null,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-export class RcChannel implements ibv_comp_channel {
-  ptr: number;
-  refcnt = 0;
-  constructor(
-    readonly context: RcContext,
-    ptr: number,
-    readonly fd: number,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-/** An async event libibverbs reported for an object and the application has not acknowledged. */
-interface PendingAsync {
-  type: number;
-  kind: string;
-  ptr: number;
-}
-
-export class RcCq implements ibv_cq {
-  ptr: number;
-  compReported = 0;
-  compAcked = 0;
-  asyncReported = 0;
-  asyncAcked = 0;
-  readonly pendingAsync: PendingAsync[] = [];
-  constructor(
-    readonly context: RcContext,
-    ptr: number,
-    readonly channel: RcChannel | null,
-    readonly cq_context: unknown,
-    readonly handle: number,
-    readonly cqe: number,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-export class RcSrq implements ibv_srq {
-  ptr: number;
-  asyncReported = 0;
-  asyncAcked = 0;
-  readonly pendingAsync: PendingAsync[] = [];
-  constructor(
-    readonly context: RcContext,
-    readonly pd: RcPd,
-    ptr: number,
-    readonly srq_context: unknown,
-    readonly handle: number,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-export class RcQp implements ibv_qp {
-  ptr: number;
-  state: number = IBV_QPS_RESET;
-  asyncReported = 0;
-  asyncAcked = 0;
-  readonly pendingAsync: PendingAsync[] = [];
-  constructor(
-    readonly context: RcContext,
-    readonly pd: RcPd,
-    ptr: number,
-    readonly qp_context: unknown,
-    readonly send_cq: RcCq | null,
-    readonly recv_cq: RcCq | null,
-    readonly srq: RcSrq | null,
-    readonly handle: number,
-    readonly qp_num: number,
-    readonly qp_type: number,
-    readonly sq_sig_all: number,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-export class RcAh implements ibv_ah {
-  ptr: number;
-  constructor(
-    readonly context: RcContext,
-    readonly pd: RcPd,
-    ptr: number,
-    readonly handle: number,
-  ) {
-    this.ptr = ptr;
-  }
-}
-
-// ------------------------------------------------------------------ helpers
-
-function A(): RdmaCoreAddon {
-  const a = rdmaCoreAddon();
-  if (!a) throw new VerbsError(errno.ENOSYS, `rdma-core provider: ${rdmaCoreUnavailable()}`);
-  return a;
-}
-
-function fail(e: number, verb: string, what: string): never {
-  throw new VerbsError(e, `${verb}: ${what}`);
-}
-
-/** A live object of this provider (its context open), else null. */
-function live<T extends { ptr: number; context: RcContext }>(o: unknown, cls: abstract new (...a: never[]) => T): T | null {
-  return o instanceof cls && o.ptr !== 0 && !o.context.closed ? o : null;
-}
-
-function liveCtx(c: unknown): RcContext | null {
-  return c instanceof RcContext && !c.closed ? c : null;
-}
-
-function isNum(x: unknown): x is number {
-  return typeof x === 'number' && Number.isInteger(x);
-}
-
-// Scratch buffers shared with the addon (record layouts: rdma_core.cc).
-const WR_BYTES = 64 * 1024;
-const WC_REC = 48;
-const WC_MAX = 64;
-const MAX_WR = 64;
-const MAX_SGE = 512;
-const wrMem = new ArrayBuffer(WR_BYTES);
-const wr8 = new Uint8Array(wrMem);
-const wr32 = new Uint32Array(wrMem);
-const wr64 = new BigUint64Array(wrMem);
-const wcMem = new ArrayBuffer(WC_REC * WC_MAX);
-const wc8 = new Uint8Array(wcMem);
-const wc32 = new Uint32Array(wcMem);
-const wc16 = new Uint16Array(wcMem);
-const wc64 = new BigUint64Array(wcMem);
-let scratchSet = false;
-function scratch(a: RdmaCoreAddon): void {
-  if (!scratchSet) {
-    a.setScratch(wr8, wc8);
-    scratchSet = true;
-  }
-}
+import { rdmaCoreAddon, rdmaCoreUnavailable } from './addon.js';
+import { rc_extended_ops } from './extended.js';
+import {
+  A,
+  bufAddr,
+  capOf,
+  fail,
+  isNum,
+  live,
+  liveCtx,
+  RcAh,
+  RcChannel,
+  RcContext,
+  RcCq,
+  RcDevice,
+  RcMr,
+  RcMw,
+  RcPd,
+  RcQp,
+  RcSrq,
+  type Waiter,
+} from './objects.js';
+import { decodeWc, encodeSend, MAX_SGE, MAX_WR, newWc, nth, scratch, WC_MAX, WC_REC, WR_BYTES, wr32, wr64 } from './scratch.js';
+import { rc_unbound_ops } from './unbound.js';
 
 /** Waits until fd is readable (uv_poll in the addon); rejected when the context closes or the object goes. */
 function readable(ctx: RcContext, fd: number): Promise<void> {
@@ -409,6 +192,12 @@ function rc_close_device(ibctx: ibv_context): number {
       mr.ptr = 0;
       mr.buf = null;
     }
+  // XRC domains after their SRQs (above).
+  for (const x of ctx.xrcds)
+    if (x.ptr) {
+      a.closeXrcd(x.ptr);
+      x.ptr = 0;
+    }
   for (const pd of ctx.pds)
     if (pd.ptr) {
       a.deallocPd(pd.ptr);
@@ -510,10 +299,13 @@ function rc_alloc_buf(ibctx: ibv_context, length: number, align: number): Uint8A
     fail(errno.EINVAL, 'rnic_alloc_buf', `alignment ${String(align)} is not a power of two`);
   }
   if (!Number.isSafeInteger(length) || length < 0) fail(errno.EINVAL, 'rnic_alloc_buf', `bad length ${String(length)}`);
-  const r = A().allocBuf(length, align);
+  const a = A();
+  const r = a.allocBuf(length, align);
   if (typeof r === 'number') fail(r === errno.EINVAL ? errno.EINVAL : errno.ENOMEM, 'rnic_alloc_buf', `${length} bytes`);
   ctx.buffers.add(r);
-  return new Uint8Array(r);
+  const u = new Uint8Array(r);
+  bufAddr.set(r, a.addrOf(u));
+  return u;
 }
 
 function rc_free_buf(ibctx: ibv_context, buf: Uint8Array): void {
@@ -615,25 +407,6 @@ function rc_ack_cq_events(ibcq: ibv_cq, n: number): void {
   cq.compAcked += n;
 }
 
-function newWc(): ibv_wc {
-  return {
-    wr_id: 0n,
-    status: 0,
-    opcode: 0,
-    vendor_err: 0,
-    byte_len: 0,
-    imm_data: 0,
-    invalidated_rkey: 0,
-    qp_num: 0,
-    src_qp: 0,
-    wc_flags: 0,
-    pkey_index: 0,
-    slid: 0,
-    sl: 0,
-    dlid_path_bits: 0,
-  };
-}
-
 function rc_poll_cq(ibcq: ibv_cq, num: number, wc: ibv_wc[]): number {
   const cq = live(ibcq, RcCq);
   if (!cq) return -errno.EINVAL;
@@ -644,24 +417,7 @@ function rc_poll_cq(ibcq: ibv_cq, num: number, wc: ibv_wc[]): number {
     const want = Math.min(num - done, WC_MAX);
     const got = a.pollCq(cq.ptr, want);
     if (got < 0) return done > 0 ? done : got;
-    for (let i = 0; i < got; i++) {
-      const w = (wc[done + i] ??= newWc());
-      const b = (i * WC_REC) >> 2;
-      w.wr_id = wc64[b >> 1]!;
-      w.status = wc32[b + 2]!;
-      w.opcode = wc32[b + 3]!;
-      w.vendor_err = wc32[b + 4]!;
-      w.byte_len = wc32[b + 5]!;
-      w.imm_data = wc32[b + 6]!;
-      w.invalidated_rkey = w.imm_data;
-      w.qp_num = wc32[b + 7]!;
-      w.src_qp = wc32[b + 8]!;
-      w.wc_flags = wc32[b + 9]!;
-      w.pkey_index = wc16[(b + 10) * 2]!;
-      w.slid = wc16[(b + 10) * 2 + 1]!;
-      w.sl = wc8[i * WC_REC + 44]!;
-      w.dlid_path_bits = wc8[i * WC_REC + 45]!;
-    }
+    for (let i = 0; i < got; i++) decodeWc((wc[done + i] ??= newWc()), i, WC_REC);
     done += got;
     if (got < want) break;
   }
@@ -716,16 +472,6 @@ function rc_destroy_srq(ibsrq: ibv_srq): number {
 }
 
 // ------------------------------------------------------------------ qp
-
-function capOf(c: Record<string, unknown>): ibv_qp_cap {
-  return {
-    max_send_wr: c['max_send_wr'] as number,
-    max_recv_wr: c['max_recv_wr'] as number,
-    max_send_sge: c['max_send_sge'] as number,
-    max_recv_sge: c['max_recv_sge'] as number,
-    max_inline_data: c['max_inline_data'] as number,
-  };
-}
 
 function rc_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   const pd = live(ibpd, RcPd);
@@ -796,92 +542,6 @@ function rc_destroy_qp(ibqp: ibv_qp): number {
   return r;
 }
 
-// ------------------------------------------------------------------ posting
-
-/**
- * Encodes WRs from `w` into the scratch (layout: rdma_core.cc PostSend),
- * at most MAX_WR and what fits. Returns the count, the WR after the last
- * one encoded, or the first malformed WR (count -1).
- */
-function encodeSend(first: ibv_send_wr, ud: boolean): { n: number; rest: ibv_send_wr | null; bad: ibv_send_wr | null } {
-  let w: ibv_send_wr | null = first;
-  let n = 0;
-  let off = 8; // bytes: the header holds the bad WR index
-  let sges = 0;
-  while (w && n < MAX_WR) {
-    if (typeof w !== 'object') return { n: -1, rest: null, bad: w };
-    const ns = w.num_sge;
-    const list = w.sg_list;
-    if (!isNum(ns) || ns < 0 || (ns > 0 && (!Array.isArray(list) || list.length < ns))) return { n: -1, rest: null, bad: w };
-    if (off + 72 + 16 * ns > WR_BYTES || sges + ns > MAX_SGE) break;
-    if (typeof w.wr_id !== 'bigint' || !isNum(w.opcode) || !isNum(w.send_flags)) return { n: -1, rest: null, bad: w };
-    const q = off >> 2;
-    wr64[q >> 1] = BigInt.asUintN(64, w.wr_id);
-    wr32[q + 2] = w.opcode;
-    wr32[q + 3] = w.send_flags;
-    wr32[q + 4] = ns;
-    wr32[q + 5] = w.imm_data ?? w.invalidate_rkey ?? 0;
-    const u = w.wr;
-    if (ud) {
-      const x = u?.ud;
-      const ah = x ? live(x.ah, RcAh) : null;
-      if (!x || !ah) return { n: -1, rest: null, bad: w };
-      wr64[(q >> 1) + 3] = 0n;
-      wr32[q + 8] = 0;
-      wr32[q + 9] = x.remote_qpn;
-      wr32[q + 10] = x.remote_qkey;
-      wr64[(q >> 1) + 8] = BigInt(ah.ptr);
-    } else if (w.opcode === IBV_WR_BIND_MW) {
-      const bm = w.bind_mw;
-      const mw = bm ? live(bm.mw, RcMw) : null;
-      const info = bm?.bind_info;
-      const mr = info && info.mr !== null ? live(info.mr, RcMr) : null;
-      if (
-        !bm ||
-        !mw ||
-        !info ||
-        (info.mr !== null && !mr) ||
-        !isNum(bm.rkey) ||
-        typeof info.addr !== 'bigint' ||
-        typeof info.length !== 'bigint' ||
-        !isNum(info.mw_access_flags)
-      )
-        return { n: -1, rest: null, bad: w };
-      wr64[(q >> 1) + 3] = BigInt.asUintN(64, info.addr);
-      wr32[q + 8] = bm.rkey;
-      wr32[q + 9] = info.mw_access_flags;
-      wr64[(q >> 1) + 6] = BigInt(mr ? mr.ptr : 0);
-      wr64[(q >> 1) + 7] = BigInt.asUintN(64, info.length);
-      wr64[(q >> 1) + 8] = BigInt(mw.ptr);
-    } else {
-      const at = u?.atomic;
-      const rd = u?.rdma;
-      wr64[(q >> 1) + 3] = BigInt.asUintN(64, at?.remote_addr ?? rd?.remote_addr ?? 0n);
-      wr32[q + 8] = at?.rkey ?? rd?.rkey ?? 0;
-      wr64[(q >> 1) + 6] = BigInt.asUintN(64, at?.compare_add ?? 0n);
-      wr64[(q >> 1) + 7] = BigInt.asUintN(64, at?.swap ?? 0n);
-    }
-    off += 72;
-    for (let j = 0; j < ns; j++, off += 16) {
-      const s = list![j]!;
-      if (typeof s !== 'object' || s === null || typeof s.addr !== 'bigint' || !isNum(s.length) || !isNum(s.lkey)) return { n: -1, rest: null, bad: w };
-      wr64[off >> 3] = BigInt.asUintN(64, s.addr);
-      wr32[(off >> 2) + 2] = s.length;
-      wr32[(off >> 2) + 3] = s.lkey;
-    }
-    sges += ns;
-    n++;
-    w = w.next ?? null;
-  }
-  return { n, rest: w, bad: null };
-}
-
-function nth<T extends { next: T | null }>(w: T, i: number): T {
-  let x = w;
-  for (let k = 0; k < i; k++) x = x.next!;
-  return x;
-}
-
 function rc_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad?: BadWr<ibv_send_wr>): number {
   const qp = live(ibqp, RcQp);
   if (!qp) return errno.EINVAL;
@@ -894,7 +554,7 @@ function rc_post_send(ibqp: ibv_qp, wr: ibv_send_wr, bad?: BadWr<ibv_send_wr>): 
   const ud = qp.qp_type === IBV_QPT_UD;
   let w: ibv_send_wr | null = wr;
   while (w) {
-    const e = encodeSend(w, ud);
+    const e = encodeSend(w, ud, qp.context);
     if (e.n === 0 && e.bad === null) {
       if (bad) bad.wr = w;
       return errno.ENOMEM; // a single WR larger than the scratch
@@ -1110,6 +770,7 @@ function rc_read_counters(ibctx: ibv_context, port: number): Record<string, bigi
 
 export const rdma_core_ctx_ops: VerbsContextOps = Object.freeze({
   ...rc_unbound_ops,
+  ...rc_extended_ops,
   query_device: rc_query_device,
   query_port: rc_query_port,
   query_gid: rc_query_gid,
@@ -1180,7 +841,7 @@ export const rdmaCoreProvider: VerbsProvider = Object.freeze({
     if (!(dev instanceof RcDevice)) throw new VerbsError(errno.EINVAL, 'ibv_open_device: not an rdma-core device');
     const r = A().openDevice(dev.name);
     if (typeof r === 'number') throw new VerbsError(r, `ibv_open_device: ${dev.name}`);
-    return new RcContext(dev, r.ptr, r.cmd_fd, r.async_fd, r.num_comp_vectors);
+    return new RcContext(rdma_core_ctx_ops, dev, r.ptr, r.cmd_fd, r.async_fd, r.num_comp_vectors);
   },
 });
 

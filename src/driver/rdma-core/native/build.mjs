@@ -12,8 +12,8 @@
  *
  * RNIC_RDMA_CORE_BUILD=0 skips it; RNIC_RDMA_CORE_BUILD=require makes a
  * failed or skipped build an error (exit 1), for CI on a machine that has
- * libibverbs-dev. It rebuilds only when the source or binding.gyp is newer
- * than the addon.
+ * libibverbs-dev. It rebuilds only when a source (the .cc files, common.h)
+ * or binding.gyp is newer than the addon.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -36,7 +36,8 @@ const incDirs = ['/usr/include', '/usr/local/include', ...(process.env.CPATH ?? 
 if (!incDirs.some((d) => existsSync(join(d, 'infiniband', 'verbs.h')))) skip('no <infiniband/verbs.h>: apt-get install libibverbs-dev');
 
 const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : 0);
-if (!force && mtime(out) > Math.max(mtime(join(here, 'rdma_core.cc')), mtime(join(here, 'binding.gyp')))) {
+const sources = ['rdma_core.cc', 'extended.cc', 'common.h', 'binding.gyp'];
+if (!force && mtime(out) > Math.max(...sources.map((f) => mtime(join(here, f))))) {
   console.log('rdma-core provider: addon up to date');
   process.exit(0);
 }

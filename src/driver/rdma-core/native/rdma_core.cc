@@ -1,7 +1,13 @@
 // The rdma-core provider's native half: a thin Node-API layer over
-// libibverbs. Every function maps to one libibverbs call; the TS side
-// (src/driver/rdma-core/*.ts) owns the object model, the argument checks
-// and the VerbsContextOps conventions.
+// libibverbs: the classic verbs and the module's init (the extended verbs
+// are in extended.cc). Every function maps to one libibverbs call; the TS
+// side (src/driver/rdma-core/*.ts) owns the object model, the argument
+// checks and the VerbsContextOps conventions.
+//
+// Every pointer argument is looked up in the registry of live objects
+// (common.h) before libibverbs sees it: a destroyed handle or a wrong type
+// fails the call with EINVAL (or -EINVAL where the result is a count), so
+// no input from TypeScript reaches freed memory.
 //
 // Conventions of this file:
 // - Pointers to libibverbs objects travel as JS numbers (x86-64 user
@@ -11,44 +17,30 @@
 // - The hot path (post_send, post_recv, post_srq_recv, poll_cq) takes no
 //   JS objects: the TS side encodes work requests into, and decodes work
 //   completions from, two scratch buffers registered once (setScratch), in
-//   the record layouts described at encodeSend/decodeWc in post.ts/cq.ts.
+//   the record layouts described at PostSend / PollCq below.
 // - Waiting is never a blocking call: the completion-channel and async
 //   fds are O_NONBLOCK, and watchFd() calls back through libuv (uv_poll)
 //   when one becomes readable.
-#include <napi.h>
+#include "common.h"
 #include <uv.h>
-#include <infiniband/verbs.h>
 #include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 #include <string>
-#include <unordered_map>
+
+namespace rnic {
+
+std::unordered_map<void*, Live> live;
+uint8_t* wrBuf = nullptr;
+size_t wrLen = 0;
+uint8_t* wcBuf = nullptr;
+size_t wcLen = 0;
+
+}  // namespace rnic
 
 namespace {
-
-inline void* P(const Napi::Value& v) {
-  if (!v.IsNumber()) return nullptr;
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(v.As<Napi::Number>().Int64Value()));
-}
-inline Napi::Number N(Napi::Env env, const void* p) {
-  return Napi::Number::New(env, static_cast<double>(reinterpret_cast<uintptr_t>(p)));
-}
-inline Napi::Number N(Napi::Env env, double v) { return Napi::Number::New(env, v); }
-inline uint32_t U32(const Napi::Value& v) { return v.IsNumber() ? v.As<Napi::Number>().Uint32Value() : 0; }
-inline int32_t I32(const Napi::Value& v) { return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : 0; }
-inline uint64_t U64(const Napi::Value& v) {
-  if (v.IsBigInt()) {
-    bool lossless;
-    return v.As<Napi::BigInt>().Uint64Value(&lossless);
-  }
-  if (v.IsNumber()) return static_cast<uint64_t>(v.As<Napi::Number>().Int64Value());
-  return 0;
-}
-inline Napi::Value Big(Napi::Env env, uint64_t v) { return Napi::BigInt::New(env, v); }
-inline Napi::Value Field(const Napi::Object& o, const char* k) { return o.Get(k); }
+using namespace rnic;
 
 int setNonBlocking(int fd) {
   int fl = fcntl(fd, F_GETFL);
@@ -57,13 +49,10 @@ int setNonBlocking(int fd) {
 }
 
 // ---------------------------------------------------------------- scratch
-uint8_t* wrBuf = nullptr;
-size_t wrLen = 0;
-uint8_t* wcBuf = nullptr;
-size_t wcLen = 0;
 Napi::Reference<Napi::Uint8Array> wrRef, wcRef;
 
 Napi::Value SetScratch(const Napi::CallbackInfo& info) {
+  if (!IsBytes(info[0]) || !IsBytes(info[1])) return N(info.Env(), EINVAL);
   auto wr = info[0].As<Napi::Uint8Array>();
   auto wc = info[1].As<Napi::Uint8Array>();
   wrRef = Napi::Persistent(wr);
@@ -108,6 +97,7 @@ Napi::Value GetDeviceList(const Napi::CallbackInfo& info) {
 // openDevice(name): the device of that name in the newest list, or ENODEV.
 Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  if (!info[0].IsString()) return N(env, static_cast<double>(EINVAL));
   std::string name = info[0].As<Napi::String>().Utf8Value();
   ibv_device* d = nullptr;
   for (ibv_device** p = lastList; p && *p; p++)
@@ -120,6 +110,7 @@ Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
     ibv_close_device(ctx);
     return N(env, static_cast<double>(e));
   }
+  Track(ctx, K_CTX, ctx);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, ctx));
   o.Set("cmd_fd", N(env, ctx->cmd_fd));
@@ -129,15 +120,27 @@ Napi::Value OpenDevice(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value CloseDevice(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_close_device(static_cast<ibv_context*>(P(info[0]))));
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(info.Env(), EINVAL);
+  int r = ibv_close_device(ctx);
+  if (r == 0) UntrackContext(ctx);
+  return N(info.Env(), r);
 }
 
 Napi::Value QueryDevice(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(env, EINVAL);
   ibv_device_attr a;
   memset(&a, 0, sizeof a);
-  int r = ibv_query_device(static_cast<ibv_context*>(P(info[0])), &a);
+  int r = ibv_query_device(ctx, &a);
   if (r) return N(env, r);
+  return DeviceAttrToJs(env, a);
+}
+
+}  // namespace
+
+Napi::Object rnic::DeviceAttrToJs(Napi::Env env, const ibv_device_attr& a) {
   auto o = Napi::Object::New(env);
   o.Set("fw_ver", Napi::String::New(env, a.fw_ver));
   o.Set("node_guid", Big(env, be64toh(a.node_guid)));
@@ -155,11 +158,15 @@ Napi::Value QueryDevice(const Napi::CallbackInfo& info) {
   return o;
 }
 
+namespace {
+
 Napi::Value QueryPort(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(env, EINVAL);
   ibv_port_attr a;
   memset(&a, 0, sizeof a);
-  int r = ibv_query_port(static_cast<ibv_context*>(P(info[0])), static_cast<uint8_t>(U32(info[1])), &a);
+  int r = ibv_query_port(ctx, static_cast<uint8_t>(U32(info[1])), &a);
   if (r) return N(env, r);
   auto o = Napi::Object::New(env);
 #define F(x) o.Set(#x, N(env, static_cast<double>(a.x)))
@@ -178,8 +185,10 @@ Napi::Value QueryPort(const Napi::CallbackInfo& info) {
 
 Napi::Value QueryGid(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(env, EINVAL);
   ibv_gid g;
-  int r = ibv_query_gid(static_cast<ibv_context*>(P(info[0])), static_cast<uint8_t>(U32(info[1])), I32(info[2]), &g);
+  int r = ibv_query_gid(ctx, static_cast<uint8_t>(U32(info[1])), I32(info[2]), &g);
   if (r) return N(env, r < 0 ? (errno ? errno : EINVAL) : r);
   auto b = Napi::Uint8Array::New(env, 16);
   memcpy(b.Data(), g.raw, 16);
@@ -188,8 +197,10 @@ Napi::Value QueryGid(const Napi::CallbackInfo& info) {
 
 // Returns the P_Key in host order, or -errno.
 Napi::Value QueryPkey(const Napi::CallbackInfo& info) {
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(info.Env(), -EINVAL);
   __be16 pk = 0;
-  int r = ibv_query_pkey(static_cast<ibv_context*>(P(info[0])), static_cast<uint8_t>(U32(info[1])), I32(info[2]), &pk);
+  int r = ibv_query_pkey(ctx, static_cast<uint8_t>(U32(info[1])), I32(info[2]), &pk);
   if (r) return N(info.Env(), -(r < 0 ? (errno ? errno : EINVAL) : r));
   return N(info.Env(), ntohs(pk));
 }
@@ -197,25 +208,40 @@ Napi::Value QueryPkey(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------- pd, mr, buffers
 Napi::Value AllocPd(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  ibv_pd* pd = ibv_alloc_pd(static_cast<ibv_context*>(P(info[0])));
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(env, EINVAL);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
   if (!pd) return N(env, errno ? errno : ENOMEM);
+  Track(pd, K_PD, ctx);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, pd));
   o.Set("handle", N(env, pd->handle));
   return o;
 }
 
-Napi::Value DeallocPd(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_dealloc_pd(static_cast<ibv_pd*>(P(info[0]))));
+// Destroys a live object of kind k with fn, and forgets it when that succeeded.
+template <class T>
+Napi::Value Destroy(const Napi::CallbackInfo& info, Kind k, int (*fn)(T*)) {
+  auto* o = Obj<T>(info[0], k);
+  if (!o) return N(info.Env(), EINVAL);
+  int r = fn(o);
+  if (r == 0) Untrack(o);
+  return N(info.Env(), r);
 }
+
+Napi::Value DeallocPd(const Napi::CallbackInfo& info) { return Destroy<ibv_pd>(info, K_PD, ibv_dealloc_pd); }
 
 // Page-aligned, zeroed memory owned by the returned ArrayBuffer: freed when
 // the last JS reference is gone (the TS side holds a reference while the
 // buffer is registered, so registered memory is never freed under the HCA).
 Napi::Value AllocBuf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  size_t len = static_cast<size_t>(info[0].As<Napi::Number>().Int64Value());
-  size_t align = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
+  if (!info[0].IsNumber() || !info[1].IsNumber()) return N(env, EINVAL);
+  int64_t len64 = info[0].As<Napi::Number>().Int64Value();
+  int64_t align64 = info[1].As<Napi::Number>().Int64Value();
+  if (len64 < 0 || align64 < 1 || align64 > (1 << 30) || (align64 & (align64 - 1))) return N(env, EINVAL);
+  size_t len = static_cast<size_t>(len64);
+  size_t align = static_cast<size_t>(align64);
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   if (align < page) align = page;
   size_t alloc = (len + page - 1) / page * page;
@@ -227,15 +253,9 @@ Napi::Value AllocBuf(const Napi::CallbackInfo& info) {
   return Napi::ArrayBuffer::New(env, p, len, [](Napi::Env, void* data) { free(data); });
 }
 
-Napi::Value RegMr(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto* pd = static_cast<ibv_pd*>(P(info[0]));
-  auto ta = info[1].As<Napi::Uint8Array>();
-  int access = I32(info[2]);
-  void* addr = ta.Data();
-  size_t len = ta.ByteLength();
-  ibv_mr* mr = ibv_reg_mr(pd, addr, len, access);
-  if (!mr) return N(env, errno ? errno : EINVAL);
+}  // namespace
+
+Napi::Object rnic::MrToJs(Napi::Env env, const ibv_mr* mr) {
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, mr));
   o.Set("addr", Big(env, reinterpret_cast<uintptr_t>(mr->addr)));
@@ -246,15 +266,29 @@ Napi::Value RegMr(const Napi::CallbackInfo& info) {
   return o;
 }
 
-Napi::Value DeregMr(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_dereg_mr(static_cast<ibv_mr*>(P(info[0]))));
+namespace {
+
+Napi::Value RegMr(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* pd = Obj<ibv_pd>(info[0], K_PD);
+  if (!pd || !IsBytes(info[1])) return N(env, EINVAL);
+  auto ta = info[1].As<Napi::Uint8Array>();
+  ibv_mr* mr = ibv_reg_mr(pd, ta.Data(), ta.ByteLength(), I32(info[2]));
+  if (!mr) return N(env, errno ? errno : EINVAL);
+  Track(mr, K_MR, pd->context);
+  return MrToJs(env, mr);
 }
+
+Napi::Value DeregMr(const Napi::CallbackInfo& info) { return Destroy<ibv_mr>(info, K_MR, ibv_dereg_mr); }
 
 // ---------------------------------------------------------------- memory windows
 Napi::Value AllocMw(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  ibv_mw* mw = ibv_alloc_mw(static_cast<ibv_pd*>(P(info[0])), static_cast<ibv_mw_type>(U32(info[1])));
+  auto* pd = Obj<ibv_pd>(info[0], K_PD);
+  if (!pd) return N(env, EINVAL);
+  ibv_mw* mw = ibv_alloc_mw(pd, static_cast<ibv_mw_type>(U32(info[1])));
   if (!mw) return N(env, errno ? errno : ENOMEM);
+  Track(mw, K_MW, pd->context);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, mw));
   o.Set("rkey", N(env, mw->rkey));
@@ -262,24 +296,29 @@ Napi::Value AllocMw(const Napi::CallbackInfo& info) {
   return o;
 }
 
-Napi::Value DeallocMw(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_dealloc_mw(static_cast<ibv_mw*>(P(info[0]))));
-}
+Napi::Value DeallocMw(const Napi::CallbackInfo& info) { return Destroy<ibv_mw>(info, K_MW, ibv_dealloc_mw); }
 
 // ibv_bind_mw (type 1): (qp, mw, mr or 0, wr_id, send_flags, addr, length, access) -> [rc, mw->rkey after].
 Napi::Value BindMw(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto* mw = static_cast<ibv_mw*>(P(info[1]));
+  auto* qp = Obj<ibv_qp>(info[0], K_QP);
+  auto* mw = Obj<ibv_mw>(info[1], K_MW);
+  ibv_mr* mr = nullptr;
+  auto out = Napi::Array::New(env, 2);
+  if (!qp || !mw || !Opt(info[2], K_MR, &mr)) {
+    out.Set(0u, N(env, EINVAL));
+    out.Set(1u, N(env, 0.0));
+    return out;
+  }
   ibv_mw_bind b;
   memset(&b, 0, sizeof b);
   b.wr_id = U64(info[3]);
   b.send_flags = U32(info[4]);
-  b.bind_info.mr = static_cast<ibv_mr*>(P(info[2]));
+  b.bind_info.mr = mr;
   b.bind_info.addr = U64(info[5]);
   b.bind_info.length = U64(info[6]);
   b.bind_info.mw_access_flags = U32(info[7]);
-  int r = ibv_bind_mw(static_cast<ibv_qp*>(P(info[0])), mw, &b);
-  auto out = Napi::Array::New(env, 2);
+  int r = ibv_bind_mw(qp, mw, &b);
   out.Set(0u, N(env, r));
   out.Set(1u, N(env, mw->rkey));
   return out;
@@ -287,6 +326,7 @@ Napi::Value BindMw(const Napi::CallbackInfo& info) {
 
 // The address of a view's first byte (what mr.addr is for a whole buffer).
 Napi::Value AddrOf(const Napi::CallbackInfo& info) {
+  if (!IsBytes(info[0])) return N(info.Env(), -EINVAL);
   auto ta = info[0].As<Napi::Uint8Array>();
   return Big(info.Env(), reinterpret_cast<uintptr_t>(ta.Data()));
 }
@@ -294,13 +334,16 @@ Napi::Value AddrOf(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------- channels, cqs
 Napi::Value CreateCompChannel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  ibv_comp_channel* ch = ibv_create_comp_channel(static_cast<ibv_context*>(P(info[0])));
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(env, EINVAL);
+  ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
   if (!ch) return N(env, errno ? errno : ENOMEM);
   int e = setNonBlocking(ch->fd);
   if (e) {
     ibv_destroy_comp_channel(ch);
     return N(env, e);
   }
+  Track(ch, K_CH, ctx);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, ch));
   o.Set("fd", N(env, ch->fd));
@@ -308,14 +351,17 @@ Napi::Value CreateCompChannel(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value DestroyCompChannel(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_destroy_comp_channel(static_cast<ibv_comp_channel*>(P(info[0]))));
+  return Destroy<ibv_comp_channel>(info, K_CH, ibv_destroy_comp_channel);
 }
 
 Napi::Value CreateCq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  ibv_cq* cq = ibv_create_cq(static_cast<ibv_context*>(P(info[0])), I32(info[1]), nullptr,
-                             static_cast<ibv_comp_channel*>(P(info[2])), I32(info[3]));
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  ibv_comp_channel* ch = nullptr;
+  if (!ctx || !Opt(info[2], K_CH, &ch)) return N(env, EINVAL);
+  ibv_cq* cq = ibv_create_cq(ctx, I32(info[1]), nullptr, ch, I32(info[3]));
   if (!cq) return N(env, errno ? errno : ENOMEM);
+  Track(cq, K_CQ, ctx);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, cq));
   o.Set("cqe", N(env, cq->cqe));
@@ -323,24 +369,27 @@ Napi::Value CreateCq(const Napi::CallbackInfo& info) {
   return o;
 }
 
-Napi::Value DestroyCq(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_destroy_cq(static_cast<ibv_cq*>(P(info[0]))));
-}
+Napi::Value DestroyCq(const Napi::CallbackInfo& info) { return Destroy<ibv_cq>(info, K_CQ, ibv_destroy_cq); }
 
 Napi::Value ReqNotifyCq(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_req_notify_cq(static_cast<ibv_cq*>(P(info[0])), I32(info[1])));
+  auto* cq = Obj<ibv_cq>(info[0], K_CQ);
+  if (!cq) return N(info.Env(), EINVAL);
+  return N(info.Env(), ibv_req_notify_cq(cq, I32(info[1])));
 }
 
 // The CQ that has an event (its pointer), or -errno (-EAGAIN: none yet).
 Napi::Value GetCqEvent(const Napi::CallbackInfo& info) {
+  auto* ch = Obj<ibv_comp_channel>(info[0], K_CH);
+  if (!ch) return N(info.Env(), -EINVAL);
   ibv_cq* cq = nullptr;
   void* cqctx = nullptr;
-  if (ibv_get_cq_event(static_cast<ibv_comp_channel*>(P(info[0])), &cq, &cqctx)) return N(info.Env(), -(errno ? errno : EIO));
+  if (ibv_get_cq_event(ch, &cq, &cqctx)) return N(info.Env(), -(errno ? errno : EIO));
   return N(info.Env(), cq);
 }
 
 Napi::Value AckCqEvents(const Napi::CallbackInfo& info) {
-  ibv_ack_cq_events(static_cast<ibv_cq*>(P(info[0])), U32(info[1]));
+  auto* cq = Obj<ibv_cq>(info[0], K_CQ);
+  if (cq) ibv_ack_cq_events(cq, U32(info[1]));
   return info.Env().Undefined();
 }
 
@@ -349,9 +398,11 @@ Napi::Value AckCqEvents(const Napi::CallbackInfo& info) {
 // slid; u8 sl, dlid_path_bits.
 constexpr size_t WC_REC = 48;
 Napi::Value PollCq(const Napi::CallbackInfo& info) {
-  auto* cq = static_cast<ibv_cq*>(P(info[0]));
+  auto* cq = Obj<ibv_cq>(info[0], K_CQ);
+  if (!cq || !wcBuf) return N(info.Env(), -EINVAL);
   int n = I32(info[1]);
   int max = static_cast<int>(wcLen / WC_REC);
+  if (n < 0) return N(info.Env(), -EINVAL);
   if (n > max) n = max;
   if (n > 64) n = 64;
   ibv_wc wc[64];
@@ -375,13 +426,16 @@ Napi::Value PollCq(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------- srq
 Napi::Value CreateSrq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* pd = Obj<ibv_pd>(info[0], K_PD);
+  if (!pd) return N(env, EINVAL);
   ibv_srq_init_attr a;
   memset(&a, 0, sizeof a);
   a.attr.max_wr = U32(info[1]);
   a.attr.max_sge = U32(info[2]);
   a.attr.srq_limit = U32(info[3]);
-  ibv_srq* srq = ibv_create_srq(static_cast<ibv_pd*>(P(info[0])), &a);
+  ibv_srq* srq = ibv_create_srq(pd, &a);
   if (!srq) return N(env, errno ? errno : ENOMEM);
+  Track(srq, K_SRQ, pd->context);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, srq));
   o.Set("handle", N(env, srq->handle));
@@ -391,18 +445,22 @@ Napi::Value CreateSrq(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value ModifySrq(const Napi::CallbackInfo& info) {
+  auto* srq = Obj<ibv_srq>(info[0], K_SRQ);
+  if (!srq) return N(info.Env(), EINVAL);
   ibv_srq_attr a;
   a.max_wr = U32(info[1]);
   a.max_sge = U32(info[2]);
   a.srq_limit = U32(info[3]);
-  return N(info.Env(), ibv_modify_srq(static_cast<ibv_srq*>(P(info[0])), &a, I32(info[4])));
+  return N(info.Env(), ibv_modify_srq(srq, &a, I32(info[4])));
 }
 
 Napi::Value QuerySrq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* srq = Obj<ibv_srq>(info[0], K_SRQ);
+  if (!srq) return N(env, EINVAL);
   ibv_srq_attr a;
   memset(&a, 0, sizeof a);
-  int r = ibv_query_srq(static_cast<ibv_srq*>(P(info[0])), &a);
+  int r = ibv_query_srq(srq, &a);
   if (r) return N(env, r);
   auto arr = Napi::Array::New(env, 3);
   arr.Set(0u, N(env, a.max_wr));
@@ -411,9 +469,7 @@ Napi::Value QuerySrq(const Napi::CallbackInfo& info) {
   return arr;
 }
 
-Napi::Value DestroySrq(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_destroy_srq(static_cast<ibv_srq*>(P(info[0]))));
-}
+Napi::Value DestroySrq(const Napi::CallbackInfo& info) { return Destroy<ibv_srq>(info, K_SRQ, ibv_destroy_srq); }
 
 // ---------------------------------------------------------------- qp
 void ahAttrFromJs(const Napi::Value& v, ibv_ah_attr* a) {
@@ -466,7 +522,9 @@ Napi::Object ahAttrToJs(Napi::Env env, const ibv_ah_attr& a) {
   return o;
 }
 
-Napi::Object capToJs(Napi::Env env, const ibv_qp_cap& c) {
+}  // namespace
+
+Napi::Object rnic::CapToJs(Napi::Env env, const ibv_qp_cap& c) {
   auto o = Napi::Object::New(env);
   o.Set("max_send_wr", N(env, c.max_send_wr));
   o.Set("max_recv_wr", N(env, c.max_recv_wr));
@@ -476,15 +534,18 @@ Napi::Object capToJs(Napi::Env env, const ibv_qp_cap& c) {
   return o;
 }
 
+namespace {
+
 // (pd, send_cq, recv_cq, srq, qp_type, sq_sig_all, max_send_wr, max_recv_wr,
 //  max_send_sge, max_recv_sge, max_inline_data)
 Napi::Value CreateQp(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* pd = Obj<ibv_pd>(info[0], K_PD);
   ibv_qp_init_attr a;
   memset(&a, 0, sizeof a);
-  a.send_cq = static_cast<ibv_cq*>(P(info[1]));
-  a.recv_cq = static_cast<ibv_cq*>(P(info[2]));
-  a.srq = static_cast<ibv_srq*>(P(info[3]));
+  a.send_cq = Obj<ibv_cq>(info[1], K_CQ);
+  a.recv_cq = Obj<ibv_cq>(info[2], K_CQ);
+  if (!pd || !a.send_cq || !a.recv_cq || !Opt(info[3], K_SRQ, &a.srq)) return N(env, EINVAL);
   a.qp_type = static_cast<ibv_qp_type>(U32(info[4]));
   a.sq_sig_all = I32(info[5]);
   a.cap.max_send_wr = U32(info[6]);
@@ -492,18 +553,20 @@ Napi::Value CreateQp(const Napi::CallbackInfo& info) {
   a.cap.max_send_sge = U32(info[8]);
   a.cap.max_recv_sge = U32(info[9]);
   a.cap.max_inline_data = U32(info[10]);
-  ibv_qp* qp = ibv_create_qp(static_cast<ibv_pd*>(P(info[0])), &a);
+  ibv_qp* qp = ibv_create_qp(pd, &a);
   if (!qp) return N(env, errno ? errno : ENOMEM);
+  Track(qp, K_QP, pd->context);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, qp));
   o.Set("qp_num", N(env, qp->qp_num));
   o.Set("handle", N(env, qp->handle));
-  o.Set("cap", capToJs(env, a.cap));
+  o.Set("cap", CapToJs(env, a.cap));
   return o;
 }
 
 Napi::Value ModifyQp(const Napi::CallbackInfo& info) {
-  auto* qp = static_cast<ibv_qp*>(P(info[0]));
+  auto* qp = Obj<ibv_qp>(info[0], K_QP);
+  if (!qp || !info[1].IsObject()) return N(info.Env(), EINVAL);
   auto o = info[1].As<Napi::Object>();
   int mask = I32(info[2]);
   ibv_qp_attr a;
@@ -546,11 +609,13 @@ Napi::Value ModifyQp(const Napi::CallbackInfo& info) {
 
 Napi::Value QueryQp(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* qp = Obj<ibv_qp>(info[0], K_QP);
+  if (!qp) return N(env, EINVAL);
   ibv_qp_attr a;
   ibv_qp_init_attr ia;
   memset(&a, 0, sizeof a);
   memset(&ia, 0, sizeof ia);
-  int r = ibv_query_qp(static_cast<ibv_qp*>(P(info[0])), &a, I32(info[1]), &ia);
+  int r = ibv_query_qp(qp, &a, I32(info[1]), &ia);
   if (r) return N(env, r);
   auto o = Napi::Object::New(env);
 #define F(x) o.Set(#x, N(env, static_cast<double>(a.x)))
@@ -559,11 +624,11 @@ Napi::Value QueryQp(const Napi::CallbackInfo& info) {
   F(max_dest_rd_atomic); F(min_rnr_timer); F(port_num); F(timeout); F(retry_cnt); F(rnr_retry); F(alt_port_num);
   F(alt_timeout); F(rate_limit);
 #undef F
-  o.Set("cap", capToJs(env, a.cap));
+  o.Set("cap", CapToJs(env, a.cap));
   o.Set("ah_attr", ahAttrToJs(env, a.ah_attr));
   o.Set("alt_ah_attr", ahAttrToJs(env, a.alt_ah_attr));
   auto init = Napi::Object::New(env);
-  init.Set("cap", capToJs(env, ia.cap));
+  init.Set("cap", CapToJs(env, ia.cap));
   init.Set("qp_type", N(env, ia.qp_type));
   init.Set("sq_sig_all", N(env, ia.sq_sig_all));
   auto res = Napi::Object::New(env);
@@ -572,9 +637,7 @@ Napi::Value QueryQp(const Napi::CallbackInfo& info) {
   return res;
 }
 
-Napi::Value DestroyQp(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_destroy_qp(static_cast<ibv_qp*>(P(info[0]))));
-}
+Napi::Value DestroyQp(const Napi::CallbackInfo& info) { return Destroy<ibv_qp>(info, K_QP, ibv_destroy_qp); }
 
 // ---------------------------------------------------------------- posting
 // The wr scratch starts with an 8-byte header (u32 index of the bad WR),
@@ -583,20 +646,16 @@ Napi::Value DestroyQp(const Napi::CallbackInfo& info) {
 //   u64 remote_addr; u32 rkey, remote_qpn, remote_qkey, pad;
 //   u64 compare_add, swap, ah; then SGEs (u64 addr; u32 length, lkey).
 // Recv record, 16 bytes + 16 per SGE: u64 wr_id; u32 num_sge, pad; SGEs.
-constexpr int MAX_WR = 64;
-constexpr int MAX_SGE_TOTAL = 512;
+}  // namespace
 
-Napi::Value PostSend(const Napi::CallbackInfo& info) {
-  auto* qp = static_cast<ibv_qp*>(P(info[0]));
-  int n = I32(info[1]);
-  if (n < 1 || n > MAX_WR) return N(info.Env(), EINVAL);
-  ibv_send_wr wr[MAX_WR];
-  ibv_sge sge[MAX_SGE_TOTAL];
+int rnic::DecodeSend(ibv_qp* qp, int n, ibv_send_wr* wr, ibv_sge* sge, SendExtra* extra, int* badIdx) {
   int nsge = 0;
   const uint8_t* r = wrBuf + 8;
   const uint8_t* end = wrBuf + wrLen;
+  *badIdx = 0;
   for (int i = 0; i < n; i++) {
-    if (r + 72 > end) return N(info.Env(), EINVAL);
+    *badIdx = i;
+    if (r + SEND_REC > end) return EINVAL;
     ibv_send_wr& w = wr[i];
     memset(&w, 0, sizeof w);
     uint32_t u[4];
@@ -613,15 +672,21 @@ Napi::Value PostSend(const Napi::CallbackInfo& info) {
     memcpy(&cmp, r + 48, 8);
     memcpy(&swp, r + 56, 8);
     memcpy(&ah, r + 64, 8);
+    extra[i] = SendExtra{cmp, swp, v[3]};
+    void* ahp = reinterpret_cast<void*>(static_cast<uintptr_t>(ah));
+    void* mrp = reinterpret_cast<void*>(static_cast<uintptr_t>(cmp));
     if (qp->qp_type == IBV_QPT_UD) {
-      w.wr.ud.ah = reinterpret_cast<ibv_ah*>(static_cast<uintptr_t>(ah));
+      // The provider copies the AH's address vector: it must be a live AH.
+      if (!Find(ahp, K_AH)) return EINVAL;
+      w.wr.ud.ah = static_cast<ibv_ah*>(ahp);
       w.wr.ud.remote_qpn = v[1];
       w.wr.ud.remote_qkey = v[2];
     } else if (w.opcode == IBV_WR_BIND_MW) {
       // Type 2 bind: mw in the AH slot, mr in compare, length in swap, rkey / access in v[0] / v[1].
-      w.bind_mw.mw = reinterpret_cast<ibv_mw*>(static_cast<uintptr_t>(ah));
+      if (!Find(ahp, K_MW) || (mrp && !Find(mrp, K_MR))) return EINVAL;
+      w.bind_mw.mw = static_cast<ibv_mw*>(ahp);
       w.bind_mw.rkey = v[0];
-      w.bind_mw.bind_info.mr = reinterpret_cast<ibv_mr*>(static_cast<uintptr_t>(cmp));
+      w.bind_mw.bind_info.mr = static_cast<ibv_mr*>(mrp);
       w.bind_mw.bind_info.addr = raddr;
       w.bind_mw.bind_info.length = swp;
       w.bind_mw.bind_info.mw_access_flags = v[1];
@@ -634,8 +699,8 @@ Napi::Value PostSend(const Napi::CallbackInfo& info) {
       w.wr.rdma.remote_addr = raddr;
       w.wr.rdma.rkey = v[0];
     }
-    r += 72;
-    if (w.num_sge < 0 || nsge + w.num_sge > MAX_SGE_TOTAL || r + 16 * w.num_sge > end) return N(info.Env(), EINVAL);
+    r += SEND_REC;
+    if (w.num_sge < 0 || nsge + w.num_sge > MAX_SGE_TOTAL || r + 16 * w.num_sge > end) return EINVAL;
     w.sg_list = w.num_sge ? &sge[nsge] : nullptr;
     for (int j = 0; j < w.num_sge; j++, r += 16) {
       memcpy(&sge[nsge].addr, r, 8);
@@ -645,10 +710,29 @@ Napi::Value PostSend(const Napi::CallbackInfo& info) {
     }
     w.next = i + 1 < n ? &wr[i + 1] : nullptr;
   }
+  return 0;
+}
+
+namespace {
+
+Napi::Value PostSend(const Napi::CallbackInfo& info) {
+  auto* qp = Obj<ibv_qp>(info[0], K_QP);
+  int n = I32(info[1]);
+  if (!qp || n < 1 || n > MAX_WR || !wrBuf) return N(info.Env(), EINVAL);
+  ibv_send_wr wr[MAX_WR];
+  ibv_sge sge[MAX_SGE_TOTAL];
+  SendExtra extra[MAX_WR];
+  int badIdx = 0;
+  int e = DecodeSend(qp, n, wr, sge, extra, &badIdx);
+  if (e) {
+    uint32_t b = static_cast<uint32_t>(badIdx);
+    memcpy(wrBuf, &b, 4);
+    return N(info.Env(), e);
+  }
   ibv_send_wr* bad = nullptr;
   int ret = ibv_post_send(qp, wr, &bad);
-  uint32_t badIdx = ret && bad ? static_cast<uint32_t>(bad - wr) : 0;
-  memcpy(wrBuf, &badIdx, 4);
+  uint32_t badI = ret && bad ? static_cast<uint32_t>(bad - wr) : 0;
+  memcpy(wrBuf, &badI, 4);
   return N(info.Env(), ret);
 }
 
@@ -680,15 +764,15 @@ int decodeRecv(int n, ibv_recv_wr* wr, ibv_sge* sge) {
 
 Napi::Value PostRecv(const Napi::CallbackInfo& info) {
   int n = I32(info[1]);
-  if (n < 1 || n > MAX_WR) return N(info.Env(), EINVAL);
+  bool srq = info[2].ToBoolean();
+  void* target = srq ? static_cast<void*>(Obj<ibv_srq>(info[0], K_SRQ)) : static_cast<void*>(Obj<ibv_qp>(info[0], K_QP));
+  if (!target || n < 1 || n > MAX_WR || !wrBuf) return N(info.Env(), EINVAL);
   ibv_recv_wr wr[MAX_WR];
   ibv_sge sge[MAX_SGE_TOTAL];
   int e = decodeRecv(n, wr, sge);
   if (e) return N(info.Env(), e);
   ibv_recv_wr* bad = nullptr;
-  bool srq = info[2].ToBoolean();
-  int ret = srq ? ibv_post_srq_recv(static_cast<ibv_srq*>(P(info[0])), wr, &bad)
-                : ibv_post_recv(static_cast<ibv_qp*>(P(info[0])), wr, &bad);
+  int ret = srq ? ibv_post_srq_recv(static_cast<ibv_srq*>(target), wr, &bad) : ibv_post_recv(static_cast<ibv_qp*>(target), wr, &bad);
   uint32_t badIdx = ret && bad ? static_cast<uint32_t>(bad - wr) : 0;
   memcpy(wrBuf, &badIdx, 4);
   return N(info.Env(), ret);
@@ -697,26 +781,29 @@ Napi::Value PostRecv(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------- ah
 Napi::Value CreateAh(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* pd = Obj<ibv_pd>(info[0], K_PD);
+  if (!pd) return N(env, EINVAL);
   ibv_ah_attr a;
   ahAttrFromJs(info[1], &a);
-  ibv_ah* ah = ibv_create_ah(static_cast<ibv_pd*>(P(info[0])), &a);
+  ibv_ah* ah = ibv_create_ah(pd, &a);
   if (!ah) return N(env, errno ? errno : EINVAL);
+  Track(ah, K_AH, pd->context);
   auto o = Napi::Object::New(env);
   o.Set("ptr", N(env, ah));
   o.Set("handle", N(env, ah->handle));
   return o;
 }
 
-Napi::Value DestroyAh(const Napi::CallbackInfo& info) {
-  return N(info.Env(), ibv_destroy_ah(static_cast<ibv_ah*>(P(info[0]))));
-}
+Napi::Value DestroyAh(const Napi::CallbackInfo& info) { return Destroy<ibv_ah>(info, K_AH, ibv_destroy_ah); }
 
 // ---------------------------------------------------------------- async events
 // {event_type, ptr (cq/qp/srq/wq), port_num}, or -errno (-EAGAIN: none yet).
 Napi::Value GetAsyncEvent(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto* ctx = Obj<ibv_context>(info[0], K_CTX);
+  if (!ctx) return N(env, -EINVAL);
   ibv_async_event ev;
-  if (ibv_get_async_event(static_cast<ibv_context*>(P(info[0])), &ev)) return N(env, -(errno ? errno : EIO));
+  if (ibv_get_async_event(ctx, &ev)) return N(env, -(errno ? errno : EIO));
   auto o = Napi::Object::New(env);
   o.Set("event_type", N(env, ev.event_type));
   switch (ev.event_type) {
@@ -759,13 +846,16 @@ Napi::Value AckAsyncEvent(const Napi::CallbackInfo& info) {
   ibv_async_event ev;
   memset(&ev, 0, sizeof ev);
   ev.event_type = static_cast<ibv_event_type>(U32(info[0]));
+  if (!info[1].IsString()) return info.Env().Undefined();
   std::string kind = info[1].As<Napi::String>().Utf8Value();
+  // The acknowledgement counts on the object: only a live one may be named.
+  bool ok = true;
   if (kind == "port") ev.element.port_num = I32(info[2]);
-  else if (kind == "cq") ev.element.cq = static_cast<ibv_cq*>(P(info[2]));
-  else if (kind == "srq") ev.element.srq = static_cast<ibv_srq*>(P(info[2]));
-  else if (kind == "wq") ev.element.wq = static_cast<ibv_wq*>(P(info[2]));
-  else if (kind == "qp") ev.element.qp = static_cast<ibv_qp*>(P(info[2]));
-  ibv_ack_async_event(&ev);
+  else if (kind == "cq") ok = (ev.element.cq = Obj<ibv_cq>(info[2], K_CQ)) != nullptr;
+  else if (kind == "srq") ok = (ev.element.srq = Obj<ibv_srq>(info[2], K_SRQ)) != nullptr;
+  else if (kind == "wq") ok = false;  // no WQs are created through this addon
+  else if (kind == "qp") ok = (ev.element.qp = Obj<ibv_qp>(info[2], K_QP)) != nullptr;
+  if (ok) ibv_ack_async_event(&ev);
   return info.Env().Undefined();
 }
 
@@ -815,6 +905,7 @@ void onReadable(uv_poll_t* h, int status, int events) {
 // poll failed (a negative libuv status). Returns an id for unwatchFd.
 Napi::Value WatchFd(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  if (!info[0].IsNumber() || !info[1].IsFunction()) return N(env, UV_EINVAL);
   int fd = I32(info[0]);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
@@ -891,6 +982,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   X("watchFd", WatchFd);
   X("unwatchFd", UnwatchFd);
 #undef X
+  InitExtended(env, exports);
   return exports;
 }
 
