@@ -137,11 +137,12 @@ export class Nic implements NicCore {
   }
 
   /**
-   * A UD packet to QPN 0xFFFFFF: a copy to every UD QP attached to the
+   * A UD packet to QPN 0xFFFFFF (received, or looped back from this
+   * device's own transmit): a copy to every UD QP attached to the
    * destination GID's group (the IPv4 destination as ::ffff:a.b.c.d, or the
    * IPv6 / GRH destination), each with its own Q_Key and receive queue.
    */
-  private receiveMulticast(p: Packet, frame: Uint8Array, ctr: Float64Array): void {
+  private receiveMulticast(p: Packet, frame: Uint8Array, ctr: Float64Array, looped = false): void {
     if ((p.bth.pkey & 0x7fff) !== 0x7fff) {
       ctr[Ctr.BAD_PKEY_CNTR]!++;
       return;
@@ -157,7 +158,8 @@ export class Nic implements NicCore {
       if (dst) members = fw.mcastMembers(dst, 0);
     }
     if (!members || members.size === 0) {
-      ctr[Ctr.RX_UNKNOWN_QP]!++;
+      // A looped-back copy with no member here is not a drop: the message went out.
+      if (!looped) ctr[Ctr.RX_UNKNOWN_QP]!++;
       return;
     }
     const t = this.env.tables;
@@ -220,8 +222,27 @@ export class Nic implements NicCore {
     ctr[Ctr.SENT_PKTS]!++;
     ctr[Ctr.PORT_XMIT_PACKETS]!++;
     ctr[Ctr.PORT_XMIT_DATA]! += frame.length / 4;
+    // A group address (I/G bit) with groups joined here: maybe a message for members on this device too.
+    if (frame[0]! & 1 && this.env.fw.mcast.size > 0) this.loopMulticast(portNum, frame);
     if (!this.port(portNum).transmitOwned(frame, priority, spacingPs)) releaseFrame(frame);
   }
+
+  /**
+   * Multicast loopback: a UD message this device sends to a group is also
+   * delivered to the group's members on this device, as an HCA does (mlx5,
+   * unless the sending QP was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB,
+   * a flag the model does not offer; rxe does not loop it back). It runs
+   * before the frame leaves, while it is still ours, on its own decode
+   * scratch (a receive may be in progress in rxScratch).
+   */
+  private loopMulticast(portNum: number, frame: Uint8Array): void {
+    const d = decodePacket(frame, LINKTYPE_ETHERNET, RX_DECODE_ICRC_KNOWN, this.loopScratch);
+    if (!d.ok) return;
+    const p = d.packet;
+    if (p.bth.destQp !== MULTICAST_QPN || OPCODES[p.bth.opcode]!.transport !== Transport.UD) return;
+    this.receiveMulticast(p, frame, this.ctr(portNum), true);
+  }
+  private readonly loopScratch = new DecodeScratch();
 
   port(portNum: number): EthPort {
     return this.env.ports[portNum - 1] ?? this.env.ports[0]!;

@@ -3,7 +3,9 @@
  * group ::ffff:239.1.2.3 and an IPv6 one ff0e::1234:5678) each receive a
  * copy of a message sent to the group's GID with destination QPN 0xFFFFFF;
  * a detached QP receives nothing more; a group nobody joined drops the
- * packet (rx_unknown_qp); and the errors rxe gives for attach / detach.
+ * packet (rx_unknown_qp); members on the sending device get a copy too
+ * (multicast loopback, as an HCA does), the sending QP included when it
+ * is attached; and the errors rxe gives for attach / detach.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -84,6 +86,50 @@ describe('UD multicast', () => {
     // Destroying a QP leaves its groups.
     expect(ibv_destroy_qp(rx[1]!.qp)).toBe(0);
     expect(ibv_detach_mcast(rx[1]!.qp, V4_GROUP, 0), 'a destroyed QP').toBe(errno.EINVAL);
+  });
+
+  it('loopback: members on the sending device get a copy (the sender too, if attached), once; none there is no drop', async () => {
+    const group: ibv_gid = { raw: Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 4, 5, 6) };
+    const sender = H.createQp(f.a, IBV_QPT_UD);
+    const local = H.createQp(f.a, IBV_QPT_UD);
+    const remote = H.createQp(f.b, IBV_QPT_UD);
+    const all = [sender, local, remote];
+    for (const e of all) {
+      H.toInit(e);
+      H.toRtr(e, { qpn: 0, gid: e.dev.gid }, 0);
+      H.toRts(e, 0);
+    }
+    const src = H.region(f.a, 256, H.ALL_ACCESS, { fill: (i) => (i * 7) & 0xff });
+    const bufs = all.map((e) => H.region(e.dev, 1024));
+    all.forEach((e, k) => H.postRecv(e, H.recvWr(BigInt(k), [bufs[k]!.sge(0, 1024)])));
+    const ah = H.createAh(f.a, f.b, H.GID_V2_IPV4, group);
+    const send = async (len: number, what: string) => {
+      H.postSend(sender, H.wrSend({ wrId: 9n, sge: [src.sge(0, len)], ud: { ah, qpn: MCAST_QPN, qkey: H.QKEY } }));
+      expect((await H.poll1(sender.scq, what)).status).toBe(IBV_WC_SUCCESS);
+    };
+    // Only the remote member: nothing is looped back, and the sending device counts no drop.
+    expect(ibv_attach_mcast(remote.qp, group, 0)).toBe(0);
+    const before = H.counters(f.a);
+    await send(50, 'remote member only');
+    expect((await H.poll1(remote.rcq, 'the remote copy')).byte_len).toBe(40 + 50);
+    await H.expectNoCqe(local.rcq, 50, 'a local QP that did not join');
+    expect(H.counters(f.a)['rx_unknown_qp'], 'no drop counted for the looped copy').toBe(before['rx_unknown_qp']);
+    H.postRecv(remote, H.recvWr(3n, [bufs[2]!.sge(0, 1024)]));
+    // A local member and the sender itself: one copy each, with the bytes, from the sender.
+    expect(ibv_attach_mcast(local.qp, group, 0)).toBe(0);
+    expect(ibv_attach_mcast(sender.qp, group, 0)).toBe(0);
+    await send(120, 'three members');
+    for (const [k, e] of [
+      [0, sender],
+      [1, local],
+      [2, remote],
+    ] as const) {
+      const w = await H.poll1(e.rcq, `member ${k}`);
+      expect([w.status, w.byte_len, w.src_qp, w.qp_num]).toEqual([IBV_WC_SUCCESS, 40 + 120, sender.qp.qp_num, e.qp.qp_num]);
+      H.expectBytes(bufs[k]!.data.subarray(40, 160), src.data.subarray(0, 120), `member ${k}`);
+    }
+    await H.expectNoCqe(local.rcq, 50, 'exactly one copy locally');
+    for (const e of all) expect(ibv_detach_mcast(e.qp, group, 0)).toBe(0);
   });
 
   it('errors: a non-UD QP, a unicast GID, detaching what is not attached: EINVAL', () => {
