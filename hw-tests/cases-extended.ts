@@ -25,6 +25,7 @@ import {
   IBV_REREG_MR_CHANGE_ACCESS,
   IBV_REREG_MR_CHANGE_TRANSLATION,
   IBV_REREG_MR_ERR_CMD,
+  IBV_REREG_MR_ERR_INPUT,
   IBV_SEND_SIGNALED,
   IBV_SRQ_INIT_ATTR_CQ,
   IBV_SRQ_INIT_ATTR_PD,
@@ -525,12 +526,15 @@ export const EXTENDED_CASES: Case[] = [
       const m2buf = rnic_alloc_buf(b.ctx, 4096, 4096);
       const m2 = ibv_reg_mr(b.pd, m2buf, IBV_ACCESS_LOCAL_WRITE);
       const nbuf = rnic_alloc_buf(b.ctx, 4096, 4096);
+      eq(ibv_rereg_mr(m2, IBV_REREG_MR_CHANGE_TRANSLATION, null, nbuf, ALL_ACCESS), IBV_REREG_MR_ERR_INPUT, 'access flags without CHANGE_ACCESS');
+      eq(rnic_errno(), errno.EINVAL, 'their errno');
       if (behaviour === 'rxe') {
         for (const [flags, what] of [
           [IBV_REREG_MR_CHANGE_ACCESS, 'CHANGE_ACCESS'],
           [IBV_REREG_MR_CHANGE_TRANSLATION, 'CHANGE_TRANSLATION'],
         ] as const) {
-          eq(ibv_rereg_mr(m2, flags, null, nbuf, ALL_ACCESS), IBV_REREG_MR_ERR_CMD, `rxe: ibv_rereg_mr ${what}`);
+          const access = flags === IBV_REREG_MR_CHANGE_ACCESS ? ALL_ACCESS : 0;
+          eq(ibv_rereg_mr(m2, flags, null, nbuf, access), IBV_REREG_MR_ERR_CMD, `rxe: ibv_rereg_mr ${what}`);
           eq(rnic_errno(), errno.EOPNOTSUPP, `rxe: ibv_rereg_mr ${what}: errno`);
         }
       } else {

@@ -112,6 +112,9 @@ describe('memory registration beyond ibv_reg_mr', () => {
     expect(rnic_errno()).toBe(errno.EINVAL);
     expect(ibv_rereg_mr(r.mr, 1 << 3, null, null, 0), 'unknown flag').toBe(IBV_REREG_MR_ERR_INPUT);
     expect(ibv_rereg_mr(r.mr, IBV_REREG_MR_CHANGE_PD, null, null, 0), 'no PD').toBe(IBV_REREG_MR_ERR_INPUT);
+    expect(ibv_rereg_mr(r.mr, IBV_REREG_MR_CHANGE_PD, f.a.pd, null, IBV_ACCESS_LOCAL_WRITE), 'access flags without CHANGE_ACCESS (libibverbs)').toBe(
+      IBV_REREG_MR_ERR_INPUT,
+    );
     expect(ibv_rereg_mr(r.mr, IBV_REREG_MR_CHANGE_PD, f.b.pd, null, 0), 'a PD of another context').toBe(IBV_REREG_MR_ERR_INPUT);
     expect(ibv_rereg_mr(r.mr, IBV_REREG_MR_CHANGE_TRANSLATION, null, new Uint8Array(8), 0), 'not device memory').toBe(IBV_REREG_MR_ERR_INPUT);
     expect(ibv_rereg_mr(null as never, IBV_REREG_MR_CHANGE_ACCESS, null, null, 0)).toBe(IBV_REREG_MR_ERR_INPUT);

@@ -6,7 +6,7 @@
  * ibv_reg_mr. After ibv_reg_mr_iova, `mr.addr` is the buffer's address (as
  * libibverbs sets it) and SGEs and RETHs name the MR's bytes by iova.
  */
-import { errno, IBV_REREG_MR_ERR_INPUT } from '../../device/abi/constants.js';
+import { errno, IBV_REREG_MR_CHANGE_ACCESS, IBV_REREG_MR_ERR_INPUT } from '../../device/abi/constants.js';
 import { isObj, objOps, opsOfObj, setErrno } from './dispatch.js';
 import { VerbsError } from './errno-error.js';
 import type { ibv_mr, ibv_pd } from './types.js';
@@ -33,11 +33,13 @@ export function ibv_reg_mr_iova2(pd: ibv_pd, buf: Uint8Array, iova: bigint, acce
  * ibv_rereg_mr(mr, flags, pd, buf, access): IBV_REREG_MR_CHANGE_TRANSLATION
  * (a new buffer), _PD, _ACCESS. Returns 0, or an IBV_REREG_MR_ERR_* code
  * (negative) with rnic_errno() set; the MR object's pd / addr / length
- * follow a success.
+ * follow a success. Access flags without IBV_REREG_MR_CHANGE_ACCESS are
+ * IBV_REREG_MR_ERR_INPUT (EINVAL), as libibverbs checks.
  */
 export function ibv_rereg_mr(mr: ibv_mr, flags: number, pd: ibv_pd | null, buf: Uint8Array | null, access: number): number {
   const o = objOps(mr);
-  if (!o) {
+  // libibverbs' own check, before any provider: access flags are given only with IBV_REREG_MR_CHANGE_ACCESS.
+  if (!o || (access && typeof flags === 'number' && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
     setErrno(errno.EINVAL);
     return IBV_REREG_MR_ERR_INPUT;
   }
