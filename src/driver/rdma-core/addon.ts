@@ -1,5 +1,5 @@
 /**
- * Loading the rdma-core provider's native addon (native/rdma_core.cc, built
+ * Loading the rdma-core provider's native addon (native/*.cc, built
  * by native/build.mjs at install). Loaded on first use; when it is missing
  * (no libibverbs-dev at install, another OS) or does not load (no
  * libibverbs.so.1 at run time), `rdmaCoreAddon()` is null and
@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The functions rdma_core.cc exports (see the conventions at its top). */
+/** The functions the addon exports (native/rdma_core.cc, native/extended.cc; the conventions are at the top of rdma_core.cc). */
 export interface RdmaCoreAddon {
   setScratch(wr: Uint8Array, wc: Uint8Array): void;
   getDeviceList(): NativeDevice[] | number;

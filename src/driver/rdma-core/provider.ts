@@ -1,6 +1,6 @@
 /**
  * The rdma-core provider: real RDMA devices through libibverbs (the native
- * addon of native/rdma_core.cc), behind the same VerbsContextOps as the
+ * addon of native/rdma_core.cc and native/extended.cc), behind the same VerbsContextOps as the
  * model provider and with its conventions: int verbs return the errno,
  * pointer verbs throw a VerbsError named by the errno, 64-bit fields are
  * bigint, and ibv_get_cq_event / ibv_get_async_event are Promises that wait
