@@ -18,6 +18,9 @@ import {
   IBV_WR_RDMA_WRITE,
   ibv_get_device_list,
   ibv_poll_cq,
+  ibv_create_cq_ex,
+  ibv_start_poll,
+  IBV_WC_STANDARD_FLAGS,
   ibv_post_send,
   ibv_query_qp,
   newQpAttr,
@@ -59,6 +62,8 @@ export async function benchRdmaCore(devName?: string): Promise<RdmaCoreBenchResu
     const cqPtr = (x.cq as RcCq).ptr;
     out.push({ name: 'addon.pollCq (N-API floor), empty CQ', ns: time(200_000, () => addon.pollCq(cqPtr, 16)) });
     out.push({ name: 'ibv_poll_cq, empty CQ', ns: time(200_000, () => ibv_poll_cq(x.cq, 16, wc)) });
+    const cqx = ibv_create_cq_ex(a.ctx, { cqe: 16, wc_flags: IBV_WC_STANDARD_FLAGS });
+    out.push({ name: 'ibv_start_poll (extended CQ), empty CQ', ns: time(200_000, () => ibv_start_poll(cqx, { comp_mask: 0 })) });
     const qa = newQpAttr();
     const init = {} as ibv_qp_init_attr;
     ibv_query_qp(x.qp, qa, 0, init);
@@ -129,6 +134,7 @@ export function benchRdmaCoreJs(): RdmaCoreBenchResult[] | string {
     const wc = newWcArray(1);
     return [
       { name: 'N-API call floor (addon.unwatchFd of nothing)', ns: time(2_000_000, () => addon.unwatchFd(0)) },
+      { name: 'N-API call + registry lookup (addon.reqNotifyCq of an unknown CQ)', ns: time(2_000_000, () => addon.reqNotifyCq(0x1000, 0)) },
       { name: 'ibv_post_send JS share (1 WR, 1 SGE; native stubbed)', ns: time(2_000_000, () => ibv_post_send(qp, wr)) },
       { name: 'ibv_poll_cq JS share (1 WC decoded; native stubbed)', ns: time(2_000_000, () => ibv_poll_cq(cq, 1, wc)) },
     ];
