@@ -10,6 +10,24 @@
 import {
   errno,
   IBV_ACCESS_LOCAL_WRITE,
+  IBV_ACCESS_MW_BIND,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_MW_TYPE_2,
+  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+  IBV_QP_EX_WITH_BIND_MW,
+  IBV_QP_EX_WITH_LOCAL_INV,
+  IBV_QP_EX_WITH_SEND_WITH_INV,
+  IBV_WC_BIND_MW,
+  IBV_WC_COMP_SWAP,
+  IBV_WC_LOCAL_INV,
+  IBV_WC_REM_ACCESS_ERR,
+  IBV_WC_WITH_INV,
+  ibv_alloc_mw,
+  ibv_dealloc_mw,
+  ibv_inc_rkey,
+  ibv_wr_atomic_cmp_swp,
+  ibv_wr_bind_mw,
+  ibv_wr_send_inv,
   IBV_CQ_ATTR_MODERATE,
   IBV_GID_TYPE_ROCE_V1,
   IBV_GID_TYPE_ROCE_V2,
@@ -116,6 +134,7 @@ import {
   ALL_ACCESS,
   check,
   connectedPair,
+  type Dev,
   type End,
   end,
   eq,
@@ -446,6 +465,110 @@ export const EXTENDED_CASES: Case[] = [
         }),
       );
       eq(c, 'EOPNOTSUPP', 'UD with IBV_QP_EX_WITH_RDMA_WRITE');
+    },
+  },
+  {
+    name: 'ex-qp-wr-mw-atomics',
+    async run({ behaviour, a, b }) {
+      const qpEx = (d: Dev, ops: number): End => {
+        const cq = ibv_create_cq(d.ctx, 32, null, null, 0);
+        const qp = ibv_create_qp_ex(d.ctx, {
+          comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+          pd: d.pd,
+          send_cq: cq,
+          recv_cq: cq,
+          qp_type: IBV_QPT_RC,
+          sq_sig_all: 0,
+          cap: { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+          send_ops_flags: ops,
+        });
+        return { dev: d, cq, qp };
+      };
+      const x = qpEx(a, IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP);
+      const y = qpEx(b, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV);
+      toInit(x);
+      toInit(y);
+      toRts(x, y);
+      toRts(y, x);
+      const qx = ibv_qp_to_qp_ex(x.qp);
+      const qy = ibv_qp_to_qp_ex(y.qp);
+      const src = mem(a, 4096);
+      const dst = mem(b, 4096, ALL_ACCESS | IBV_ACCESS_MW_BIND);
+      const atom = mem(b, 4096);
+      const rbuf = mem(b, 4096);
+      fill(src.buf, 81);
+      const one = async (q: typeof qx, e: End, what: string, build: () => void) => {
+        ibv_wr_start(q);
+        q.wr_flags = IBV_SEND_SIGNALED;
+        build();
+        eq(ibv_wr_complete(q), 0, `ibv_wr_complete: ${what}`);
+        const [w] = await pollN(e.cq, 1, what);
+        return w!;
+      };
+      // A type 2 window bound through ibv_wr_bind_mw on the responder's QP.
+      const mw = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+      const k1 = ibv_inc_rkey(mw.rkey);
+      const bind = (rkey: number) => () => {
+        qy.wr_id = BigInt(rkey);
+        ibv_wr_bind_mw(qy, mw, rkey, { mr: dst.mr, addr: dst.mr.addr + 512n, length: 1024n, mw_access_flags: IBV_ACCESS_REMOTE_WRITE });
+      };
+      const bw = await one(qy, y, 'bind', bind(k1));
+      wcOk(bw, 'bind');
+      eq(bw.opcode, IBV_WC_BIND_MW, 'bind opcode');
+      const wr = await one(qx, x, 'write through the window', () => {
+        qx.wr_id = 1n;
+        ibv_wr_rdma_write(qx, k1, dst.mr.addr + 600n);
+        ibv_wr_set_sge(qx, src.mr.lkey, src.mr.addr, 300);
+      });
+      wcOk(wr, 'write through the window');
+      sameBytes(dst.buf.subarray(600, 900), src.buf.subarray(0, 300), 'bytes through the window');
+      // Compare-and-swap: equal, then not.
+      const av = new DataView(atom.buf.buffer, atom.buf.byteOffset);
+      const lv = new DataView(src.buf.buffer, src.buf.byteOffset);
+      av.setBigUint64(64, 77n, true);
+      for (const [cmp, after] of [
+        [77n, 0xfeedn],
+        [77n, 0xfeedn],
+      ] as const) {
+        const c = await one(qx, x, 'cmp-swap', () => {
+          qx.wr_id = 2n;
+          ibv_wr_atomic_cmp_swp(qx, atom.mr.rkey, atom.mr.addr + 64n, cmp, 0xfeedn);
+          ibv_wr_set_sge(qx, src.mr.lkey, src.mr.addr + 2048n, 8);
+        });
+        wcOk(c, 'cmp-swap');
+        eq(c.opcode, IBV_WC_COMP_SWAP, 'cmp-swap opcode');
+        eq(av.getBigUint64(64, true), after, 'the remote value');
+      }
+      eq(lv.getBigUint64(2048, true), 0xfeedn, 'the second cmp-swap fetched the swapped value (no swap)');
+      // SEND_WITH_INV invalidates the window at the responder.
+      postRecv(y, rbuf, 0, 64, 90n);
+      const si = await one(qx, x, 'SEND_WITH_INV', () => {
+        qx.wr_id = 3n;
+        ibv_wr_send_inv(qx, k1);
+        ibv_wr_set_sge(qx, src.mr.lkey, src.mr.addr, 16);
+      });
+      wcOk(si, 'SEND_WITH_INV');
+      const [r] = await pollN(y.cq, 1, 'its receive');
+      wcOk(r!, 'receive of SEND_WITH_INV');
+      const withInv = behaviour === 'rxe' ? 1 << 2 : IBV_WC_WITH_INV;
+      eq(r!.wc_flags & withInv, withInv, 'the invalidation flag (rxe: the kernel IB_WC_WITH_INVALIDATE bit, as in mw-type2-bind-send-inv)');
+      eq(r!.invalidated_rkey >>> 0, k1, 'invalidated_rkey');
+      // Bind again with the next key, invalidate it locally through ibv_wr_local_inv.
+      const k2 = ibv_inc_rkey(k1);
+      wcOk(await one(qy, y, 'rebind', bind(k2)), 'rebind');
+      const li = await one(qy, y, 'LOCAL_INV', () => {
+        qy.wr_id = 4n;
+        ibv_wr_local_inv(qy, k2);
+      });
+      wcOk(li, 'LOCAL_INV');
+      eq(li.opcode, IBV_WC_LOCAL_INV, 'LOCAL_INV opcode');
+      const e = await one(qx, x, 'write with the invalidated key', () => {
+        qx.wr_id = 5n;
+        ibv_wr_rdma_write(qx, k2, dst.mr.addr + 600n);
+        ibv_wr_set_sge(qx, src.mr.lkey, src.mr.addr, 8);
+      });
+      eq(e.status, IBV_WC_REM_ACCESS_ERR, 'the key LOCAL_INV retired is refused');
+      eq(ibv_dealloc_mw(mw), 0, 'ibv_dealloc_mw');
     },
   },
   {
