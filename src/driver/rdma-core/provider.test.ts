@@ -16,10 +16,11 @@ import type { BadWr } from '../verbs/ops.js';
 import { model_ctx_ops } from '../model/ops.js';
 import { providers } from '../providers.js';
 import { newDeviceAttr, newWcArray } from '../verbs/structs.js';
-import type { ibv_context, ibv_send_wr } from '../verbs/types.js';
+import type { ibv_context, ibv_send_wr, ibv_wc_ex } from '../verbs/types.js';
 import { rdmaCoreAddon, rdmaCoreUnavailable } from './addon.js';
 import { RcContext, RcCq, RcDevice, RcMr, RcPd, RcQp } from './objects.js';
 import { rdma_core_ctx_ops, rdmaCoreProvider, syncRdmaCoreProvider } from './provider.js';
+import { wc8 } from './scratch.js';
 
 const addon = rdmaCoreAddon();
 const fake = { device: {}, cmd_fd: -1, async_fd: -1, num_comp_vectors: 0 } as unknown as ibv_context;
@@ -241,6 +242,41 @@ describe.skipIf(!addon)('rdma-core addon: bad input is an errno, never a crash',
     } finally {
       mutable['postSend'] = saved.postSend;
       mutable['postSendEx'] = saved.postSendEx;
+    }
+  });
+
+  it('poll_cq_ex decodes the extended records (timestamp last) and refuses a classic CQ', () => {
+    const nd = { ptr: 1, name: 'fake0', dev_name: 'uverbs9', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n };
+    const ctx = new RcContext(rdma_core_ctx_ops, new RcDevice(rdmaCoreProvider, 1, nd, 0n), 1, -1, -1, 1);
+    const classic = new RcCq(ctx, 3, null, null, 0, 16);
+    const ex = new RcCq(ctx, 4, null, null, 0, 16, true);
+    const mutable = addon as unknown as Record<string, unknown>;
+    const saved = addon!.pollCqEx;
+    // The addon writes 56-byte records: PollCq's 48, then the u64 completion timestamp.
+    mutable['pollCqEx'] = (_cq: number, n: number) => {
+      const dv = new DataView(wc8.buffer);
+      const k = Math.min(n, 2);
+      for (let i = 0; i < k; i++) {
+        const o = i * 56;
+        dv.setBigUint64(o, 100n + BigInt(i), true);
+        [0, 128, 0, 4096 + i, 0xdeadbeef, 77, 88, 2].forEach((v, j) => dv.setUint32(o + 8 + 4 * j, v, true));
+        dv.setUint16(o + 42, 9, true);
+        dv.setUint8(o + 44, 3);
+        dv.setBigUint64(o + 48, 5_000_000_000n + BigInt(i), true);
+      }
+      return k;
+    };
+    try {
+      const wc: ibv_wc_ex[] = [];
+      expect(rdma_core_ctx_ops.poll_cq_ex(ex, 4, wc)).toBe(2);
+      expect(wc.map((w) => [w.wr_id, w.opcode, w.byte_len, w.imm_data >>> 0, w.qp_num, w.src_qp, w.wc_flags, w.slid, w.sl, w.completion_ts])).toEqual([
+        [100n, 128, 4096, 0xdeadbeef, 77, 88, 2, 9, 3, 5_000_000_000n],
+        [101n, 128, 4097, 0xdeadbeef, 77, 88, 2, 9, 3, 5_000_000_001n],
+      ]);
+      expect(rdma_core_ctx_ops.poll_cq_ex(classic, 4, wc), 'the poll API on a classic CQ').toBe(-errno.EINVAL);
+      expect(rdma_core_ctx_ops.poll_cq_ex(ex, -1, wc)).toBe(-errno.EINVAL);
+    } finally {
+      mutable['pollCqEx'] = saved;
     }
   });
 
