@@ -9,7 +9,12 @@
  */
 import {
   errno,
+  IB_UVERBS_DEVICE_ATOMIC_WRITE,
   IBV_ACCESS_LOCAL_WRITE,
+  IBV_QP_EX_WITH_ATOMIC_WRITE,
+  IBV_WC_ATOMIC_WRITE,
+  IBV_WC_LOC_QP_OP_ERR,
+  ibv_wr_atomic_write,
   IBV_ACCESS_MW_BIND,
   IBV_ACCESS_REMOTE_WRITE,
   IBV_MW_TYPE_2,
@@ -165,6 +170,9 @@ export const EXTENDED_DIFFERENCES: Record<string, Partial<Record<'model' | 'rxe'
   },
   'ex-qp-wr-mw-atomics': {
     rxe: "rxe (Linux 6.1) identifies a type 2 window in a bind by the key in ibv_mw.rkey and checks it against the window's current key, so rebinding needs the key of the last bind there (with the allocation key: IBV_WC_MW_BIND_ERR, seen on rxe0); the model finds the window by the key's index (its upper 24 bits) and takes either. It also reports the SEND_WITH_INV receive with the kernel's IB_WC_WITH_INVALIDATE bit (1 << 2), as in mw-type2-bind-send-inv",
+  },
+  'ex-atomic-write': {
+    rxe: 'Linux 6.1 rxe has no ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE clear; it came with 6.2): rdma-core 44 creates the QP with IBV_QP_EX_WITH_ATOMIC_WRITE and posts the request, which completes IBV_WC_LOC_QP_OP_ERR with nothing written; the model executes it (IBA 1.5, as rxe 6.2+)',
   },
   'ex-mr-iova-rereg': {
     rxe: 'rxe (Linux 6.1) has no ibv_rereg_mr: IBV_REREG_MR_ERR_CMD with EOPNOTSUPP for CHANGE_ACCESS and for CHANGE_TRANSLATION; the model changes the access and moves the MR to the new buffer',
@@ -575,6 +583,54 @@ export const EXTENDED_CASES: Case[] = [
       });
       eq(e.status, IBV_WC_REM_ACCESS_ERR, 'the key LOCAL_INV retired is refused');
       eq(ibv_dealloc_mw(mw), 0, 'ibv_dealloc_mw');
+    },
+  },
+  {
+    name: 'ex-atomic-write',
+    async run({ behaviour, a, b }) {
+      const rxe = behaviour === 'rxe';
+      const x0 = newDeviceAttrEx();
+      eq(ibv_query_device_ex(a.ctx, null, x0), 0, 'ibv_query_device_ex');
+      eq((x0.device_cap_flags_ex & IB_UVERBS_DEVICE_ATOMIC_WRITE) !== 0n, !rxe, `IB_UVERBS_DEVICE_ATOMIC_WRITE (${behaviour})`);
+      const cq = ibv_create_cq(a.ctx, 8, null, null, 0);
+      const qp = ibv_create_qp_ex(a.ctx, {
+        comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+        pd: a.pd,
+        send_cq: cq,
+        recv_cq: cq,
+        qp_type: IBV_QPT_RC,
+        sq_sig_all: 0,
+        cap: { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+        send_ops_flags: IBV_QP_EX_WITH_ATOMIC_WRITE,
+      });
+      const x: End = { dev: a, cq, qp };
+      const y = end(b);
+      toInit(x);
+      toInit(y);
+      toRts(x, y);
+      toRts(y, x);
+      const dst = mem(b, 4096);
+      dst.buf.fill(0xee, 0, 32);
+      const q = ibv_qp_to_qp_ex(qp);
+      ibv_wr_start(q);
+      q.wr_flags = IBV_SEND_SIGNALED;
+      q.wr_id = 1n;
+      ibv_wr_atomic_write(q, dst.mr.rkey, dst.mr.addr + 8n, Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8));
+      eq(ibv_wr_complete(q), 0, 'ibv_wr_complete');
+      const [w] = await pollN(cq, 1, 'the ATOMIC_WRITE');
+      if (rxe) {
+        // Without the capability the provider library posts it and the kernel refuses the opcode.
+        eq(w!.status, IBV_WC_LOC_QP_OP_ERR, 'rxe: the ATOMIC_WRITE completes LOC_QP_OP_ERR');
+        check(
+          dst.buf.subarray(0, 32).every((v) => v === 0xee),
+          'rxe: nothing written',
+        );
+        return;
+      }
+      wcOk(w!, 'ATOMIC_WRITE');
+      eq(w!.opcode, IBV_WC_ATOMIC_WRITE, 'opcode');
+      sameBytes(dst.buf.subarray(8, 16), Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8), 'the 8 bytes in wire order');
+      check(dst.buf.subarray(0, 8).every((v) => v === 0xee) && dst.buf.subarray(16, 32).every((v) => v === 0xee), 'around them untouched');
     },
   },
   {

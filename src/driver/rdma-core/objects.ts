@@ -66,7 +66,7 @@ export class RcPd implements ibv_pd {
   }
 }
 
-/** A memory window; `rkey` follows ibv_bind_mw as libibverbs sets it. */
+/** A memory window; `rkey` follows ibv_bind_mw as libibverbs sets it, and is written into the C struct before a type 2 bind (a C program may set it: rxe names the window by it). */
 export class RcMw implements ibv_mw {
   ptr: number;
   constructor(

@@ -84,6 +84,7 @@ export function encodeSend(first: ibv_send_wr, ud: boolean, ctx: RcContext): { n
       wr64[(q >> 1) + 3] = BigInt.asUintN(64, info.addr);
       wr32[q + 8] = bm.rkey;
       wr32[q + 9] = info.mw_access_flags;
+      wr32[q + 10] = mw.rkey; // ibv_mw.rkey as the program holds it: the provider names the window by it
       wr64[(q >> 1) + 6] = BigInt(mr ? mr.ptr : 0);
       wr64[(q >> 1) + 7] = BigInt.asUintN(64, info.length);
       wr64[(q >> 1) + 8] = BigInt(mw.ptr);

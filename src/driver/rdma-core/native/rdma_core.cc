@@ -682,9 +682,12 @@ int rnic::DecodeSend(ibv_qp* qp, int n, ibv_send_wr* wr, ibv_sge* sge, SendExtra
       w.wr.ud.remote_qpn = v[1];
       w.wr.ud.remote_qkey = v[2];
     } else if (w.opcode == IBV_WR_BIND_MW) {
-      // Type 2 bind: mw in the AH slot, mr in compare, length in swap, rkey / access in v[0] / v[1].
+      // Type 2 bind: mw in the AH slot, mr in compare, length in swap, rkey / access in v[0] / v[1],
+      // and in v[2] the window's key as the application holds it (ibv_mw.rkey, a field C programs
+      // may write: the provider names the window by it).
       if (!Find(ahp, K_MW) || (mrp && !Find(mrp, K_MR))) return EINVAL;
       w.bind_mw.mw = static_cast<ibv_mw*>(ahp);
+      w.bind_mw.mw->rkey = v[2];
       w.bind_mw.rkey = v[0];
       w.bind_mw.bind_info.mr = static_cast<ibv_mr*>(mrp);
       w.bind_mw.bind_info.addr = raddr;
