@@ -428,6 +428,8 @@ export interface HcaInfo {
   board_id: string | null;
   /** ibv_query_device_ex's answer (-v prints its extended section), or absent when the provider has none. */
   attr_ex?: ibv_device_attr_ex | null;
+  /** The opened context's num_comp_vectors (printed with the extended section). */
+  num_comp_vectors?: number;
   ports: PortInfo[];
 }
 
@@ -484,7 +486,8 @@ export function hca_text(h: HcaInfo, verbose: boolean): { out: string; err: stri
     }
     s += sprintf('\tmax_pkeys:\t\t\t%d\n', a.max_pkeys);
     s += sprintf('\tlocal_ca_ack_delay:\t\t%d\n', a.local_ca_ack_delay);
-    if (h.attr_ex) s += attr_ex_text(h.attr_ex);
+    // devinfo.c ends the extended section with the context's completion vectors.
+    if (h.attr_ex) s += attr_ex_text(h.attr_ex) + sprintf('\tnum_comp_vectors:\t\t%d\n', h.num_comp_vectors ?? 0);
   }
 
   for (const p of h.ports) {
@@ -610,7 +613,15 @@ export function print_hca_cap(ib_dev: ibv_device, ib_port: number, verbose: bool
       ports.push({ port, attr: pa, gids });
     }
     const text = hca_text(
-      { name: ibv_get_device_name(ib_dev), transport_type: ib_dev.transport_type, attr, attr_ex, board_id: read_board_id(ib_dev), ports },
+      {
+        name: ibv_get_device_name(ib_dev),
+        transport_type: ib_dev.transport_type,
+        attr,
+        attr_ex,
+        num_comp_vectors: ctx.num_comp_vectors,
+        board_id: read_board_id(ib_dev),
+        ports,
+      },
       verbose,
     );
     io.out(text.out);

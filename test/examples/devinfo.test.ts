@@ -349,8 +349,13 @@ describe('devinfo with GID types and the extended attributes (ibv_query_gid_ex, 
     expect(attr_ex_text(none)).not.toContain('cq moderation');
     const h = cx6();
     h.attr_ex = x;
+    h.num_comp_vectors = 3;
     const out = hca_text(h, true).out;
     expect(out).toContain('\tlocal_ca_ack_delay:\t\t16\n\tgeneral_odp_caps:\n');
+    // As ibv_devinfo -v printed it on rxe0 (rdma-core 44): the section ends with num_comp_vectors.
+    expect(out).toContain(
+      '\ttag matching not supported\n\n\tcq moderation caps:\n\t\tmax_cq_count:\t65535\n\t\tmax_cq_period:\t65535 us\n\n\tnum_comp_vectors:\t\t3\n',
+    );
     expect(hca_text(h, false).out).not.toContain('general_odp_caps');
   });
 });
