@@ -112,7 +112,7 @@ export async function benchRdmaCore(devName?: string): Promise<RdmaCoreBenchResu
 export function benchRdmaCoreJs(): RdmaCoreBenchResult[] | string {
   const addon = rdmaCoreAddon();
   if (!addon) return 'the rdma-core addon is not built';
-  const nd = { ptr: 1, name: 'bench0', dev_name: 'uverbs0', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n };
+  const nd = { ptr: 1, name: 'bench0', dev_name: 'uverbs0', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n, index: 0 };
   const ctx = new RcContext(rdma_core_ctx_ops, new RcDevice(rdmaCoreProvider, 1, nd, 0n), 1, -1, -1, 1);
   const pd = new RcPd(ctx, 1, 0);
   const cq = new RcCq(ctx, 2, null, null, 0, 16);

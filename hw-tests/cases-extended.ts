@@ -94,6 +94,7 @@ import {
   ibv_qp_to_qp_ex,
   ibv_query_device,
   ibv_query_device_ex,
+  ibv_get_device_index,
   ibv_query_gid_ex,
   ibv_query_gid_table,
   ibv_query_port,
@@ -244,6 +245,8 @@ export const EXTENDED_CASES: Case[] = [
       eq(x.device_cap_flags_ex & 0xffffffffn, BigInt(da.device_cap_flags >>> 0), 'the low 32 bits of device_cap_flags_ex');
       eq(typeof x.hca_core_clock, 'bigint', 'hca_core_clock is a bigint');
       eq(ibv_query_device_ex(a.ctx, { comp_mask: 1 }, x), errno.EINVAL, 'input.comp_mask 1 is EINVAL');
+      const index = ibv_get_device_index(a.ctx.device);
+      check(Number.isInteger(index) && index >= 0, `ibv_get_device_index: ${index} (a kernel with the netlink device query has one)`);
       // GIDs: the entry of the RoCE v2 IPv4 GID, an empty entry, one past the table.
       const e = newGidEntry();
       eq(ibv_query_gid_ex(a.ctx, PORT, a.gidIndex, e, 0), 0, 'ibv_query_gid_ex');

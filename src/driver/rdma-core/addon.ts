@@ -145,6 +145,8 @@ export interface NativeDevice {
   node_type: number;
   transport_type: number;
   guid: bigint;
+  /** ibv_get_device_index: the kernel's index, -1 where the kernel cannot tell. */
+  index: number;
 }
 
 let addon: RdmaCoreAddon | null | undefined;

@@ -15,6 +15,8 @@ export class RcDevice implements ProviderDevice {
   readonly dev_name: string;
   readonly dev_path: string;
   readonly ibdev_path: string;
+  /** ibv_get_device_index, read with the device list. */
+  readonly index: number;
   constructor(
     readonly provider: VerbsProvider,
     public ptr: number,
@@ -23,6 +25,7 @@ export class RcDevice implements ProviderDevice {
   ) {
     this.node_type = d.node_type;
     this.transport_type = d.transport_type;
+    this.index = typeof d.index === 'number' ? d.index : -1;
     this.name = d.name;
     this.dev_name = d.dev_name;
     this.dev_path = d.dev_path;

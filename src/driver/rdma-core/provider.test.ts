@@ -196,7 +196,7 @@ describe.skipIf(!addon)('rdma-core addon: bad input is an errno, never a crash',
   });
 
   it('inline data must lie in memory the context holds: else EINVAL and bad_wr, and nothing reaches the addon', () => {
-    const nd = { ptr: 1, name: 'fake0', dev_name: 'uverbs9', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n };
+    const nd = { ptr: 1, name: 'fake0', dev_name: 'uverbs9', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n, index: 0 };
     const ctx = new RcContext(rdma_core_ctx_ops, new RcDevice(rdmaCoreProvider, 1, nd, 0n), 1, -1, -1, 1);
     const pd = new RcPd(ctx, 2, 0);
     const cq = new RcCq(ctx, 3, null, null, 0, 16);
@@ -246,7 +246,7 @@ describe.skipIf(!addon)('rdma-core addon: bad input is an errno, never a crash',
   });
 
   it('poll_cq_ex decodes the extended records (timestamp last) and refuses a classic CQ', () => {
-    const nd = { ptr: 1, name: 'fake0', dev_name: 'uverbs9', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n };
+    const nd = { ptr: 1, name: 'fake0', dev_name: 'uverbs9', dev_path: '', ibdev_path: '', node_type: 1, transport_type: 0, guid: 0n, index: 0 };
     const ctx = new RcContext(rdma_core_ctx_ops, new RcDevice(rdmaCoreProvider, 1, nd, 0n), 1, -1, -1, 1);
     const classic = new RcCq(ctx, 3, null, null, 0, 16);
     const ex = new RcCq(ctx, 4, null, null, 0, 16, true);

@@ -833,9 +833,7 @@ export const rdmaCoreProvider: VerbsProvider = Object.freeze({
     return (dev as RcDevice).nodeGuid;
   },
   index(dev: ProviderDevice): number {
-    const a = rdmaCoreAddon() as { getDeviceIndex?: (ptr: unknown) => number } | null;
-    // -1 is libibverbs' own answer on a kernel that cannot tell (no netlink device query).
-    return a?.getDeviceIndex ? a.getDeviceIndex((dev as RcDevice).ptr) : -1;
+    return (dev as RcDevice).index;
   },
   open(dev: ProviderDevice): ibv_context & { ops: VerbsContextOps } {
     if (!(dev instanceof RcDevice)) throw new VerbsError(errno.EINVAL, 'ibv_open_device: not an rdma-core device');

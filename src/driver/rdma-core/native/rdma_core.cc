@@ -89,6 +89,7 @@ Napi::Value GetDeviceList(const Napi::CallbackInfo& info) {
     o.Set("node_type", N(env, d->node_type));
     o.Set("transport_type", N(env, d->transport_type));
     o.Set("guid", Big(env, be64toh(ibv_get_device_guid(d))));
+    o.Set("index", N(env, ibv_get_device_index(d)));
     arr.Set(i, o);
   }
   return arr;
