@@ -34,6 +34,8 @@ export interface RingCable {
   port: string;
   tx: SharedArrayBuffer;
   rx: SharedArrayBuffer;
+  /** Both ends are device ports (no switch, no faults): what arrives is as the far device built it. */
+  asBuilt?: boolean;
 }
 
 export interface HostedDevice {
@@ -132,8 +134,8 @@ export class DeviceHost {
     return this.portRef(ref) !== null || this.fabric?.port(ref) != null;
   }
 
-  private plugRing(ref: string, ring: RingEnd, end: CableEnd = ring): void {
-    if (!this.plugAt(ref, end)) return;
+  private plugRing(ref: string, ring: RingEnd, end: CableEnd = ring, asBuilt = false): void {
+    if (!this.plugAt(ref, end, asBuilt)) return;
     this.rings.push(ring);
     const p = this.portRef(ref);
     if (!p) return; // a switch port: its line paces itself
@@ -252,7 +254,7 @@ export class DeviceHost {
       }
     }
     for (const r of rings) {
-      if (this.isHere(r.port)) this.plugRing(r.port, new RingEnd(r.tx, r.rx));
+      if (this.isHere(r.port)) this.plugRing(r.port, new RingEnd(r.tx, r.rx), undefined, r.asBuilt === true);
     }
     // UDP cables: their ring ends are plugged now, so what the port sends
     // before the socket is bound (an ARP request, say) waits in the TX ring.

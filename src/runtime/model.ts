@@ -129,6 +129,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     const d = config.devices.findIndex((x) => x.name === name);
     return d >= 0 ? assign[d]! : switchAt[switches.findIndex((x) => x.name === name)]!;
   };
+  const isDevice = (ref: string): boolean => config.devices.some((d) => d.name === ref.split(':')[0]);
   const rings: RingCable[][] = Array.from({ length: workers }, () => []);
   for (const c of config.cables) {
     if (c.kind !== 'wire') continue;
@@ -137,8 +138,10 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     if (wa === wb) continue;
     const ab = FrameRing.create(1 << 22);
     const ba = FrameRing.create(1 << 22);
-    rings[wa]!.push({ port: c.a, tx: ab.buffer, rx: ba.buffer });
-    rings[wb]!.push({ port: c.b, tx: ba.buffer, rx: ab.buffer });
+    // Engines run only model devices and switches; a switch may forward what came from a socket.
+    const asBuilt = isDevice(c.a) && isDevice(c.b) && !c.faults?.length;
+    rings[wa]!.push({ port: c.a, tx: ab.buffer, rx: ba.buffer, asBuilt });
+    rings[wb]!.push({ port: c.b, tx: ba.buffer, rx: ab.buffer, asBuilt });
   }
   const stop = new SharedArrayBuffer(4);
   const threads: Worker[] = [];
