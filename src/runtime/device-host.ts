@@ -285,14 +285,22 @@ export class DeviceHost {
     return this.udp?.local ?? [];
   }
 
+  /**
+   * Frames the last pass delivered over the in-process wires after the
+   * devices ran: what they cause (an ACK, a response) goes out next pass.
+   */
+  deliveredLast = 0;
+
   /** One pass over every device and cable; returns the work done (0 = idle). */
   poll(): number {
     let work = this.fabric?.poll() ?? 0;
     for (const w of this.wires) work += w.drain();
     for (const r of this.rings) work += r.poll();
     for (const d of this.devices) work += d.nic.poll(this.budget(d));
-    for (const w of this.wires) work += w.drain();
-    return work;
+    let late = 0;
+    for (const w of this.wires) late += w.drain();
+    this.deliveredLast = late;
+    return work + late;
   }
 
   /**

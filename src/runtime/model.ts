@@ -25,6 +25,7 @@ export interface DeviceHandle {
   readonly bar: Bar;
   readonly counters: HwCounters;
   readonly serviceInline?: () => void;
+  readonly serviceSoon?: () => void;
   waitIrq(vector: number, seen: number): Promise<number>;
 }
 
@@ -263,6 +264,9 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   };
 }
 
+/** Most device passes one inline service runs while frames keep arriving. */
+const INLINE_PASSES = 64;
+
 /** All devices in the application's thread: they run when the driver rings or polls. */
 function startInline(
   config: ModelConfig,
@@ -301,8 +305,27 @@ function startInline(
       }
     }
   };
+  // A doorbell asks for a pass soon: the driver's next poll or command runs it, else the next
+  // event-loop turn does (a program that posts, then awaits something else, still sends).
+  let passWanted = false;
+  let turnQueued = false;
+  const onTurn = () => {
+    turnQueued = false;
+    if (passWanted && !stopped) service();
+  };
+  // Another pass while the last one ended by delivering frames (bounded): what a pass delivers is
+  // answered before the driver reads the completion (an ACK queued in the last pass would wait for
+  // the next call, and a program that closes its QP after its last completion would never send it).
   const service = () => {
+    passWanted = false;
     host.poll();
+    for (let i = 1; i < INLINE_PASSES && host.deliveredLast > 0; i++) host.poll();
+  };
+  const serviceSoon = () => {
+    passWanted = true;
+    if (turnQueued) return;
+    turnQueued = true;
+    setImmediate(onTurn);
   };
   const devices = made.map(
     (d): DeviceHandle => ({
@@ -312,6 +335,7 @@ function startInline(
       bar: d.bar,
       counters: d.counters,
       serviceInline: service,
+      serviceSoon,
       async waitIrq(v, seen) {
         const w = d.bar.irqBase + v;
         for (;;) {
