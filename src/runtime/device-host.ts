@@ -285,11 +285,19 @@ export class DeviceHost {
     return this.udp?.local ?? [];
   }
 
+  /** Frames the last pass delivered over the in-process wires after the devices ran. */
+  private deliveredLast = 0;
+
   /**
-   * Frames the last pass delivered over the in-process wires after the
-   * devices ran: what they cause (an ACK, a response) goes out next pass.
+   * Did the last pass end with frames delivered that left work behind (a
+   * response scheduled, a frame on a wire)? Then another pass sends it.
    */
-  deliveredLast = 0;
+  unsettled(): boolean {
+    if (this.deliveredLast === 0) return false;
+    for (const d of this.devices) if (d.nic.busy()) return true;
+    for (const w of this.wires) if (w.pending > 0) return true;
+    return false;
+  }
 
   /** One pass over every device and cable; returns the work done (0 = idle). */
   poll(): number {

@@ -313,13 +313,13 @@ function startInline(
     turnQueued = false;
     if (passWanted && !stopped) service();
   };
-  // Another pass while the last one ended by delivering frames (bounded): what a pass delivers is
+  // Another pass while the last one's deliveries left work behind (bounded): what a pass delivers is
   // answered before the driver reads the completion (an ACK queued in the last pass would wait for
   // the next call, and a program that closes its QP after its last completion would never send it).
   const service = () => {
     passWanted = false;
     host.poll();
-    for (let i = 1; i < INLINE_PASSES && host.deliveredLast > 0; i++) host.poll();
+    for (let i = 1; i < INLINE_PASSES && host.unsettled(); i++) host.poll();
   };
   const serviceSoon = () => {
     passWanted = true;
