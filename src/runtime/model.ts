@@ -311,7 +311,13 @@ function startInline(
   let turnQueued = false;
   const onTurn = () => {
     turnQueued = false;
-    if (passWanted && !stopped) service();
+    if (!passWanted || stopped) return;
+    try {
+      service();
+    } catch (e) {
+      // No caller to hand it to on an event-loop turn: report it as a worker's engine would.
+      process.emitWarning(`rnic-model device engine: ${(e as Error).message}`);
+    }
   };
   // Another pass while the last one's deliveries left work behind (bounded): what a pass delivers is
   // answered before the driver reads the completion (an ACK queued in the last pass would wait for
