@@ -149,7 +149,7 @@ export async function benchRealtime(opts: RealtimeOptions = {}): Promise<Realtim
   const reps = opts.repeats ?? 3;
   const w = opts.workers;
   const tag = w === undefined ? '' : `-w${w}`;
-  const layout = w === undefined ? 'default config' : `workers: ${w}`;
+  const layout = w === undefined ? `default config, workers: ${DEFAULT_CONFIG.workers} here` : `workers: ${w}`;
   const crc64k = crc32Rate(65536);
   const mem64k = memcpyRate(65536);
   const crc8 = crc32Rate(8);

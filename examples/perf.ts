@@ -1226,6 +1226,11 @@ async function pollCq(side: Side, cq: ibv_cq, wc: ibv_wc[], run: Run, waiter: Wa
   return 0;
 }
 
+/** wr_id of the k-th WR on QP i: i in the high 32 bits, k in the low (one BigInt per post, not four). */
+function bwWrId(i: number, k: number): bigint {
+  return BigInt(i * 0x100000000 + (k >>> 0));
+}
+
 /**
  * run_iter_bw: the requester posts iters messages per QP (or, with -D, for
  * the duration), tx_depth in flight, one CQE per cq_mod, -l WRs per post.
@@ -1273,7 +1278,7 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
             const wr = chain[m] as ibv_send_wr;
             const signaled = k % p.cq_mod === p.cq_mod - 1 || (!timed && k === p.iters - 1);
             wr.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | inl;
-            wr.wr_id = (BigInt(i) << 32n) | BigInt(k);
+            wr.wr_id = bwWrId(i, k);
             if (!timed) tposted.push(t0);
           }
           const r = ibv_post_send(side.qps[i] as ibv_qp, chain[0] as ibv_send_wr, {});
@@ -1292,8 +1297,9 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
     for (let k = 0; k < ne; k++) {
       const w = wc[k] as ibv_wc;
       checkWc(run, w, side.role);
-      const i = Number(w.wr_id >> 32n);
-      const upTo = Number(w.wr_id & 0xffffffffn) + 1;
+      const id = Number(w.wr_id);
+      const i = Math.floor(id / 0x100000000);
+      const upTo = (id % 0x100000000) + 1;
       const done = upTo - (ccnt[i] as number);
       ccnt[i] = upTo;
       for (let m = 0; m < done; m++) {
@@ -1347,7 +1353,7 @@ async function warmUp(side: Side, p: PerfParams, size: number, run: Run): Promis
     const wr = sendWr(side, p, i, size);
     for (let k = 0; k < count; k++) {
       wr.send_flags = (k === count - 1 ? IBV_SEND_SIGNALED : 0) | inl;
-      wr.wr_id = (BigInt(i) << 32n) | BigInt(k);
+      wr.wr_id = bwWrId(i, k);
       const r = ibv_post_send(side.qps[i] as ibv_qp, wr, {});
       if (r) fail(run, ` Couldn't post send during warm up: qp ${i} (${errnoName(r)})`);
     }

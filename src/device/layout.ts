@@ -375,13 +375,32 @@ function accessorOf(layout: Layout, name: string): UAccessor | U64Accessor | Byt
   return a;
 }
 
+type AnyAccessor = UAccessor | U64Accessor | BytesAccessor;
+
+/** A layout's non-reserved fields, names and accessors in order: made on first decode (a QP context has dozens). */
+const DECODE_PLANS = new WeakMap<Layout, { names: string[]; accessors: AnyAccessor[] }>();
+
+function decodePlan(layout: Layout): { names: string[]; accessors: AnyAccessor[] } {
+  let plan = DECODE_PLANS.get(layout);
+  if (!plan) {
+    plan = { names: [], accessors: [] };
+    for (const d of layout.fields) {
+      if (d.name.startsWith('reservedAt0x')) continue;
+      plan.names.push(d.name);
+      plan.accessors.push(accessorOf(layout, d.name));
+    }
+    DECODE_PLANS.set(layout, plan);
+  }
+  return plan;
+}
+
+const U64_END = 1n << 64n;
+
 /** All non-reserved fields of the structure at `base`. */
 export function decodeStruct<F extends readonly FieldDecl[]>(layout: Layout<F>, dv: DataView, base: number): StructValues<F> {
+  const { names, accessors } = decodePlan(layout as Layout);
   const out: Record<string, number | bigint | Uint8Array> = {};
-  for (const d of layout.fields as readonly FieldDecl[]) {
-    if (d.name.startsWith('reservedAt0x')) continue;
-    out[d.name] = accessorOf(layout as Layout, d.name).get(dv, base);
-  }
+  for (let i = 0; i < names.length; i++) out[names[i]!] = accessors[i]!.get(dv, base);
   return out as StructValues<F>;
 }
 
@@ -391,20 +410,22 @@ export function decodeStruct<F extends readonly FieldDecl[]>(layout: Layout<F>, 
  * mask instead).
  */
 export function encodeStruct<F extends readonly FieldDecl[]>(layout: Layout<F>, dv: DataView, base: number, values: StructInput<F>): void {
-  for (const [name, v] of Object.entries(values as Record<string, unknown>)) {
+  const vals = values as Record<string, unknown>;
+  // for-in, not Object.entries: the same own keys in the same order, without an array per call.
+  for (const name in vals) {
+    const v = vals[name];
     if (v === undefined) continue;
     const a = accessorOf(layout as Layout, name);
     const d = a.decl;
-    const where = `${layout.name}.${name}`;
     if (d.kind === FieldKind.U) {
       if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v >= 2 ** d.width) {
-        throw new DeviceError('DEV_ERR_FIELD_RANGE', `${where}: ${String(v)} does not fit ${d.width} bits`);
+        throw new DeviceError('DEV_ERR_FIELD_RANGE', `${layout.name}.${name}: ${String(v)} does not fit ${d.width} bits`);
       }
       (a as UAccessor).set(dv, base, v);
     } else if (d.kind === FieldKind.U64) {
       const big = typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : v;
-      if (typeof big !== 'bigint' || big < 0n || big >= 1n << 64n) {
-        throw new DeviceError('DEV_ERR_FIELD_RANGE', `${where}: ${String(v)} does not fit 64 bits`);
+      if (typeof big !== 'bigint' || big < 0n || big >= U64_END) {
+        throw new DeviceError('DEV_ERR_FIELD_RANGE', `${layout.name}.${name}: ${String(v)} does not fit 64 bits`);
       }
       (a as U64Accessor).set(dv, base, big);
     } else {

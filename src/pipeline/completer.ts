@@ -44,15 +44,20 @@ function lastPsn(w: SendWqe): number {
  * all of it (an ACK only covers PSNs that were sent).
  */
 function ackThrough(nic: NicCore, q: QpCtx, psn: number): number {
+  const win = q.window;
   let retired = 0;
-  while (q.window.length > 0) {
-    const w = q.window[0]!;
+  while (retired < win.length) {
+    const w = win[retired]!;
     if (isReadOrAtomic(w.opcode)) break;
     if (psnCompare(psn, lastPsn(w)) < 0) break;
-    q.window.shift();
-    if (q.txIndex > 0) q.txIndex--;
     completeSend(nic, q, w, IBV_WC_SUCCESS);
     retired++;
+  }
+  if (retired > 0) {
+    // One move for the whole run (an ACK can cover a full window: shift() each would be quadratic).
+    win.copyWithin(0, retired);
+    win.length -= retired;
+    q.txIndex = Math.max(0, q.txIndex - retired);
   }
   // A retired WQE is progress: the retry budgets start again (rxe reset_retry_counters).
   if (retired > 0) restoreRetries(q);

@@ -14,6 +14,9 @@ import type { Sge } from './work-requests.js';
  */
 let scratch = new Uint8Array(new ArrayBuffer(16 * 1024 + 8));
 
+/** Copies up to this many bytes go byte by byte. */
+const SMALL_COPY = 32;
+
 /**
  * dst[dstOff, dstOff+n) = src[srcOff, srcOff+n). The copy is a plain
  * `Uint8Array.set` unless one side lives in a SharedArrayBuffer (host
@@ -27,6 +30,12 @@ let scratch = new Uint8Array(new ArrayBuffer(16 * 1024 + 8));
  * one aligned shared copy and one plain memcpy.
  */
 export function copyBytes(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number, n: number): void {
+  if (n <= SMALL_COPY && dst.buffer !== src.buffer) {
+    // A few bytes (an 8 B WRITE): a loop, not a subarray view (~100 bytes of garbage) per copy;
+    // within one buffer `set` keeps its memmove semantics for overlapping ranges.
+    for (let i = 0; i < n; i++) dst[dstOff + i] = src[srcOff + i]!;
+    return;
+  }
   const d = dst.byteOffset + dstOff;
   const s = src.byteOffset + srcOff;
   if (n >= 64 && ((d - s) & 7) !== 0) {

@@ -11,6 +11,8 @@ import {
   IBV_SEND_INLINE,
   IBV_SEND_SIGNALED,
   IBV_SEND_SOLICITED,
+  IBV_WR_ATOMIC_CMP_AND_SWP,
+  IBV_WR_ATOMIC_FETCH_AND_ADD,
   IBV_WR_ATOMIC_WRITE,
   IBV_WR_BIND_MW,
   IBV_WR_FLUSH,
@@ -48,6 +50,25 @@ export const enum WqeStatus {
   DONE = 2,
 }
 
+const NO_SGES: readonly Sge[] = Object.freeze([]);
+
+/** The `n` data segments at `off`, in an array of exactly that size (a WQE has one or two, not a grown array's 16 slots). */
+function readSges(dv: DataView, off: number, n: number): readonly Sge[] {
+  if (n === 0) return NO_SGES;
+  const sges = new Array<Sge>(n);
+  for (let i = 0; i < n; i++) {
+    const s = off + i * 16;
+    sges[i] = { addr: D.addr.getNum(dv, s), length: D.length.get(dv, s) >>> 0, lkey: D.lkey.get(dv, s) >>> 0 };
+  }
+  return sges;
+}
+
+function sgeBytes(sges: readonly Sge[]): number {
+  let len = 0;
+  for (let i = 0; i < sges.length; i++) len += sges[i]!.length;
+  return len;
+}
+
 export class SendWqe {
   /** Free-running SQ counter of this WQE. */
   counter = 0;
@@ -56,7 +77,7 @@ export class SendWqe {
   wrIdLo = 0;
   wrIdHi = 0;
   imm = 0;
-  sges: Sge[] = [];
+  sges: readonly Sge[] = NO_SGES;
   /** Inline payload (a copy taken at fetch), or null. */
   inline: Uint8Array | null = null;
   /** Total message length in bytes. */
@@ -143,8 +164,11 @@ export function readSendWqe(mem: HostMemory, addr: number, qpType: number, count
   } else {
     w.remoteAddr = R.remoteAddr.getNum(dv, o + WqeOff.RADDR);
     w.rkey = R.rkey.get(dv, o + WqeOff.RADDR);
-    w.swapAdd = A.swapAdd.get(dv, o + WqeOff.ATOMIC);
-    w.compare = A.compare.get(dv, o + WqeOff.ATOMIC);
+    // 64-bit operands only for the atomics that carry them (a BigInt each: not for every WRITE).
+    if (w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD) {
+      w.swapAdd = A.swapAdd.get(dv, o + WqeOff.ATOMIC);
+      w.compare = A.compare.get(dv, o + WqeOff.ATOMIC);
+    }
     if (w.opcode === IBV_WR_ATOMIC_WRITE) {
       // The 8 bytes to write are the message's payload.
       w.inline = mem.u8.slice(o + WqeOff.ATOMIC, o + WqeOff.ATOMIC + 8);
@@ -178,14 +202,8 @@ export function readSendWqe(mem: HostMemory, addr: number, qpType: number, count
   } else {
     const n = C.numDataSegs.get(dv, o);
     if (n > maxSge) return null;
-    let len = 0;
-    for (let i = 0; i < n; i++) {
-      const s = dataOff + i * 16;
-      const sge = { addr: D.addr.getNum(dv, s), length: D.length.get(dv, s) >>> 0, lkey: D.lkey.get(dv, s) >>> 0 };
-      w.sges.push(sge);
-      len += sge.length;
-    }
-    w.length = len;
+    w.sges = readSges(dv, dataOff, n);
+    w.length = sgeBytes(w.sges);
   }
   return w;
 }
@@ -193,7 +211,7 @@ export function readSendWqe(mem: HostMemory, addr: number, qpType: number, count
 export class RecvWqe {
   wrIdLo = 0;
   wrIdHi = 0;
-  sges: Sge[] = [];
+  sges: readonly Sge[] = NO_SGES;
   length = 0;
   /** RQ / SRQ counter for the CQE. */
   counter = 0;
@@ -209,13 +227,7 @@ export function readRecvWqe(mem: HostMemory, addr: number, counter: number, maxS
   w.wrIdHi = dv.getUint32(o + 4, true);
   const n = RECV_WQE_HDR.f.numDataSegs.get(dv, o);
   if (n > maxSge) return null;
-  let len = 0;
-  for (let i = 0; i < n; i++) {
-    const s = o + WqeOff.RECV_DATA + i * 16;
-    const sge = { addr: D.addr.getNum(dv, s), length: D.length.get(dv, s) >>> 0, lkey: D.lkey.get(dv, s) >>> 0 };
-    w.sges.push(sge);
-    len += sge.length;
-  }
-  w.length = len;
+  w.sges = readSges(dv, o + WqeOff.RECV_DATA, n);
+  w.length = sgeBytes(w.sges);
   return w;
 }

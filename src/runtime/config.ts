@@ -6,6 +6,7 @@
  * the built-in default: two devices, rnic0 and rnic1, cabled together.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { DEVICE_PARAMS } from '../device/capabilities.js';
 import { resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
@@ -97,8 +98,19 @@ export interface ModelConfig {
 
 export { ConfigError };
 
+/**
+ * `workers` when the configuration names none: 0 (the devices in the
+ * application's thread) on a machine with at most 2 cores, where every
+ * hand-off between threads waits for a core and the inline layout is 2-20x
+ * faster on every figure; else 1 (docs/pipeline.md, "Choosing the thread
+ * layout").
+ */
+export function defaultWorkers(cores: number = availableParallelism()): number {
+  return cores <= 2 ? 0 : 1;
+}
+
 export const DEFAULT_CONFIG: ModelConfig = Object.freeze({
-  workers: 1,
+  workers: defaultWorkers(),
   devices: [
     { name: 'rnic0', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'], ipv6: ['fd00::1'], mtu: 4096 }] },
     { name: 'rnic1', memoryBytes: 64 << 20, caps: {}, ports: [{ mac: '02:00:00:00:00:02', ipv4: ['192.0.2.2'], ipv6: ['fd00::2'], mtu: 4096 }] },
@@ -322,9 +334,10 @@ const ConfigSwitchSchema = strictObject({
 /** The model configuration file (`RNIC_CONFIG`). */
 export const ConfigSchema = strictObject({
   $schema: schemaRef('config.schema.json'),
-  workers: int(0, 64).default(1).meta({
+  workers: int(0, 64).optional().meta({
     description:
       "worker threads that run the devices, 0..64; `0` runs them in the application's thread (they advance when the driver rings a doorbell or polls a CQ)",
+    defaultText: '0 on a machine with at most 2 cores (`os.availableParallelism()`), else 1',
   }),
   devices: list(DeviceSchema, 'a non-empty list of devices').min(1, { error: 'expected a non-empty list of devices' }).meta({ description: 'the devices' }),
   cables: list(CableSchema).default([]).meta({ description: 'what connects the ports', defaultText: 'none' }),
@@ -406,7 +419,7 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
     };
   });
   return {
-    workers: o.workers,
+    workers: o.workers ?? defaultWorkers(),
     devices,
     cables,
     ...(o.seed === undefined ? {} : { seed: o.seed }),

@@ -34,6 +34,8 @@ export interface RingCable {
   port: string;
   tx: SharedArrayBuffer;
   rx: SharedArrayBuffer;
+  /** Both ends are device ports (no switch, no faults): what arrives is as the far device built it. */
+  asBuilt?: boolean;
 }
 
 export interface HostedDevice {
@@ -118,10 +120,10 @@ export class DeviceHost {
   private readonly deviceRings = new Map<HostedDevice, RingEnd[]>();
 
   /** Plugs a cable end into the port `ref` names here (a device's or a switch's); false if it is not here. */
-  private plugAt(ref: string, end: CableEnd): boolean {
+  private plugAt(ref: string, end: CableEnd, asBuilt = false): boolean {
     const p = this.portRef(ref);
     if (p) {
-      this.plug(p, end);
+      this.plug(p, end, asBuilt);
       return true;
     }
     return this.fabric?.plug(ref, end) ?? false;
@@ -132,8 +134,8 @@ export class DeviceHost {
     return this.portRef(ref) !== null || this.fabric?.port(ref) != null;
   }
 
-  private plugRing(ref: string, ring: RingEnd, end: CableEnd = ring): void {
-    if (!this.plugAt(ref, end)) return;
+  private plugRing(ref: string, ring: RingEnd, end: CableEnd = ring, asBuilt = false): void {
+    if (!this.plugAt(ref, end, asBuilt)) return;
     this.rings.push(ring);
     const p = this.portRef(ref);
     if (!p) return; // a switch port: its line paces itself
@@ -142,10 +144,16 @@ export class DeviceHost {
     this.deviceRings.set(p.dev, l);
   }
 
-  private plug(ref: { dev: HostedDevice; portNum: number }, end: CableEnd): void {
+  /**
+   * `asBuilt`: every frame this end delivers is byte for byte what a model
+   * device here built (an in-process wire between two device ports, no
+   * fault rules), so the ICRC check may be taken as passed, as the
+   * simulator does for a link that vouches for its bytes (`arrivedAsBuilt`).
+   */
+  private plug(ref: { dev: HostedDevice; portNum: number }, end: CableEnd, asBuilt = false): void {
     ref.dev.ports[ref.portNum - 1]!.attach(end);
     end.onReceive((f) => {
-      ref.dev.nic.receive(ref.portNum, f);
+      ref.dev.nic.receive(ref.portNum, f, asBuilt);
       // The NIC keeps nothing of a frame once it is processed: recycle the buffer.
       releaseFrame(f);
       // A frame from a socket arrives on the event loop: wake a sleeping loop to send what it caused.
@@ -238,13 +246,15 @@ export class DeviceHost {
       if (c.kind === 'wire') {
         if (!this.isHere(c.a) || !this.isHere(c.b)) continue; // the other end lives on another thread: a ring cable
         const w = new InProcessCable();
-        this.plugAt(c.a, this.faulty(w.a, inj, 'a->b'));
-        this.plugAt(c.b, this.faulty(w.b, inj, 'b->a'));
+        // Device to device with nothing on the way: the bytes arrive as the far device built them (a switch may forward what came from a socket).
+        const asBuilt = inj === null && this.portRef(c.a) !== null && this.portRef(c.b) !== null;
+        this.plugAt(c.a, this.faulty(w.a, inj, 'a->b'), asBuilt);
+        this.plugAt(c.b, this.faulty(w.b, inj, 'b->a'), asBuilt);
         this.wires.push(w);
       }
     }
     for (const r of rings) {
-      if (this.isHere(r.port)) this.plugRing(r.port, new RingEnd(r.tx, r.rx));
+      if (this.isHere(r.port)) this.plugRing(r.port, new RingEnd(r.tx, r.rx), undefined, r.asBuilt === true);
     }
     // UDP cables: their ring ends are plugged now, so what the port sends
     // before the socket is bound (an ARP request, say) waits in the TX ring.
@@ -275,14 +285,30 @@ export class DeviceHost {
     return this.udp?.local ?? [];
   }
 
+  /** Frames the last pass delivered over the in-process wires after the devices ran. */
+  private deliveredLast = 0;
+
+  /**
+   * Did the last pass end with frames delivered that left work behind (a
+   * response scheduled, a frame on a wire)? Then another pass sends it.
+   */
+  unsettled(): boolean {
+    if (this.deliveredLast === 0) return false;
+    for (const d of this.devices) if (d.nic.busy()) return true;
+    for (const w of this.wires) if (w.pending > 0) return true;
+    return false;
+  }
+
   /** One pass over every device and cable; returns the work done (0 = idle). */
   poll(): number {
     let work = this.fabric?.poll() ?? 0;
     for (const w of this.wires) work += w.drain();
     for (const r of this.rings) work += r.poll();
     for (const d of this.devices) work += d.nic.poll(this.budget(d));
-    for (const w of this.wires) work += w.drain();
-    return work;
+    let late = 0;
+    for (const w of this.wires) late += w.drain();
+    this.deliveredLast = late;
+    return work + late;
   }
 
   /**

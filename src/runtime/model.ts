@@ -25,6 +25,7 @@ export interface DeviceHandle {
   readonly bar: Bar;
   readonly counters: HwCounters;
   readonly serviceInline?: () => void;
+  readonly serviceSoon?: () => void;
   waitIrq(vector: number, seen: number): Promise<number>;
 }
 
@@ -129,6 +130,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     const d = config.devices.findIndex((x) => x.name === name);
     return d >= 0 ? assign[d]! : switchAt[switches.findIndex((x) => x.name === name)]!;
   };
+  const isDevice = (ref: string): boolean => config.devices.some((d) => d.name === ref.split(':')[0]);
   const rings: RingCable[][] = Array.from({ length: workers }, () => []);
   for (const c of config.cables) {
     if (c.kind !== 'wire') continue;
@@ -137,8 +139,10 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     if (wa === wb) continue;
     const ab = FrameRing.create(1 << 22);
     const ba = FrameRing.create(1 << 22);
-    rings[wa]!.push({ port: c.a, tx: ab.buffer, rx: ba.buffer });
-    rings[wb]!.push({ port: c.b, tx: ba.buffer, rx: ab.buffer });
+    // Engines run only model devices and switches; a switch may forward what came from a socket.
+    const asBuilt = isDevice(c.a) && isDevice(c.b) && !c.faults?.length;
+    rings[wa]!.push({ port: c.a, tx: ab.buffer, rx: ba.buffer, asBuilt });
+    rings[wb]!.push({ port: c.b, tx: ba.buffer, rx: ab.buffer, asBuilt });
   }
   const stop = new SharedArrayBuffer(4);
   const threads: Worker[] = [];
@@ -260,6 +264,9 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
   };
 }
 
+/** Most device passes one inline service runs while frames keep arriving. */
+const INLINE_PASSES = 64;
+
 /** All devices in the application's thread: they run when the driver rings or polls. */
 function startInline(
   config: ModelConfig,
@@ -298,8 +305,33 @@ function startInline(
       }
     }
   };
+  // A doorbell asks for a pass soon: the driver's next poll or command runs it, else the next
+  // event-loop turn does (a program that posts, then awaits something else, still sends).
+  let passWanted = false;
+  let turnQueued = false;
+  const onTurn = () => {
+    turnQueued = false;
+    if (!passWanted || stopped) return;
+    try {
+      service();
+    } catch (e) {
+      // No caller to hand it to on an event-loop turn: report it as a worker's engine would.
+      process.emitWarning(`rnic-model device engine: ${(e as Error).message}`);
+    }
+  };
+  // Another pass while the last one's deliveries left work behind (bounded): what a pass delivers is
+  // answered before the driver reads the completion (an ACK queued in the last pass would wait for
+  // the next call, and a program that closes its QP after its last completion would never send it).
   const service = () => {
+    passWanted = false;
     host.poll();
+    for (let i = 1; i < INLINE_PASSES && host.unsettled(); i++) host.poll();
+  };
+  const serviceSoon = () => {
+    passWanted = true;
+    if (turnQueued) return;
+    turnQueued = true;
+    setImmediate(onTurn);
   };
   const devices = made.map(
     (d): DeviceHandle => ({
@@ -309,6 +341,7 @@ function startInline(
       bar: d.bar,
       counters: d.counters,
       serviceInline: service,
+      serviceSoon,
       async waitIrq(v, seen) {
         const w = d.bar.irqBase + v;
         for (;;) {

@@ -113,3 +113,27 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
     }
   });
 });
+
+describe('workers: 0, a doorbell and then no driver call', () => {
+  let f: H.Fabric | null = null;
+  afterAll(async () => {
+    await f?.close();
+  });
+
+  // The doorbell's device pass is deferred to the driver's next poll or the next event-loop
+  // turn: a program that posts and then awaits something else must still see its WRITE land.
+  it('a posted WRITE lands within a few event-loop turns, with no poll; its completion is there when polled', { timeout: HANG_MS }, async () => {
+    f = await H.openFabric(H.twoDeviceConfig(0));
+    const { a } = H.makePair(f, IBV_QPT_RC, { mtu: 5 /* IBV_MTU_4096 */, timeout: PATIENT_QP_TIMEOUT });
+    const src = H.region(f.a, 3 * 4096, H.ALL_ACCESS);
+    src.data.set(H.pattern(3 * 4096, 9));
+    const dst = H.region(f.b, 3 * 4096, H.ALL_ACCESS);
+    H.postSend(a, H.wrWrite({ wrId: 7n, sge: [src.sge(0, 3 * 4096)], remote: { addr: dst.at(0), rkey: dst.rkey } }));
+    const same = () => dst.data.every((x, i) => x === src.data[i]);
+    for (let turn = 0; turn < 100 && !same(); turn++) await new Promise<void>((r) => setImmediate(r));
+    H.expectBytes(dst.data, src.data, 'WRITE target, before any poll');
+    dst.checkGuards('WRITE target');
+    const wc = await H.poll1(a.scq, 'the WRITE', HANG_MS);
+    H.expectWc(wc, { wr_id: 7n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'write');
+  });
+});

@@ -1,6 +1,7 @@
 /** Configuration mistakes get one line naming the setting (issue 8). */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_CONFIG, parseConfig } from '../../src/runtime/config.js';
+import { availableParallelism } from 'node:os';
+import { ConfigError, DEFAULT_CONFIG, defaultWorkers, parseConfig } from '../../src/runtime/config.js';
 import { createDevice } from '../../src/runtime/device-resources.js';
 
 const port = (mac: string, ipv4: string[], ipv6: string[] = []) => ({ mac, ipv4, ipv6 });
@@ -115,5 +116,19 @@ describe('parseConfig: devices[].congestion', () => {
     const raw = base();
     (raw.devices[0] as Record<string, unknown>).congestion = [1];
     expect(() => parseConfig(raw, 'f.json')).toThrow(/f\.json\.devices\[0\]\.congestion: expected an object/);
+  });
+});
+
+describe('workers when the file names none', () => {
+  it('is 0 (devices in the application thread) up to 2 cores and 1 above', () => {
+    expect([1, 2, 3, 4, 64].map((n) => defaultWorkers(n))).toEqual([0, 0, 1, 1, 1]);
+  });
+
+  it('follows this machine in a parsed file and in the built-in default; a named value is kept', () => {
+    const here = availableParallelism() <= 2 ? 0 : 1;
+    const c = two(port('02:00:00:00:00:01', ['192.0.2.1']), port('02:00:00:00:00:02', ['192.0.2.2']));
+    expect(parseConfig(c).workers).toBe(here);
+    expect(DEFAULT_CONFIG.workers).toBe(here);
+    for (const workers of [0, 1, 2]) expect(parseConfig({ ...c, workers }).workers).toBe(workers);
   });
 });

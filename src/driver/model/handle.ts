@@ -24,6 +24,15 @@ export interface ModelDeviceHandle {
    */
   readonly serviceInline?: () => void;
   /**
+   * Set by a runtime whose device runs on the driver's thread and may take
+   * a WQE doorbell a little later (the realtime runtime with `workers: 0`:
+   * at the driver's next call that services the device, or the next turn of
+   * the event loop, whichever is first): called instead of `serviceInline`
+   * after a send or receive doorbell. Posting a list of WRs then polling
+   * costs one device pass, not one per post.
+   */
+  readonly serviceSoon?: () => void;
+  /**
    * Wait until the interrupt counter of `vector` differs from `seen`; resolves
    * with the new count. The realtime runtime uses Atomics.waitAsync on the
    * BAR; the simulator advances virtual time.

@@ -351,7 +351,7 @@ function postSend(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr: BadWr<ibv_send_wr> | un
     qp.sqPi = pi;
     Atomics.store(ctx.mem.i32, qp.sqPiWord, pi | 0);
     ringSqDoorbell(ctx.bar, qp.qp_num, pi | 0);
-    ctx.handle.serviceInline?.();
+    (ctx.handle.serviceSoon ?? ctx.handle.serviceInline)?.();
   }
   if (rc !== 0 && bad_wr) bad_wr.wr = cur;
   return rc;
@@ -400,7 +400,7 @@ export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ib
     Atomics.store(qp.context.mem.i32, qp.rqPiWord, pi | 0);
     // The wake-up is how a QP the device moved to ERR learns to flush these.
     ringRqDoorbell(qp.context.bar, qp.qp_num, pi | 0);
-    qp.context.handle.serviceInline?.();
+    (qp.context.handle.serviceSoon ?? qp.context.handle.serviceInline)?.();
   }
   if (rc !== 0 && bad_wr) bad_wr.wr = cur;
   return rc;
