@@ -33,6 +33,7 @@
  */
 import { count, type ParamValues, resolveParams } from '../params/params.js';
 import { type CableEnd, type CableStats, FabricError, type FrameHandler, newStats } from './cable.js';
+import { sealIcrc } from '../wire/lazy-icrc.js';
 import { ceilDiv, psPerBit, TIMING_PARAMS } from './timing-params.js';
 
 // ---- the scheduler a link is handed (STYLE §1) ------------------------------
@@ -286,7 +287,9 @@ export class SimLink {
    * Sets (or with null clears) the fault hook of one direction. `readOnly`:
    * the hook only looks (a capture tap) and never changes a frame's bytes,
    * so a frame its sender sent as built (`sendBuilt`) still arrives as
-   * built (see `arrivedAsBuilt`).
+   * built (see `arrivedAsBuilt`); it must call `sealIcrc` before reading
+   * past the headers (a frame's ICRC may still be deferred: wire/lazy-icrc.ts).
+   * Any other hook is handed the frame with its ICRC computed.
    */
   setFaultHook(dir: LinkDir, hook: FaultHook | null, opts: { readOnly?: boolean } = {}): void {
     const lane = this.#lane(dir);
@@ -525,8 +528,12 @@ class Lane {
     let copies = 1;
     let release: readonly Uint8Array[] | undefined;
     if (this.hook !== null) {
-      // A hook that may change bytes voids the sender's word that the frame is as built.
-      if (!this.hookReadOnly) AS_BUILT.delete(frame);
+      // A hook that may change bytes voids the sender's word that the frame is as built,
+      // and must see (and may change) a complete frame: a deferred ICRC is computed first.
+      if (!this.hookReadOnly) {
+        AS_BUILT.delete(frame);
+        sealIcrc(frame);
+      }
       const v = this.hook(frame, this.sched.now());
       switch (v.kind) {
         case 'pass':

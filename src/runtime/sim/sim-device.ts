@@ -38,7 +38,7 @@ import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/et
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
-import { OPCODES, Position, type PcapWriter } from '../../wire/index.js';
+import { OPCODES, Position, type PcapWriter, sealIcrc } from '../../wire/index.js';
 import type { DeviceResources } from '../device-resources.js';
 import { bthDestQp, bthOffset, payloadLength } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
@@ -228,9 +228,10 @@ export class SimPort implements FrameSink {
         built = true;
         this.link.sendBuilt(this.dir, frame);
       } else if (this.end.sendOwned) {
-        this.end.sendOwned(frame);
+        // Not our link (another kind of cable): the frame leaves with every byte computed.
+        this.end.sendOwned(sealIcrc(frame));
       } else {
-        this.end.send(frame);
+        this.end.send(sealIcrc(frame));
         releaseFrame(frame);
       }
       if (this.link !== null && this.link.queued(this.dir) > 0) {
@@ -260,7 +261,8 @@ export class SimPort implements FrameSink {
     if (frame === this.#waiting) this.#waiting = null;
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
-    if (obs !== null) obs({ dir: 'tx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
+    // An observer may read any byte: it sees the ICRC as on the wire (lazy-icrc.ts).
+    if (obs !== null) obs({ dir: 'tx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame: sealIcrc(frame), ns });
     if (!this.#inTx && this.#arb.size > 0) this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
   }
 
@@ -269,7 +271,7 @@ export class SimPort implements FrameSink {
     const ns = this.dev.sched.now();
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
-    if (obs !== null) obs({ dir: 'rx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
+    if (obs !== null) obs({ dir: 'rx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame: sealIcrc(frame), ns });
     if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
     else this.dev.rxPush(this.portNum, frame);
   }
@@ -356,7 +358,7 @@ export class SimDevice {
       (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
     );
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
-    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc }, this);
+    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc, deferIcrc: true }, this);
     this.ports = eth.map((e, i) => {
       const p = new SimPort(this, i + 1, e);
       e.attach(p);
