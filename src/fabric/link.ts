@@ -310,6 +310,17 @@ export class SimLink {
     this.#lane(dir).pull = pull;
   }
 
+  /**
+   * Sets (or with null clears) the one listener of `dir` told, from the
+   * link's own txDone event, that the transmitter has just started the next
+   * queued frame (or found its queue empty): a sender that keeps one frame
+   * waiting behind the one on the wire queues its next one from here, in
+   * the same event, rather than in an event of its own at the same instant.
+   */
+  onTxDone(dir: LinkDir, handler: (() => void) | null): void {
+    this.#lane(dir).afterTxDone = handler;
+  }
+
   /** The pull source of `dir` has a frame now: start it if the line is idle (see setPull). */
   kick(dir: LinkDir): void {
     this.#lane(dir).kick();
@@ -382,6 +393,7 @@ class Lane {
   hook: FaultHook | null = null;
   hookReadOnly = false;
   pull: (() => Uint8Array | null) | null = null;
+  afterTxDone: (() => void) | null = null;
   readonly #num: number;
   readonly #den: number;
   readonly #propPs: number;
@@ -518,6 +530,8 @@ class Lane {
     const sentPs = sentNs * 1000;
     this.#startTx(frame, this.#busyUntilPs > sentPs ? this.#busyUntilPs : sentPs);
     if (this.#qHead < this.#q.length || this.pull !== null) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+    // After the start, with the lane consistent again: the sender may queue its next frame now.
+    if (this.afterTxDone !== null) this.afterTxDone();
   }
 
   /** Serializes `frame` (the link's own copy) from `startPs`. */

@@ -153,8 +153,6 @@ export class SimPort implements FrameSink {
   dropped = 0;
   readonly #txEv: SimEvent;
   readonly #arb = new TxArbiter();
-  /** True while #onTx hands frames to the link (the link's hook must not re-kick us then). */
-  #inTx = false;
   /** The frame handed to the line that waits behind the one being serialized, its lane and whether we built it. */
   #waiting: Uint8Array | null = null;
   #waitingLane = 0;
@@ -204,7 +202,6 @@ export class SimPort implements FrameSink {
     const arb = this.#arb;
     const pause = this.eth.pause;
     let freed = 0;
-    this.#inTx = true;
     for (;;) {
       const lane = arb.pick(now, pause);
       if (lane < 0) {
@@ -212,7 +209,7 @@ export class SimPort implements FrameSink {
         break;
       }
       if (this.link !== null && this.link.queued(this.dir) > 0) {
-        // The line has a frame waiting already: the link's hook calls us back when that one starts,
+        // The line has a frame waiting already: the link calls us back (lineFree) when that one starts,
         // unless it is of a lower priority than this one, which takes its place (strict priority:
         // only the frame on the wire is past the arbiter).
         if (!this.#takeBackWaiting(lane, now)) break;
@@ -241,7 +238,6 @@ export class SimPort implements FrameSink {
       }
       freed++;
     }
-    this.#inTx = false;
     if (freed > 0) this.dev.txFreed(freed);
   }
 
@@ -263,7 +259,16 @@ export class SimPort implements FrameSink {
     const obs = this.dev.ctx.observer();
     // An observer may read any byte: it sees the ICRC as on the wire (lazy-icrc.ts).
     if (obs !== null) obs({ dir: 'tx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame: sealIcrc(frame), ns });
-    if (!this.#inTx && this.#arb.size > 0) this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
+  }
+
+  /**
+   * Called by the link from its txDone event (SimLink.onTxDone): the frame
+   * that waited behind the one on the wire has started, so the next may go
+   * to the line now, in the same event (every frame started by the link
+   * comes through here; the ones our own transmit starts do not need it).
+   */
+  lineFree(): void {
+    if (this.#arb.size > 0) this.#onTx();
   }
 
   /** A frame off the link (the link's copy, ours now). */

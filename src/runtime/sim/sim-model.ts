@@ -303,6 +303,7 @@ export class SimModel implements RunningModel {
   #plug(p: SimPort, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a'): void {
     p.link = link;
     p.dir = dir;
+    link.onTxDone(dir, () => p.lineFree());
     // A PAUSE quantum is 512 bit times at this link's rate.
     p.eth.pause.setLinkRate(link.params.linkRate);
     p.end = end;
