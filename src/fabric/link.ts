@@ -286,10 +286,10 @@ export class SimLink {
   /**
    * Sets (or with null clears) the fault hook of one direction. `readOnly`:
    * the hook only looks (a capture tap) and never changes a frame's bytes,
-   * so a frame its sender sent as built (`sendBuilt`) still arrives as
-   * built (see `arrivedAsBuilt`); it must call `sealIcrc` before reading
-   * past the headers (a frame's ICRC may still be deferred: wire/lazy-icrc.ts).
-   * Any other hook is handed the frame with its ICRC computed.
+   * so a frame whose ICRC its sender deferred keeps it deferred and arrives
+   * "as built" (wire/lazy-icrc.ts); such a hook calls `sealIcrc` before it
+   * reads past the headers. Any other hook is handed the frame with its
+   * ICRC computed, and the frame no longer counts as built.
    */
   setFaultHook(dir: LinkDir, hook: FaultHook | null, opts: { readOnly?: boolean } = {}): void {
     const lane = this.#lane(dir);
@@ -336,9 +336,9 @@ export class SimLink {
     return { ...this.#lane(dir).s };
   }
 
-  /** `sendBuilt` on the end that transmits in `dir` (a for aToB, b for bToA). */
-  sendBuilt(dir: LinkDir, frame: Uint8Array): void {
-    ((dir === 'aToB' ? this.a : this.b) as SimEnd).sendBuilt(frame);
+  /** `sendOwned` on the end that transmits in `dir` (a for aToB, b for bToA). */
+  sendOwned(dir: LinkDir, frame: Uint8Array): void {
+    ((dir === 'aToB' ? this.a : this.b) as SimEnd).sendOwned(frame);
   }
 
   /** Frames waiting in one direction's transmit queue now. */
@@ -461,7 +461,7 @@ class Lane {
   /**
    * A frame from `from`; the end has checked it is not closed. `owned`: the
    * sender gave the frame away (sendOwned), so the link keeps it without a
-   * copy; otherwise it copies (the cable rule).
+   * copy; otherwise it copies (the cable rule), a deferred ICRC computed first.
    */
   send(frame: Uint8Array, owned = false): void {
     const from = this.from.s;
@@ -475,7 +475,7 @@ class Lane {
     if (queued === 0 && nowNs * 1000 >= this.#busyUntilPs) {
       from.framesSent++;
       from.bytesSent += frame.length;
-      this.#startTx(owned ? frame : frame.slice(), nowNs * 1000);
+      this.#startTx(owned ? frame : sealIcrc(frame).slice(), nowNs * 1000);
       return;
     }
     if (queued >= this.#queueLimit) {
@@ -485,7 +485,7 @@ class Lane {
     }
     from.framesSent++;
     from.bytesSent += frame.length;
-    this.#q.push(owned ? frame : frame.slice());
+    this.#q.push(owned ? frame : sealIcrc(frame).slice());
     this.#qAt.push(nowNs);
     this.#qBytes += frame.length;
     if (queued + 1 > this.s.queueHighWater) this.s.queueHighWater = queued + 1;
@@ -501,7 +501,6 @@ class Lane {
     this.#qBytes -= frame.length;
     this.from.s.framesSent--;
     this.from.s.bytesSent -= frame.length;
-    AS_BUILT.delete(frame);
     if (this.#qHead === this.#q.length && this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
     return true;
   }
@@ -542,12 +541,9 @@ class Lane {
     let copies = 1;
     let release: readonly Uint8Array[] | undefined;
     if (this.hook !== null) {
-      // A hook that may change bytes voids the sender's word that the frame is as built,
-      // and must see (and may change) a complete frame: a deferred ICRC is computed first.
-      if (!this.hookReadOnly) {
-        AS_BUILT.delete(frame);
-        sealIcrc(frame);
-      }
+      // A hook that may change bytes sees (and may change) a complete frame: a deferred
+      // ICRC is computed first, which also ends the frame's standing as built.
+      if (!this.hookReadOnly) sealIcrc(frame);
       const v = this.hook(frame, this.sched.now());
       switch (v.kind) {
         case 'pass':
@@ -594,6 +590,8 @@ class Lane {
     }
     let end = startPs;
     if (copies > 0) {
+      // Copies are not marked: they carry the ICRC itself.
+      if (copies > 1) sealIcrc(wire);
       const serPs = ceilDiv(wireBytes(wire.length) * 8, this.#num, this.#den);
       for (let i = 0; i < copies; i++) {
         end += serPs;
@@ -678,32 +676,6 @@ class Lane {
   }
 }
 
-/**
- * Frames sent with `sendBuilt` that no hook able to change bytes has seen.
- * Frame objects are one per frame (a recycled buffer gets a new view), so
- * membership cannot outlive the frame; dropped frames are collected.
- */
-const AS_BUILT = new WeakSet<Uint8Array>();
-
-/**
- * True when `frame`, just delivered by a SimLink, is byte for byte what its
- * sender built (`sendBuilt`, and no hook that may change bytes on the way):
- * a receiver may then take the checks of its own integrity fields (ICRC)
- * as passed. Asks once: the answer is forgotten.
- */
-export function arrivedAsBuilt(frame: Uint8Array): boolean {
-  return AS_BUILT.delete(frame);
-}
-
-/**
- * A forwarder's word (a switch) that `frame`, which arrived as built, was
- * changed only in fields the receiver's integrity check leaves out (the
- * RoCE ICRC masks the IP ECN/DSCP, TTL and checksum): it stays as built.
- */
-export function vouchAsBuilt(frame: Uint8Array): void {
-  AS_BUILT.add(frame);
-}
-
 function ceilNs(ps: number): number {
   return Math.ceil(ps / 1000);
 }
@@ -726,17 +698,6 @@ class SimEnd implements CableEnd {
       return;
     }
     this.lane.send(frame);
-  }
-
-  /**
-   * `sendOwned`, and the sender's word that the bytes are exactly as it
-   * built them (a model device's own frame, its ICRC computed over them).
-   * If nothing on the way may have changed them (no fault hook, or a
-   * read-only one), the receiver learns so from `arrivedAsBuilt`.
-   */
-  sendBuilt(frame: Uint8Array): void {
-    AS_BUILT.add(frame);
-    this.sendOwned(frame);
   }
 
   /** Sends a frame the caller gives away: the link keeps it as its own copy (no copy made). */

@@ -13,6 +13,10 @@
  * switch rewrites. Anything that may change other bytes (a fault hook)
  * seals before it looks.
  *
+ * A pending frame is therefore also the simulator's word that its bytes are
+ * exactly as its device built them (no hook that may change bytes has seen
+ * it): a receiver may take its ICRC check as passed (`takeAsBuilt`).
+ *
  * Keyed by the frame's view: a recycled buffer gets a new view per frame,
  * so a mark cannot outlive its frame. A copy of a pending frame is not
  * pending: seal before copying.
@@ -34,6 +38,17 @@ export function markIcrcPending(frame: Uint8Array, v1: boolean, ipOff: number, b
 /** True while `frame`'s ICRC field is not computed (the bytes there are zero). */
 export function icrcPending(frame: Uint8Array): boolean {
   return PENDING.has(frame);
+}
+
+/**
+ * A receiver's question: is `frame` still as its sender's pipeline built
+ * it (its ICRC pending)? If so the check of its ICRC would pass, and the
+ * mark is dropped: the caller consumes the frame and lets no byte of it go
+ * anywhere else (the ICRC field stays zero). Otherwise false, and the frame
+ * is as it came, its ICRC to be checked.
+ */
+export function takeAsBuilt(frame: Uint8Array): boolean {
+  return PENDING.delete(frame);
 }
 
 /**

@@ -153,7 +153,7 @@ describe('the byte readers', () => {
       const got: Uint8Array[] = [];
       link.b.onReceive((f) => got.push(f));
       const cases = roce().slice(0, 20);
-      for (const c of cases) link.sendBuilt('aToB', c.encode(true));
+      for (const c of cases) link.sendOwned('aToB', c.encode(true));
       sched.runUntilIdle();
       expect(got.length).toBe(cases.length);
       expect(seen.every((ok) => ok === !readOnly)).toBe(true);

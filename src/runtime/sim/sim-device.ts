@@ -31,14 +31,14 @@ import { Firmware } from '../../device/firmware.js';
 import { HostMemory } from '../../device/host-memory.js';
 import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, takeSummary } from '../../device/registers.js';
 import type { CableEnd } from '../../fabric/cable.js';
-import { arrivedAsBuilt, type LinkDir, type SimLink } from '../../fabric/link.js';
+import type { LinkDir, SimLink } from '../../fabric/link.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { resolveCcParams } from '../../pipeline/cc-params.js';
 import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
-import { OPCODES, Position, type PcapWriter, sealIcrc } from '../../wire/index.js';
+import { OPCODES, Position, type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
 import type { DeviceResources } from '../device-resources.js';
 import { bthDestQp, bthOffset, payloadLength } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
@@ -92,12 +92,6 @@ class SimNic extends Nic {
     super(env);
   }
 
-  /** A frame the pipeline built (headers, payload, ICRC): its port may vouch for its bytes. */
-  override transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
-    PIPELINE_BUILT.add(frame);
-    super.transmit(portNum, frame, priority, spacingPs);
-  }
-
   override complete(cqn: number, f: CqeFields): void {
     this.host.deferCqe(cqn, f);
   }
@@ -116,13 +110,6 @@ class SimNic extends Nic {
     super.asyncEvent(cqn, type, resource);
   }
 }
-
-/**
- * Frames the pipeline built, on their way through a port's FIFO: only these
- * go to the link as built (`sendBuilt`); a frame handed to a port by anyone
- * else (`EthPort.transmit`) is sent without that word.
- */
-const PIPELINE_BUILT = new WeakSet<Uint8Array>();
 
 /** A posted write waiting to land: a CQE (`f` set) or an asynchronous event. */
 interface PendingWrite {
@@ -153,10 +140,9 @@ export class SimPort implements FrameSink {
   dropped = 0;
   readonly #txEv: SimEvent;
   readonly #arb = new TxArbiter();
-  /** The frame handed to the line that waits behind the one being serialized, its lane and whether we built it. */
+  /** The frame handed to the line that waits behind the one being serialized, and its lane. */
   #waiting: Uint8Array | null = null;
   #waitingLane = 0;
-  #waitingBuilt = false;
 
   constructor(dev: SimDevice, portNum: number, eth: EthPort) {
     this.dev = dev;
@@ -216,16 +202,15 @@ export class SimPort implements FrameSink {
       }
       const frame = arb.take(lane);
       // The link takes the frame as its own copy (no copy); the receiving device recycles it.
-      let built = false;
+      // A frame our pipeline built keeps its ICRC deferred (wire/lazy-icrc.ts): the far device
+      // learns from that mark that the bytes are as built, and skips the check.
       if (this.end === null) {
         this.dropped++;
         releaseFrame(frame);
-      } else if (PIPELINE_BUILT.delete(frame) && this.link !== null && this.end === (this.dir === 'aToB' ? this.link.a : this.link.b)) {
-        // Our own frame, as built: the far device may take its ICRC check as passed (arrivedAsBuilt).
-        built = true;
-        this.link.sendBuilt(this.dir, frame);
+      } else if (this.link !== null && this.end === (this.dir === 'aToB' ? this.link.a : this.link.b)) {
+        this.link.sendOwned(this.dir, frame);
       } else if (this.end.sendOwned) {
-        // Not our link (another kind of cable): the frame leaves with every byte computed.
+        // Not a simulator link (another kind of cable): the frame leaves with every byte computed.
         this.end.sendOwned(sealIcrc(frame));
       } else {
         this.end.send(sealIcrc(frame));
@@ -234,7 +219,6 @@ export class SimPort implements FrameSink {
       if (this.link !== null && this.link.queued(this.dir) > 0) {
         this.#waiting = frame;
         this.#waitingLane = lane;
-        this.#waitingBuilt = built;
       }
       freed++;
     }
@@ -246,7 +230,6 @@ export class SimPort implements FrameSink {
     const w = this.#waiting;
     if (w === null || this.#waitingLane >= lane || this.link === null || !this.link.unsend(this.dir, w)) return false;
     this.#arb.unshift(this.#waitingLane, w, now);
-    if (this.#waitingBuilt) PIPELINE_BUILT.add(w);
     this.dev.fifoFrames++;
     this.#waiting = null;
     return true;
@@ -590,7 +573,8 @@ export class SimDevice {
       const port = this.#rxPort[this.#rxHead]!;
       this.#rx[this.#rxHead] = undefined;
       this.#rxHead++;
-      this.nic.receive(port, f, arrivedAsBuilt(f));
+      // Still as its device built it (its ICRC deferred, no hook changed it): the check would pass.
+      this.nic.receive(port, f, takeAsBuilt(f));
       // The NIC keeps nothing of a frame once it is processed (as in device-host.ts): recycle the buffer.
       releaseFrame(f);
     }
