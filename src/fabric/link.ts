@@ -33,7 +33,7 @@
  */
 import { count, type ParamValues, resolveParams } from '../params/params.js';
 import { type CableEnd, type CableStats, FabricError, type FrameHandler, newStats } from './cable.js';
-import { sealIcrc } from '../wire/lazy-icrc.js';
+import { sealBeforeChange, sealIcrc } from '../wire/lazy-icrc.js';
 import { ceilDiv, psPerBit, TIMING_PARAMS } from './timing-params.js';
 
 // ---- the scheduler a link is handed (STYLE §1) ------------------------------
@@ -543,7 +543,7 @@ class Lane {
     if (this.hook !== null) {
       // A hook that may change bytes sees (and may change) a complete frame: a deferred
       // ICRC is computed first, which also ends the frame's standing as built.
-      if (!this.hookReadOnly) sealIcrc(frame);
+      if (!this.hookReadOnly) sealBeforeChange(frame);
       const v = this.hook(frame, this.sched.now());
       switch (v.kind) {
         case 'pass':
@@ -590,7 +590,7 @@ class Lane {
     }
     let end = startPs;
     if (copies > 0) {
-      // Copies are not marked: they carry the ICRC itself.
+      // Copies carry no mark: they get the ICRC itself.
       if (copies > 1) sealIcrc(wire);
       const serPs = ceilDiv(wireBytes(wire.length) * 8, this.#num, this.#den);
       for (let i = 0; i < copies; i++) {

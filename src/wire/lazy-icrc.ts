@@ -13,18 +13,24 @@
  * switch rewrites. Anything that may change other bytes (a fault hook)
  * seals before it looks.
  *
- * A pending frame is therefore also the simulator's word that its bytes are
- * exactly as its device built them (no hook that may change bytes has seen
- * it): a receiver may take its ICRC check as passed (`takeAsBuilt`).
+ * The mark is also the simulator's word that the frame's bytes are exactly
+ * as its device built them: a receiver may take its ICRC check as passed
+ * (`takeAsBuilt`). Reading does not end that (`sealIcrc` computes the ICRC
+ * and keeps the word); a hook about to change bytes calls
+ * `sealBeforeChange`, which ends it.
  *
  * Keyed by the frame's view: a recycled buffer gets a new view per frame,
- * so a mark cannot outlive its frame. A copy of a pending frame is not
- * pending: seal before copying.
+ * so a mark cannot outlive its frame. A copy carries no mark: seal the
+ * original before copying it.
  */
 import { icrcRoceV1, icrcRoceV2, writeIcrc } from './icrc.js';
 
-/** icrcOff * 2^17 + v1 * 2^16 + bthOff * 2^8 + ipOff (ipOff, bthOff < 256; a frame < 2^14 bytes). */
-const PENDING = new WeakMap<Uint8Array, number>();
+/**
+ * Per marked frame: 0 once its ICRC is written (still as built), else where
+ * the pending ICRC goes: icrcOff * 2^17 + v1 * 2^16 + bthOff * 2^8 + ipOff
+ * (ipOff, bthOff < 256; a frame < 2^14 bytes).
+ */
+const MARKS = new WeakMap<Uint8Array, number>();
 
 /**
  * @internal The encoder's mark: `frame` is a RoCE frame (v2 with the IP
@@ -32,38 +38,51 @@ const PENDING = new WeakMap<Uint8Array, number>();
  * not computed yet.
  */
 export function markIcrcPending(frame: Uint8Array, v1: boolean, ipOff: number, bthOff: number, icrcOff: number): void {
-  PENDING.set(frame, icrcOff * 0x20000 + (v1 ? 0x10000 : 0) + bthOff * 0x100 + ipOff);
+  MARKS.set(frame, icrcOff * 0x20000 + (v1 ? 0x10000 : 0) + bthOff * 0x100 + ipOff);
 }
 
 /** True while `frame`'s ICRC field is not computed (the bytes there are zero). */
 export function icrcPending(frame: Uint8Array): boolean {
-  return PENDING.has(frame);
+  return (MARKS.get(frame) ?? 0) !== 0;
 }
 
 /**
- * A receiver's question: is `frame` still as its sender's pipeline built
- * it (its ICRC pending)? If so the check of its ICRC would pass, and the
- * mark is dropped: the caller consumes the frame and lets no byte of it go
- * anywhere else (the ICRC field stays zero). Otherwise false, and the frame
- * is as it came, its ICRC to be checked.
+ * A receiver's question: is `frame` still byte for byte as its device
+ * built it (ICRC-masked fields aside)? If so the check of its ICRC would
+ * pass. The mark is dropped either way: the caller consumes the frame and
+ * lets no byte of it go anywhere else (a pending ICRC field stays zero).
  */
 export function takeAsBuilt(frame: Uint8Array): boolean {
-  return PENDING.delete(frame);
+  return MARKS.delete(frame);
 }
 
 /**
  * Computes and writes `frame`'s ICRC if it was deferred; returns `frame`.
- * Call before reading, copying or changing a frame's bytes (other than the
- * ICRC-masked fields). Cheap when nothing is pending.
+ * Call before reading or copying a frame's bytes. Cheap when nothing is
+ * pending. The frame keeps its standing as built.
  */
 export function sealIcrc(frame: Uint8Array): Uint8Array {
-  const code = PENDING.get(frame);
-  if (code === undefined) return frame;
-  PENDING.delete(frame);
+  const code = MARKS.get(frame);
+  if (code === undefined || code === 0) return frame;
+  MARKS.set(frame, 0);
+  writeIcrc(frame, Math.floor(code / 0x20000), icrcOf(frame, code));
+  return frame;
+}
+
+/**
+ * `sealIcrc`, for a hook that may change bytes other than the ICRC-masked
+ * fields: the ICRC it sees is the one built, so a change it makes shows at
+ * the receiver's check, and the frame no longer counts as built.
+ */
+export function sealBeforeChange(frame: Uint8Array): Uint8Array {
+  sealIcrc(frame);
+  MARKS.delete(frame);
+  return frame;
+}
+
+function icrcOf(frame: Uint8Array, code: number): number {
   const ipOff = code & 0xff;
   const bthOff = (code >>> 8) & 0xff;
   const icrcOff = Math.floor(code / 0x20000);
-  const crc = code & 0x10000 ? icrcRoceV1(frame, ipOff, icrcOff) : icrcRoceV2(frame, ipOff, bthOff, icrcOff);
-  writeIcrc(frame, icrcOff, crc);
-  return frame;
+  return code & 0x10000 ? icrcRoceV1(frame, ipOff, icrcOff) : icrcRoceV2(frame, ipOff, bthOff, icrcOff);
 }

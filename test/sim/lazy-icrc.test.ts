@@ -22,7 +22,9 @@ import {
   readIcrc,
   readPcap,
   sampleFrames,
+  sealBeforeChange,
   sealIcrc,
+  takeAsBuilt,
 } from '../../src/wire/index.js';
 import { run, scenarioJson } from './helpers.js';
 
@@ -212,5 +214,21 @@ describe('end to end, every frame anyone reads has its ICRC', () => {
     json.capture = ['rnic0:1', 'rnic1:1'];
     const n = await checkRun(json);
     expect(n.captured).toBeGreaterThan(100);
+  });
+});
+
+describe('reading and changing', () => {
+  it('sealing for a reader keeps the frame as built; sealing before a change ends it', () => {
+    const c = samples().find((x) => x.framing === 'roce-v2' && !x.v6)!;
+    const read = c.encode(true);
+    sealIcrc(read);
+    expect(icrcPending(read)).toBe(false);
+    expect(takeAsBuilt(read)).toBe(true);
+    const changed = c.encode(true);
+    sealBeforeChange(changed);
+    expect(decodePacket(changed).ok).toBe(true);
+    expect(takeAsBuilt(changed)).toBe(false);
+    // A frame from outside was never built here.
+    expect(takeAsBuilt(c.encode(false))).toBe(false);
   });
 });
