@@ -34,6 +34,7 @@
 import { count, type ParamValues, resolveParams } from '../params/params.js';
 import { type CableEnd, type CableStats, FabricError, type FrameHandler, newStats } from './cable.js';
 import { sealBeforeChange, sealIcrc } from '../wire/lazy-icrc.js';
+import { TimedQueue } from './timed-queue.js';
 import { ceilDiv, psPerBit, TIMING_PARAMS } from './timing-params.js';
 
 // ---- the scheduler a link is handed (STYLE §1) ------------------------------
@@ -400,17 +401,13 @@ class Lane {
   readonly #queueLimit: number;
   readonly #txDone: EventHandle;
   readonly #deliver: EventHandle;
-  /** Transmit queue: frames and the ns at which each was sent, from #qHead. */
-  #q: (Uint8Array | undefined)[] = [];
-  #qAt: number[] = [];
-  #qHead = 0;
+  /** Transmit queue: frames and the ns at which each was sent. */
+  readonly #q = new TimedQueue();
   #qBytes = 0;
   /** When the transmitter is free: end of the last frame's serialization, ps. */
   #busyUntilPs = 0;
-  /** On the wire, in arrival order (stable), from #flHead. */
-  #fl: (Uint8Array | undefined)[] = [];
-  #flAt: number[] = [];
-  #flHead = 0;
+  /** On the wire, in arrival order (stable), with their arrival times, ps. */
+  readonly #fl = new TimedQueue();
 
   constructor(link: SimLink, sched: EventScheduler, name: string, from: SimEnd, to: SimEnd, num: number, den: number) {
     this.link = link;
@@ -426,7 +423,7 @@ class Lane {
   }
 
   get queued(): number {
-    return this.#q.length - this.#qHead;
+    return this.#q.length;
   }
 
   get busy(): boolean {
@@ -436,7 +433,7 @@ class Lane {
   /** Pull mode: the source has a frame. Idle line: take it now; busy: make sure txDone will ask. */
   kick(): void {
     if (this.pull === null || !this.link.up) return;
-    if (this.#q.length - this.#qHead > 0 || this.sched.now() * 1000 < this.#busyUntilPs) {
+    if (this.#q.length > 0 || this.sched.now() * 1000 < this.#busyUntilPs) {
       if (!this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
       return;
     }
@@ -455,7 +452,7 @@ class Lane {
   }
 
   get inFlight(): number {
-    return this.#fl.length - this.#flHead;
+    return this.#fl.length;
   }
 
   /**
@@ -470,7 +467,7 @@ class Lane {
       from.framesDropped++;
       return;
     }
-    const queued = this.#q.length - this.#qHead;
+    const queued = this.#q.length;
     const nowNs = this.sched.now();
     if (queued === 0 && nowNs * 1000 >= this.#busyUntilPs) {
       from.framesSent++;
@@ -485,8 +482,7 @@ class Lane {
     }
     from.framesSent++;
     from.bytesSent += frame.length;
-    this.#q.push(owned ? frame : sealIcrc(frame).slice());
-    this.#qAt.push(nowNs);
+    this.#q.push(owned ? frame : sealIcrc(frame).slice(), nowNs);
     this.#qBytes += frame.length;
     if (queued + 1 > this.s.queueHighWater) this.s.queueHighWater = queued + 1;
     if (this.#qBytes > this.s.queueBytesHighWater) this.s.queueBytesHighWater = this.#qBytes;
@@ -494,41 +490,28 @@ class Lane {
   }
 
   unsend(frame: Uint8Array): boolean {
-    const last = this.#q.length - 1;
-    if (last < this.#qHead || this.#q[last] !== frame) return false;
+    if (this.#q.last() !== frame) return false;
     this.#q.pop();
-    this.#qAt.pop();
     this.#qBytes -= frame.length;
     this.from.s.framesSent--;
     this.from.s.bytesSent -= frame.length;
-    if (this.#qHead === this.#q.length && this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
+    if (this.#q.length === 0 && this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
     return true;
   }
 
   /** The transmitter is free: start the next queued frame (or, in pull mode, the source's next). */
   #onTxDone(): void {
-    if (this.#qHead === this.#q.length) {
+    if (this.#q.length === 0) {
       // Fired at the first ns at or after the end of the last frame: the next starts where it ended.
       if (this.pull !== null && this.link.up) this.#pullNext(Math.max(this.#busyUntilPs, (this.sched.now() - 1) * 1000 + 1));
       return;
     }
-    const frame = this.#q[this.#qHead]!;
-    const sentNs = this.#qAt[this.#qHead]!;
-    this.#q[this.#qHead] = undefined;
-    this.#qHead++;
+    const sentNs = this.#q.firstAt();
+    const frame = this.#q.shift();
     this.#qBytes -= frame.length;
-    if (this.#qHead === this.#q.length) {
-      this.#q = [];
-      this.#qAt = [];
-      this.#qHead = 0;
-    } else if (this.#qHead >= 1024 && this.#qHead * 2 >= this.#q.length) {
-      this.#q = this.#q.slice(this.#qHead);
-      this.#qAt = this.#qAt.slice(this.#qHead);
-      this.#qHead = 0;
-    }
     const sentPs = sentNs * 1000;
     this.#startTx(frame, this.#busyUntilPs > sentPs ? this.#busyUntilPs : sentPs);
-    if (this.#qHead < this.#q.length || this.pull !== null) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+    if (this.#q.length > 0 || this.pull !== null) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
     // After the start, with the lane consistent again: the sender may queue its next frame now.
     if (this.afterTxDone !== null) this.afterTxDone();
   }
@@ -618,43 +601,20 @@ class Lane {
 
   /** Inserts a frame in arrival order (after any arriving at the same ps). */
   #putOnWire(frame: Uint8Array, arrivePs: number): void {
-    const fl = this.#fl;
-    const at = this.#flAt;
-    let i = fl.length;
-    while (i > this.#flHead && at[i - 1]! > arrivePs) i--;
-    if (i === fl.length) {
-      fl.push(frame);
-      at.push(arrivePs);
-    } else {
-      fl.splice(i, 0, frame);
-      at.splice(i, 0, arrivePs);
-    }
-    if (i === this.#flHead) this.sched.reschedule(this.#deliver, ceilNs(arrivePs));
+    if (this.#fl.insertByTime(frame, arrivePs) === 0) this.sched.reschedule(this.#deliver, ceilNs(arrivePs));
   }
 
   /** Hands over every frame that has arrived by now. */
   #onDeliver(): void {
     const limitPs = this.sched.now() * 1000;
-    while (this.#flHead < this.#fl.length && this.#flAt[this.#flHead]! <= limitPs) {
-      const frame = this.#fl[this.#flHead]!;
-      this.#fl[this.#flHead] = undefined;
-      this.#flHead++;
+    const fl = this.#fl;
+    while (fl.length > 0 && fl.firstAt() <= limitPs) {
+      const frame = fl.shift();
       this.s.framesDelivered++;
       this.s.bytesDelivered += frame.length;
       this.to.deliver(frame);
     }
-    if (this.#flHead === this.#fl.length) {
-      this.#fl = [];
-      this.#flAt = [];
-      this.#flHead = 0;
-    } else {
-      if (this.#flHead >= 1024 && this.#flHead * 2 >= this.#fl.length) {
-        this.#fl = this.#fl.slice(this.#flHead);
-        this.#flAt = this.#flAt.slice(this.#flHead);
-        this.#flHead = 0;
-      }
-      this.sched.reschedule(this.#deliver, ceilNs(this.#flAt[this.#flHead]!));
-    }
+    if (fl.length > 0) this.sched.reschedule(this.#deliver, ceilNs(fl.firstAt()));
   }
 
   /** Drops everything queued and on the wire: link down, or cable cut. */
@@ -662,13 +622,9 @@ class Lane {
     const n = this.queued + this.inFlight;
     if (why === 'down') this.s.droppedLinkDown += n;
     else this.to.s.framesDropped += n;
-    this.#q = [];
-    this.#qAt = [];
-    this.#qHead = 0;
+    this.#q.clear();
     this.#qBytes = 0;
-    this.#fl = [];
-    this.#flAt = [];
-    this.#flHead = 0;
+    this.#fl.clear();
     const nowPs = this.sched.now() * 1000;
     if (this.#busyUntilPs > nowPs) this.#busyUntilPs = nowPs;
     if (this.#txDone.scheduled) this.sched.deschedule(this.#txDone);

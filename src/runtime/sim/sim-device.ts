@@ -32,6 +32,7 @@ import { HostMemory } from '../../device/host-memory.js';
 import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, takeSummary } from '../../device/registers.js';
 import type { CableEnd } from '../../fabric/cable.js';
 import type { LinkDir, SimLink } from '../../fabric/link.js';
+import { TimedQueue } from '../../fabric/timed-queue.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { resolveCcParams } from '../../pipeline/cc-params.js';
 import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
@@ -305,10 +306,7 @@ export class SimDevice {
   #db: number[] = [];
   #dbHead = 0;
   /** Frames received, waiting out the receive stages. */
-  #rx: (Uint8Array | undefined)[] = [];
-  #rxPort: number[] = [];
-  #rxDue: number[] = [];
-  #rxHead = 0;
+  readonly #rx = new TimedQueue();
   /** Posted writes (CQEs, events) in flight to host memory. */
   #writes: PendingWrite[] = [];
   #writeDue: number[] = [];
@@ -560,38 +558,22 @@ export class SimDevice {
 
   rxPush(portNum: number, frame: Uint8Array): void {
     const due = this.sched.now() + this.#rxStageNs;
-    this.#rx.push(frame);
-    this.#rxPort.push(portNum);
-    this.#rxDue.push(due);
-    if (!this.#rxEv.scheduled) this.sched.schedule(this.#rxEv, this.#rxDue[this.#rxHead]!);
+    this.#rx.push(frame, due, portNum);
+    if (!this.#rxEv.scheduled) this.sched.schedule(this.#rxEv, this.#rx.firstAt());
   }
 
   #onRx(): void {
     const now = this.sched.now();
-    while (this.#rxHead < this.#rx.length && this.#rxDue[this.#rxHead]! <= now) {
-      const f = this.#rx[this.#rxHead]!;
-      const port = this.#rxPort[this.#rxHead]!;
-      this.#rx[this.#rxHead] = undefined;
-      this.#rxHead++;
+    const rx = this.#rx;
+    while (rx.length > 0 && rx.firstAt() <= now) {
+      const port = rx.firstTag();
+      const f = rx.shift();
       // Still as its device built it (its ICRC deferred, no hook changed it): the check would pass.
       this.nic.receive(port, f, takeAsBuilt(f));
       // The NIC keeps nothing of a frame once it is processed (as in device-host.ts): recycle the buffer.
       releaseFrame(f);
     }
-    if (this.#rxHead === this.#rx.length) {
-      this.#rx = [];
-      this.#rxPort = [];
-      this.#rxDue = [];
-      this.#rxHead = 0;
-    } else {
-      if (this.#rxHead >= 1024 && this.#rxHead * 2 >= this.#rx.length) {
-        this.#rx = this.#rx.slice(this.#rxHead);
-        this.#rxPort = this.#rxPort.slice(this.#rxHead);
-        this.#rxDue = this.#rxDue.slice(this.#rxHead);
-        this.#rxHead = 0;
-      }
-      this.sched.schedule(this.#rxEv, this.#rxDue[this.#rxHead]!);
-    }
+    if (rx.length > 0) this.sched.schedule(this.#rxEv, rx.firstAt());
     this.#backoffNs = FIRST_BACKOFF_NS;
     // What the frames caused (responses, retransmissions): poll now. A frame that gave the
     // pipeline nothing to send (most packets of a WRITE) needs no poll: only the transport
