@@ -232,3 +232,28 @@ describe('reading and changing', () => {
     expect(takeAsBuilt(c.encode(false))).toBe(false);
   });
 });
+
+describe('frame observers', () => {
+  it('an observer reading only `headers` costs no CRC pass (the frame is still pending); `frame` is complete', async () => {
+    const json = scenarioJson('write-basic');
+    json.capture = [];
+    let pendingAtTx = 0;
+    let txRoce = 0;
+    const bad: string[] = [];
+    await run(json, {
+      observe: (e) => {
+        const h = e.headers;
+        if (!(h[12] === 0x08 && h[13] === 0x00 && h[23] === 17) || e.dir !== 'tx') return;
+        txRoce++;
+        if (icrcPending(h)) pendingAtTx++;
+        const d = decodePacket(e.frame);
+        if (!d.ok) bad.push(d.error.message);
+        expect(icrcPending(e.headers)).toBe(false);
+      },
+    });
+    expect(bad).toEqual([]);
+    expect(txRoce).toBeGreaterThan(10);
+    // Every data frame and ACK the devices built; the scenario runner's own observers read headers only.
+    expect(pendingAtTx).toBe(txRoce);
+  });
+});

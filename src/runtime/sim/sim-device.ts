@@ -54,13 +54,35 @@ export interface FrameEvent {
   /** Index of the device in the model's list. */
   readonly deviceIndex: number;
   readonly portNum: number;
-  /** The frame; valid only during the call (copy what you keep). */
+  /** The frame, every byte as on the wire; valid only during the call (copy what you keep). */
   readonly frame: Uint8Array;
+  /**
+   * The same frame, its ICRC possibly not computed yet (wire/lazy-icrc.ts):
+   * for an observer that reads only headers and payload, which then costs
+   * no CRC pass. Valid only during the call.
+   */
+  readonly headers: Uint8Array;
   /** Virtual time, ns. */
   readonly ns: number;
 }
 
 export type FrameObserver = (e: FrameEvent) => void;
+
+/** A FrameEvent whose `frame` computes a deferred ICRC only when an observer asks for it. */
+class PortFrameEvent implements FrameEvent {
+  constructor(
+    readonly dir: 'tx' | 'rx',
+    readonly device: string,
+    readonly deviceIndex: number,
+    readonly portNum: number,
+    readonly headers: Uint8Array,
+    readonly ns: number,
+  ) {}
+
+  get frame(): Uint8Array {
+    return sealIcrc(this.headers);
+  }
+}
 
 /** What a device needs from the model around it. */
 export interface SimDeviceContext {
@@ -241,8 +263,8 @@ export class SimPort implements FrameSink {
     if (frame === this.#waiting) this.#waiting = null;
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
-    // An observer may read any byte: it sees the ICRC as on the wire (lazy-icrc.ts).
-    if (obs !== null) obs({ dir: 'tx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame: sealIcrc(frame), ns });
+    // An observer reading `frame` sees the ICRC as on the wire; one reading `headers` costs no CRC (lazy-icrc.ts).
+    if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns));
   }
 
   /**
@@ -260,7 +282,7 @@ export class SimPort implements FrameSink {
     const ns = this.dev.sched.now();
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
-    if (obs !== null) obs({ dir: 'rx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame: sealIcrc(frame), ns });
+    if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns));
     if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
     else this.dev.rxPush(this.portNum, frame);
   }
