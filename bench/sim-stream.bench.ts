@@ -63,7 +63,7 @@ function spread(xs: number[]): Spread {
   return { min: s[0]!, median: s[s.length >> 1]!, max: s[s.length - 1]! };
 }
 
-interface Round {
+export interface Round {
   wallMs: number;
   /** CPU time of the process (user + system) during the round: less disturbed by other load on a shared machine. */
   cpuMs: number;
@@ -73,7 +73,8 @@ interface Round {
   bytes: number;
 }
 
-async function oneRound(size: number, simulatedMs: number): Promise<Round> {
+/** One round alone (for a profile: `node --cpu-prof` on a script that calls it). */
+export async function simStreamRound(size: number, simulatedMs: number): Promise<Round> {
   const sim = await startSimModel({ ...DEFAULT_CONFIG, seed: 1 });
   try {
     const depth = 32;
@@ -136,9 +137,9 @@ export async function benchSimStream(opts: SimStreamOptions = {}): Promise<SimSt
   const size = opts.messageBytes ?? 65536;
   const simulatedMs = opts.simulatedMs ?? 5;
   const rounds = opts.rounds ?? 5;
-  await oneRound(size, 3); // warm-up (JIT)
+  await simStreamRound(size, 3); // warm-up (JIT)
   const rs: Round[] = [];
-  for (let r = 0; r < rounds; r++) rs.push(await oneRound(size, simulatedMs));
+  for (let r = 0; r < rounds; r++) rs.push(await simStreamRound(size, simulatedMs));
   const noQueue = benchScheduler(10, 200).baselinePerSec;
   const byteFloor = byteWorkPerSec(Math.min(size, 4096));
   const frames = rs.reduce((s, r) => s + r.frames, 0);

@@ -33,6 +33,8 @@
  */
 import { count, type ParamValues, resolveParams } from '../params/params.js';
 import { type CableEnd, type CableStats, FabricError, type FrameHandler, newStats } from './cable.js';
+import { sealBeforeChange, sealIcrc } from '../wire/lazy-icrc.js';
+import { TimedQueue } from './timed-queue.js';
 import { ceilDiv, psPerBit, TIMING_PARAMS } from './timing-params.js';
 
 // ---- the scheduler a link is handed (STYLE §1) ------------------------------
@@ -285,8 +287,10 @@ export class SimLink {
   /**
    * Sets (or with null clears) the fault hook of one direction. `readOnly`:
    * the hook only looks (a capture tap) and never changes a frame's bytes,
-   * so a frame its sender sent as built (`sendBuilt`) still arrives as
-   * built (see `arrivedAsBuilt`).
+   * so a frame whose ICRC its sender deferred keeps it deferred and arrives
+   * "as built" (wire/lazy-icrc.ts); such a hook calls `sealIcrc` before it
+   * reads past the headers. Any other hook is handed the frame with its
+   * ICRC computed, and the frame no longer counts as built.
    */
   setFaultHook(dir: LinkDir, hook: FaultHook | null, opts: { readOnly?: boolean } = {}): void {
     const lane = this.#lane(dir);
@@ -307,6 +311,17 @@ export class SimLink {
     this.#lane(dir).pull = pull;
   }
 
+  /**
+   * Sets (or with null clears) the one listener of `dir` told, from the
+   * link's own txDone event, that the transmitter has just started the next
+   * queued frame (or found its queue empty): a sender that keeps one frame
+   * waiting behind the one on the wire queues its next one from here, in
+   * the same event, rather than in an event of its own at the same instant.
+   */
+  onTxDone(dir: LinkDir, handler: (() => void) | null): void {
+    this.#lane(dir).afterTxDone = handler;
+  }
+
   /** The pull source of `dir` has a frame now: start it if the line is idle (see setPull). */
   kick(dir: LinkDir): void {
     this.#lane(dir).kick();
@@ -322,9 +337,9 @@ export class SimLink {
     return { ...this.#lane(dir).s };
   }
 
-  /** `sendBuilt` on the end that transmits in `dir` (a for aToB, b for bToA). */
-  sendBuilt(dir: LinkDir, frame: Uint8Array): void {
-    ((dir === 'aToB' ? this.a : this.b) as SimEnd).sendBuilt(frame);
+  /** `sendOwned` on the end that transmits in `dir` (a for aToB, b for bToA). */
+  sendOwned(dir: LinkDir, frame: Uint8Array): void {
+    ((dir === 'aToB' ? this.a : this.b) as SimEnd).sendOwned(frame);
   }
 
   /** Frames waiting in one direction's transmit queue now. */
@@ -379,23 +394,20 @@ class Lane {
   hook: FaultHook | null = null;
   hookReadOnly = false;
   pull: (() => Uint8Array | null) | null = null;
+  afterTxDone: (() => void) | null = null;
   readonly #num: number;
   readonly #den: number;
   readonly #propPs: number;
   readonly #queueLimit: number;
   readonly #txDone: EventHandle;
   readonly #deliver: EventHandle;
-  /** Transmit queue: frames and the ns at which each was sent, from #qHead. */
-  #q: (Uint8Array | undefined)[] = [];
-  #qAt: number[] = [];
-  #qHead = 0;
+  /** Transmit queue: frames and the ns at which each was sent. */
+  readonly #q = new TimedQueue();
   #qBytes = 0;
   /** When the transmitter is free: end of the last frame's serialization, ps. */
   #busyUntilPs = 0;
-  /** On the wire, in arrival order (stable), from #flHead. */
-  #fl: (Uint8Array | undefined)[] = [];
-  #flAt: number[] = [];
-  #flHead = 0;
+  /** On the wire, in arrival order (stable), with their arrival times, ps. */
+  readonly #fl = new TimedQueue();
 
   constructor(link: SimLink, sched: EventScheduler, name: string, from: SimEnd, to: SimEnd, num: number, den: number) {
     this.link = link;
@@ -411,7 +423,7 @@ class Lane {
   }
 
   get queued(): number {
-    return this.#q.length - this.#qHead;
+    return this.#q.length;
   }
 
   get busy(): boolean {
@@ -421,7 +433,7 @@ class Lane {
   /** Pull mode: the source has a frame. Idle line: take it now; busy: make sure txDone will ask. */
   kick(): void {
     if (this.pull === null || !this.link.up) return;
-    if (this.#q.length - this.#qHead > 0 || this.sched.now() * 1000 < this.#busyUntilPs) {
+    if (this.#q.length > 0 || this.sched.now() * 1000 < this.#busyUntilPs) {
       if (!this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
       return;
     }
@@ -440,13 +452,13 @@ class Lane {
   }
 
   get inFlight(): number {
-    return this.#fl.length - this.#flHead;
+    return this.#fl.length;
   }
 
   /**
    * A frame from `from`; the end has checked it is not closed. `owned`: the
    * sender gave the frame away (sendOwned), so the link keeps it without a
-   * copy; otherwise it copies (the cable rule).
+   * copy; otherwise it copies (the cable rule), a deferred ICRC computed first.
    */
   send(frame: Uint8Array, owned = false): void {
     const from = this.from.s;
@@ -455,12 +467,12 @@ class Lane {
       from.framesDropped++;
       return;
     }
-    const queued = this.#q.length - this.#qHead;
+    const queued = this.#q.length;
     const nowNs = this.sched.now();
     if (queued === 0 && nowNs * 1000 >= this.#busyUntilPs) {
       from.framesSent++;
       from.bytesSent += frame.length;
-      this.#startTx(owned ? frame : frame.slice(), nowNs * 1000);
+      this.#startTx(owned ? frame : sealIcrc(frame).slice(), nowNs * 1000);
       return;
     }
     if (queued >= this.#queueLimit) {
@@ -470,8 +482,7 @@ class Lane {
     }
     from.framesSent++;
     from.bytesSent += frame.length;
-    this.#q.push(owned ? frame : frame.slice());
-    this.#qAt.push(nowNs);
+    this.#q.push(owned ? frame : sealIcrc(frame).slice(), nowNs);
     this.#qBytes += frame.length;
     if (queued + 1 > this.s.queueHighWater) this.s.queueHighWater = queued + 1;
     if (this.#qBytes > this.s.queueBytesHighWater) this.s.queueBytesHighWater = this.#qBytes;
@@ -479,42 +490,30 @@ class Lane {
   }
 
   unsend(frame: Uint8Array): boolean {
-    const last = this.#q.length - 1;
-    if (last < this.#qHead || this.#q[last] !== frame) return false;
+    if (this.#q.last() !== frame) return false;
     this.#q.pop();
-    this.#qAt.pop();
     this.#qBytes -= frame.length;
     this.from.s.framesSent--;
     this.from.s.bytesSent -= frame.length;
-    AS_BUILT.delete(frame);
-    if (this.#qHead === this.#q.length && this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
+    if (this.#q.length === 0 && this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
     return true;
   }
 
   /** The transmitter is free: start the next queued frame (or, in pull mode, the source's next). */
   #onTxDone(): void {
-    if (this.#qHead === this.#q.length) {
+    if (this.#q.length === 0) {
       // Fired at the first ns at or after the end of the last frame: the next starts where it ended.
       if (this.pull !== null && this.link.up) this.#pullNext(Math.max(this.#busyUntilPs, (this.sched.now() - 1) * 1000 + 1));
       return;
     }
-    const frame = this.#q[this.#qHead]!;
-    const sentNs = this.#qAt[this.#qHead]!;
-    this.#q[this.#qHead] = undefined;
-    this.#qHead++;
+    const sentNs = this.#q.firstAt();
+    const frame = this.#q.shift();
     this.#qBytes -= frame.length;
-    if (this.#qHead === this.#q.length) {
-      this.#q = [];
-      this.#qAt = [];
-      this.#qHead = 0;
-    } else if (this.#qHead >= 1024 && this.#qHead * 2 >= this.#q.length) {
-      this.#q = this.#q.slice(this.#qHead);
-      this.#qAt = this.#qAt.slice(this.#qHead);
-      this.#qHead = 0;
-    }
     const sentPs = sentNs * 1000;
     this.#startTx(frame, this.#busyUntilPs > sentPs ? this.#busyUntilPs : sentPs);
-    if (this.#qHead < this.#q.length || this.pull !== null) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+    if (this.#q.length > 0 || this.pull !== null) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
+    // After the start, with the lane consistent again: the sender may queue its next frame now.
+    if (this.afterTxDone !== null) this.afterTxDone();
   }
 
   /** Serializes `frame` (the link's own copy) from `startPs`. */
@@ -525,8 +524,9 @@ class Lane {
     let copies = 1;
     let release: readonly Uint8Array[] | undefined;
     if (this.hook !== null) {
-      // A hook that may change bytes voids the sender's word that the frame is as built.
-      if (!this.hookReadOnly) AS_BUILT.delete(frame);
+      // A hook that may change bytes sees (and may change) a complete frame: a deferred
+      // ICRC is computed first, which also ends the frame's standing as built.
+      if (!this.hookReadOnly) sealBeforeChange(frame);
       const v = this.hook(frame, this.sched.now());
       switch (v.kind) {
         case 'pass':
@@ -573,6 +573,8 @@ class Lane {
     }
     let end = startPs;
     if (copies > 0) {
+      // Copies carry no mark: they get the ICRC itself.
+      if (copies > 1) sealIcrc(wire);
       const serPs = ceilDiv(wireBytes(wire.length) * 8, this.#num, this.#den);
       for (let i = 0; i < copies; i++) {
         end += serPs;
@@ -599,43 +601,20 @@ class Lane {
 
   /** Inserts a frame in arrival order (after any arriving at the same ps). */
   #putOnWire(frame: Uint8Array, arrivePs: number): void {
-    const fl = this.#fl;
-    const at = this.#flAt;
-    let i = fl.length;
-    while (i > this.#flHead && at[i - 1]! > arrivePs) i--;
-    if (i === fl.length) {
-      fl.push(frame);
-      at.push(arrivePs);
-    } else {
-      fl.splice(i, 0, frame);
-      at.splice(i, 0, arrivePs);
-    }
-    if (i === this.#flHead) this.sched.reschedule(this.#deliver, ceilNs(arrivePs));
+    if (this.#fl.insertByTime(frame, arrivePs) === 0) this.sched.reschedule(this.#deliver, ceilNs(arrivePs));
   }
 
   /** Hands over every frame that has arrived by now. */
   #onDeliver(): void {
     const limitPs = this.sched.now() * 1000;
-    while (this.#flHead < this.#fl.length && this.#flAt[this.#flHead]! <= limitPs) {
-      const frame = this.#fl[this.#flHead]!;
-      this.#fl[this.#flHead] = undefined;
-      this.#flHead++;
+    const fl = this.#fl;
+    while (fl.length > 0 && fl.firstAt() <= limitPs) {
+      const frame = fl.shift();
       this.s.framesDelivered++;
       this.s.bytesDelivered += frame.length;
       this.to.deliver(frame);
     }
-    if (this.#flHead === this.#fl.length) {
-      this.#fl = [];
-      this.#flAt = [];
-      this.#flHead = 0;
-    } else {
-      if (this.#flHead >= 1024 && this.#flHead * 2 >= this.#fl.length) {
-        this.#fl = this.#fl.slice(this.#flHead);
-        this.#flAt = this.#flAt.slice(this.#flHead);
-        this.#flHead = 0;
-      }
-      this.sched.reschedule(this.#deliver, ceilNs(this.#flAt[this.#flHead]!));
-    }
+    if (fl.length > 0) this.sched.reschedule(this.#deliver, ceilNs(fl.firstAt()));
   }
 
   /** Drops everything queued and on the wire: link down, or cable cut. */
@@ -643,44 +622,14 @@ class Lane {
     const n = this.queued + this.inFlight;
     if (why === 'down') this.s.droppedLinkDown += n;
     else this.to.s.framesDropped += n;
-    this.#q = [];
-    this.#qAt = [];
-    this.#qHead = 0;
+    this.#q.clear();
     this.#qBytes = 0;
-    this.#fl = [];
-    this.#flAt = [];
-    this.#flHead = 0;
+    this.#fl.clear();
     const nowPs = this.sched.now() * 1000;
     if (this.#busyUntilPs > nowPs) this.#busyUntilPs = nowPs;
     if (this.#txDone.scheduled) this.sched.deschedule(this.#txDone);
     if (this.#deliver.scheduled) this.sched.deschedule(this.#deliver);
   }
-}
-
-/**
- * Frames sent with `sendBuilt` that no hook able to change bytes has seen.
- * Frame objects are one per frame (a recycled buffer gets a new view), so
- * membership cannot outlive the frame; dropped frames are collected.
- */
-const AS_BUILT = new WeakSet<Uint8Array>();
-
-/**
- * True when `frame`, just delivered by a SimLink, is byte for byte what its
- * sender built (`sendBuilt`, and no hook that may change bytes on the way):
- * a receiver may then take the checks of its own integrity fields (ICRC)
- * as passed. Asks once: the answer is forgotten.
- */
-export function arrivedAsBuilt(frame: Uint8Array): boolean {
-  return AS_BUILT.delete(frame);
-}
-
-/**
- * A forwarder's word (a switch) that `frame`, which arrived as built, was
- * changed only in fields the receiver's integrity check leaves out (the
- * RoCE ICRC masks the IP ECN/DSCP, TTL and checksum): it stays as built.
- */
-export function vouchAsBuilt(frame: Uint8Array): void {
-  AS_BUILT.add(frame);
 }
 
 function ceilNs(ps: number): number {
@@ -705,17 +654,6 @@ class SimEnd implements CableEnd {
       return;
     }
     this.lane.send(frame);
-  }
-
-  /**
-   * `sendOwned`, and the sender's word that the bytes are exactly as it
-   * built them (a model device's own frame, its ICRC computed over them).
-   * If nothing on the way may have changed them (no fault hook, or a
-   * read-only one), the receiver learns so from `arrivedAsBuilt`.
-   */
-  sendBuilt(frame: Uint8Array): void {
-    AS_BUILT.add(frame);
-    this.sendOwned(frame);
   }
 
   /** Sends a frame the caller gives away: the link keeps it as its own copy (no copy made). */

@@ -33,4 +33,10 @@ export interface NicEnv {
   readonly profile: DeviceProfile;
   /** QoS and congestion control (cc-params.ts); DEFAULT_CC_PARAMS when absent. */
   readonly cc?: CcParams;
+  /**
+   * Frames this device builds leave with their ICRC pending (wire/lazy-icrc.ts):
+   * the runtime promises to `sealIcrc` each before anything reads its bytes
+   * (the simulator does; a realtime cable would not, so it leaves this off).
+   */
+  readonly deferIcrc?: boolean;
 }

@@ -64,6 +64,8 @@ const POOL_FRAME_BYTES = 9216;
 const SMALL_FRAME_BYTES = 2048;
 /** Templates own their header views; only the payload lives in the frame, already in place. */
 const DISJOINT = { viewsDisjoint: true } as const;
+/** The same, the ICRC left for the runtime to seal when something reads the bytes (wire/lazy-icrc.ts). */
+const DISJOINT_DEFERRED = { viewsDisjoint: true, deferIcrc: true } as const;
 const pool: ArrayBuffer[] = [];
 const smallPool: ArrayBuffer[] = [];
 
@@ -111,6 +113,8 @@ export class PathTemplate {
     ip: { readonly hopLimit: number; readonly udpSrcPort: number },
     /** RoCE v2: send ECN-capable, ECT(0), whatever the traffic class's low bits say. */
     ect = false,
+    /** Leave each frame's ICRC pending (NicEnv.deferIcrc). */
+    private readonly deferIcrc = false,
   ) {
     const src = path.v6 || path.framing === 'roce-v1' ? path.sgid : path.sgid.subarray(12, 16);
     const dst = path.v6 || path.framing === 'roce-v1' ? path.dgid : path.dgid.subarray(12, 16);
@@ -231,6 +235,6 @@ export class PathTemplate {
   /** Encodes into the frame from `begin` (the payload is already in place). */
   finish(frame: Uint8Array, ipId: number): Uint8Array {
     if (this.pkt.ipv4) this.pkt.ipv4.id = ipId & 0xffff;
-    return encodePacket(this.pkt, frame, 0, DISJOINT);
+    return encodePacket(this.pkt, frame, 0, this.deferIcrc ? DISJOINT_DEFERRED : DISJOINT);
   }
 }

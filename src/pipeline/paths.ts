@@ -24,6 +24,7 @@ export function connectedPath(nic: NicCore, q: QpCtx): PathTemplate | null {
       q.destQpn,
       ipFields(nic.env.profile, q.av, roceUdpSport(q.av.flowLabel, q.qpn, q.destQpn)),
       ect(nic),
+      nic.env.deferIcrc === true,
     );
   }
   return q.path.resolveMac(nic.port(q.portNum)) ? q.path : null;
@@ -55,7 +56,15 @@ export function udPath(nic: NicCore, q: QpCtx, av: AddressVector, cache: Map<str
     if (!port) return null;
     const path = pathFor(port, av);
     if (!path) return null;
-    t = new PathTemplate(path, av, nic.port(portNum).mac, 0, ipFields(nic.env.profile, av, udSourcePort(nic.env.profile, q.qpn, av)), ect(nic));
+    t = new PathTemplate(
+      path,
+      av,
+      nic.port(portNum).mac,
+      0,
+      ipFields(nic.env.profile, av, udSourcePort(nic.env.profile, q.qpn, av)),
+      ect(nic),
+      nic.env.deferIcrc === true,
+    );
     if (cache.size > 256) cache.clear();
     cache.set(key, t);
   }

@@ -70,8 +70,8 @@ export class FabricRecorder {
     this.#ev = new SimEvent('fabric.sample', Priority.stats, () => this.#sample());
     const observer: FrameObserver = (e) => {
       if (e.dir === 'rx') {
-        const bth = bthOffset(e.frame);
-        if (bth >= 0 && OPCODES[e.frame[bth]!]?.isRequest) this.#flow(e.device, bthDestQp(e.frame, bth)).bytes += payloadLength(e.frame, bth);
+        const bth = bthOffset(e.headers);
+        if (bth >= 0 && OPCODES[e.headers[bth]!]?.isRequest) this.#flow(e.device, bthDestQp(e.headers, bth)).bytes += payloadLength(e.headers, bth);
       }
       if (!this.#ev.scheduled && !this.#ended) {
         const now = this.#sim.now();

@@ -588,14 +588,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     if (responders.size > 0) {
       unobserve.push(
         sim.observe((e) => {
-          const bth = bthOffset(e.frame);
+          const bth = bthOffset(e.headers);
           if (bth < 0) return;
-          const info = OPCODES[e.frame[bth]!];
+          const info = OPCODES[e.headers[bth]!];
           if (!info) return;
-          const psn = bthPsn(e.frame, bth);
+          const psn = bthPsn(e.headers, bth);
           if (e.dir === 'tx') {
             if (!info.isRequest) return;
-            const w = requesters.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
+            const w = requesters.get(e.deviceIndex * 0x1000000 + bthDestQp(e.headers, bth));
             if (!w) return;
             const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
             w.lastTxPsn = psn;
@@ -605,7 +605,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
             return;
           }
           if (info.isRequest) return;
-          const w = responders.get(e.deviceIndex * 0x1000000 + bthDestQp(e.frame, bth));
+          const w = responders.get(e.deviceIndex * 0x1000000 + bthDestQp(e.headers, bth));
           if (!w || !later(psn, w.maxPsn)) return;
           // The tap sees frames before the receiver checks them: a corrupted one (a flipped PSN bit)
           // must not count. Only a frame that would advance the PSN is decoded (ICRC checked).
@@ -1171,11 +1171,11 @@ function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve
         const pw = byPort.get(`${e.device}:${e.portNum}`);
         if (!pw) return;
         settle(pw.w);
-        const bth = bthOffset(e.frame);
+        const bth = bthOffset(e.headers);
         if (bth < 0) return;
-        const opcode = e.frame[bth]!;
-        const qpn = bthDestQp(e.frame, bth);
-        const psn = bthPsn(e.frame, bth);
+        const opcode = e.headers[bth]!;
+        const qpn = bthDestQp(e.headers, bth);
+        const psn = bthPsn(e.headers, bth);
         const key = `${pw.direction}/${opcode}/${qpn}/${psn}`;
         const occurrence = seen.get(key) ?? 0;
         seen.set(key, occurrence + 1);

@@ -135,7 +135,7 @@ export class TimelineRecorder {
 
   /** The frame observer to give the simulator. */
   readonly observe = (e: FrameEvent): void => {
-    const f = e.frame;
+    const f = e.headers;
     const bth = bthOffset(f);
     if (bth < 0) return;
     const info = OPCODES[f[bth]!];

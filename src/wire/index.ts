@@ -7,6 +7,7 @@ export * from './udp.js';
 export * from './ib-routing.js';
 export * from './transport.js';
 export * from './icrc.js';
+export * from './lazy-icrc.js';
 export * from './mac-control.js';
 export * from './packet.js';
 export * from './pcap.js';

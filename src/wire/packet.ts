@@ -9,6 +9,7 @@
 import { EtherType, ETH_MIN_FRAME, type EthernetHeader, ethHeaderLength, readEthernet, writeEthernet } from './ethernet.js';
 import { WireError } from './errors.js';
 import { icrcIb, icrcRoceV1, icrcRoceV2, readIcrc, readVcrc, vcrc, writeIcrc, writeVcrc } from './icrc.js';
+import { markIcrcPending } from './lazy-icrc.js';
 import { GRH_LENGTH, GRH_NEXT_HEADER_IBA, type Grh, LRH_LENGTH, Lnh, type Lrh, readGrh, readLrh, writeGrh, writeLrh } from './ib-routing.js';
 import {
   internetChecksum,
@@ -337,6 +338,13 @@ export interface EncodeOptions {
    * the aliasing check.
    */
   viewsDisjoint?: boolean;
+  /**
+   * RoCE only: leave the ICRC "not yet computed" (zeros, marked pending)
+   * for `sealIcrc` to fill in when something reads the bytes (lazy-icrc.ts).
+   * Native IB frames (their VCRC covers the ICRC) and RoCE v2 over IPv6
+   * with a UDP checksum (it covers the ICRC too) are always complete.
+   */
+  deferIcrc?: boolean;
 }
 
 export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: EncodeOptions = {}): Uint8Array {
@@ -381,8 +389,14 @@ export function encodePacket(p: Packet, out?: Uint8Array, offset = 0, opts: Enco
   q += p.payload.length;
   buf.fill(0, q, q + pad);
   q += pad;
-  const crc = p.framing === 'roce-v2' ? icrcRoceV2(buf, ipOff, bthOff, q) : p.framing === 'roce-v1' ? icrcRoceV1(buf, ipOff, q) : icrcIb(buf, 0, bthOff, q);
-  writeIcrc(buf, q, crc);
+  // An IPv6 UDP checksum covers the ICRC bytes: such a frame is sealed at once.
+  if (opts.deferIcrc && p.framing !== 'ib' && !(p.ipv6 && (opts.ipv6UdpChecksum ?? true))) {
+    writeIcrc(buf, q, 0);
+    markIcrcPending(buf, p.framing === 'roce-v1', ipOff, bthOff, q);
+  } else {
+    const crc = p.framing === 'roce-v2' ? icrcRoceV2(buf, ipOff, bthOff, q) : p.framing === 'roce-v1' ? icrcRoceV1(buf, ipOff, q) : icrcIb(buf, 0, bthOff, q);
+    writeIcrc(buf, q, crc);
+  }
   q += HdrLen.ICRC;
   if (p.framing === 'ib') {
     writeVcrc(buf, q, vcrc(buf, 0, q));

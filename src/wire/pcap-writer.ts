@@ -9,6 +9,7 @@
  * from the caller (sim or wall clock).
  */
 import { WireError } from './errors.js';
+import { sealIcrc } from './lazy-icrc.js';
 import { encodePcapGlobalHeader, encodePcapRecordHeader, PCAP_DEFAULT_SNAPLEN, PCAP_RECORD_HEADER_LENGTH } from './pcap.js';
 
 /**
@@ -89,6 +90,7 @@ export class PcapWriter {
    */
   write(frame: Uint8Array, timestampNs: bigint): void {
     this.#assertOpen('write');
+    sealIcrc(frame); // a capture shows the frame as it is on the wire
     const capLen = Math.min(frame.length, this.snaplen);
     // Keep the 16-byte header whole in one chunk; frame bytes may straddle chunks.
     if (this.#chunkSize - this.#used < PCAP_RECORD_HEADER_LENGTH) this.#drain();

@@ -8,11 +8,10 @@
  */
 import { PRIORITIES } from './config.js';
 
-/** One FIFO: frames, the ingress port each came in on, and whether it is as its sender built it. */
+/** One FIFO: frames and the ingress port each came in on. */
 class Fifo {
   frames: (Uint8Array | undefined)[] = [];
   inPorts: number[] = [];
-  built: boolean[] = [];
   head = 0;
   bytes = 0;
 
@@ -20,10 +19,9 @@ class Fifo {
     return this.frames.length - this.head;
   }
 
-  push(f: Uint8Array, inPort: number, built: boolean): void {
+  push(f: Uint8Array, inPort: number): void {
     this.frames.push(f);
     this.inPorts.push(inPort);
-    this.built.push(built);
     this.bytes += f.length;
   }
 
@@ -31,24 +29,21 @@ class Fifo {
     return this.frames[this.head]!.length;
   }
 
-  /** Takes the head; `out.inPort`/`out.built` tell its ingress port and as-built flag. */
+  /** Takes the head; `out.inPort` tells its ingress port. */
   shift(out: Dequeued): Uint8Array {
     const h = this.head;
     const f = this.frames[h]!;
     out.inPort = this.inPorts[h]!;
-    out.built = this.built[h]!;
     this.frames[h] = undefined;
     this.head = h + 1;
     this.bytes -= f.length;
     if (this.head === this.frames.length) {
       this.frames = [];
       this.inPorts = [];
-      this.built = [];
       this.head = 0;
     } else if (this.head >= 1024 && this.head * 2 >= this.frames.length) {
       this.frames = this.frames.slice(this.head);
       this.inPorts = this.inPorts.slice(this.head);
-      this.built = this.built.slice(this.head);
       this.head = 0;
     }
     return f;
@@ -57,7 +52,6 @@ class Fifo {
   clear(): void {
     this.frames = [];
     this.inPorts = [];
-    this.built = [];
     this.head = 0;
     this.bytes = 0;
   }
@@ -68,7 +62,6 @@ export interface Dequeued {
   /** -1 for a control frame. */
   prio: number;
   inPort: number;
-  built: boolean;
 }
 
 export class Egress {
@@ -87,12 +80,12 @@ export class Egress {
     this.#quantum = Float64Array.from(weights, (w) => w * quantumBytes);
   }
 
-  push(prio: number, f: Uint8Array, inPort: number, built: boolean): void {
-    this.#q[prio]!.push(f, inPort, built);
+  push(prio: number, f: Uint8Array, inPort: number): void {
+    this.#q[prio]!.push(f, inPort);
   }
 
   pushControl(f: Uint8Array): void {
-    this.#ctl.push(f, -1, false);
+    this.#ctl.push(f, -1);
   }
 
   /** Frames queued at one priority (control frames excluded). */
@@ -180,7 +173,7 @@ export class Egress {
   flush(each: (prio: number, inPort: number, size: number) => void): number {
     let n = this.#ctl.length;
     this.#ctl.clear();
-    const d: Dequeued = { prio: 0, inPort: 0, built: false };
+    const d: Dequeued = { prio: 0, inPort: 0 };
     for (let p = 0; p < PRIORITIES; p++) {
       const q = this.#q[p]!;
       while (q.length > 0) {

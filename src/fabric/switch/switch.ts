@@ -31,7 +31,7 @@ import { EtherType } from '../../wire/ethernet.js';
 import { decodeMacControl, encodePfc } from '../../wire/mac-control.js';
 import { decodeNdFrame, encodeNeighborAdvertisement, Icmpv6Type, ndMessageType } from '../../wire/ndp.js';
 import { FabricError } from '../cable.js';
-import { arrivedAsBuilt, type EventHandle, type EventScheduler, vouchAsBuilt } from '../link.js';
+import type { EventHandle, EventScheduler } from '../link.js';
 import { ceilDiv, psPerBit } from '../timing-params.js';
 import { type EcnThresholds, ecnForRate, headroomBytes, PRIORITIES, type SwitchConfig } from './config.js';
 import { type Dequeued, Egress } from './egress.js';
@@ -159,7 +159,7 @@ export class Switch {
   readonly #learnt = new Set<number | string>();
   readonly #hosts = new Map<number | string, { ip: Uint8Array; mac: Uint8Array }>();
   readonly #l2: L2Info = { etherType: 0, l3: 0, pcp: -1 };
-  readonly #deq: Dequeued = { prio: 0, inPort: 0, built: false };
+  readonly #deq: Dequeued = { prio: 0, inPort: 0 };
   readonly #ecnPrios: number;
   readonly #ecmpSeed: number;
   #onPfc: ((r: PfcRecord) => void) | null = null;
@@ -255,7 +255,6 @@ export class Switch {
   /** A frame off port `i`'s link (ours now). */
   receive(i: number, frame: Uint8Array): void {
     const port = this.#ports[i]!;
-    const built = arrivedAsBuilt(frame);
     port.s.rxFrames++;
     port.s.rxBytes += frame.length;
     const l2 = this.#l2;
@@ -273,7 +272,7 @@ export class Switch {
         this.#answerNs(port, frame);
         return;
       }
-      this.#forward(port, frame, l2.l3, et, l2.pcp, built);
+      this.#forward(port, frame, l2.l3, et, l2.pcp);
     } else if (et === EtherType.MAC_CONTROL) {
       this.#onMacControl(port, frame);
     } else if (et === EtherType.ARP) {
@@ -283,7 +282,7 @@ export class Switch {
     }
   }
 
-  #forward(inp: Port, frame: Uint8Array, l3: number, et: number, pcp: number, built: boolean): void {
+  #forward(inp: Port, frame: Uint8Array, l3: number, et: number, pcp: number): void {
     const sk = srcKey(frame, l3, et);
     if (!this.#routes.has(sk)) {
       this.#routes.set(sk, [inp.index]);
@@ -303,7 +302,7 @@ export class Switch {
       return;
     }
     this.mmu.enqueue(inp.index, out.index, prio, size);
-    out.egress.push(prio, frame, inp.index, built);
+    out.egress.push(prio, frame, inp.index);
     out.s.enqueuedFrames++;
     out.s.enqueuedBytes += size;
     const q = out.egress.totalBytes();
@@ -330,10 +329,8 @@ export class Switch {
     if (d.prio < 0) return frame;
     const prio = d.prio;
     const inPort = d.inPort;
-    const built = d.built;
     this.mmu.dequeue(inPort, i, prio, frame.length);
     if (port.ecn !== null && ((this.#ecnPrios >>> prio) & 1) === 1) this.#maybeMark(port, prio, frame);
-    if (built) vouchAsBuilt(frame);
     if (this.mmu.shouldResume(inPort, prio)) this.#resume(this.#ports[inPort]!, prio);
     return frame;
   }

@@ -31,14 +31,15 @@ import { Firmware } from '../../device/firmware.js';
 import { HostMemory } from '../../device/host-memory.js';
 import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, takeSummary } from '../../device/registers.js';
 import type { CableEnd } from '../../fabric/cable.js';
-import { arrivedAsBuilt, type LinkDir, type SimLink } from '../../fabric/link.js';
+import type { LinkDir, SimLink } from '../../fabric/link.js';
+import { TimedQueue } from '../../fabric/timed-queue.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { resolveCcParams } from '../../pipeline/cc-params.js';
 import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
-import { OPCODES, Position, type PcapWriter } from '../../wire/index.js';
+import { OPCODES, Position, type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
 import type { DeviceResources } from '../device-resources.js';
 import { bthDestQp, bthOffset, payloadLength } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
@@ -53,13 +54,35 @@ export interface FrameEvent {
   /** Index of the device in the model's list. */
   readonly deviceIndex: number;
   readonly portNum: number;
-  /** The frame; valid only during the call (copy what you keep). */
+  /** The frame, every byte as on the wire; valid only during the call (copy what you keep). */
   readonly frame: Uint8Array;
+  /**
+   * The same frame, its ICRC possibly not computed yet (wire/lazy-icrc.ts):
+   * for an observer that reads only headers and payload, which then costs
+   * no CRC pass. Valid only during the call.
+   */
+  readonly headers: Uint8Array;
   /** Virtual time, ns. */
   readonly ns: number;
 }
 
 export type FrameObserver = (e: FrameEvent) => void;
+
+/** A FrameEvent whose `frame` computes a deferred ICRC only when an observer asks for it. */
+class PortFrameEvent implements FrameEvent {
+  constructor(
+    readonly dir: 'tx' | 'rx',
+    readonly device: string,
+    readonly deviceIndex: number,
+    readonly portNum: number,
+    readonly headers: Uint8Array,
+    readonly ns: number,
+  ) {}
+
+  get frame(): Uint8Array {
+    return sealIcrc(this.headers);
+  }
+}
 
 /** What a device needs from the model around it. */
 export interface SimDeviceContext {
@@ -92,12 +115,6 @@ class SimNic extends Nic {
     super(env);
   }
 
-  /** A frame the pipeline built (headers, payload, ICRC): its port may vouch for its bytes. */
-  override transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
-    PIPELINE_BUILT.add(frame);
-    super.transmit(portNum, frame, priority, spacingPs);
-  }
-
   override complete(cqn: number, f: CqeFields): void {
     this.host.deferCqe(cqn, f);
   }
@@ -116,13 +133,6 @@ class SimNic extends Nic {
     super.asyncEvent(cqn, type, resource);
   }
 }
-
-/**
- * Frames the pipeline built, on their way through a port's FIFO: only these
- * go to the link as built (`sendBuilt`); a frame handed to a port by anyone
- * else (`EthPort.transmit`) is sent without that word.
- */
-const PIPELINE_BUILT = new WeakSet<Uint8Array>();
 
 /** A posted write waiting to land: a CQE (`f` set) or an asynchronous event. */
 interface PendingWrite {
@@ -153,12 +163,9 @@ export class SimPort implements FrameSink {
   dropped = 0;
   readonly #txEv: SimEvent;
   readonly #arb = new TxArbiter();
-  /** True while #onTx hands frames to the link (the link's hook must not re-kick us then). */
-  #inTx = false;
-  /** The frame handed to the line that waits behind the one being serialized, its lane and whether we built it. */
+  /** The frame handed to the line that waits behind the one being serialized, and its lane. */
   #waiting: Uint8Array | null = null;
   #waitingLane = 0;
-  #waitingBuilt = false;
 
   constructor(dev: SimDevice, portNum: number, eth: EthPort) {
     this.dev = dev;
@@ -204,7 +211,6 @@ export class SimPort implements FrameSink {
     const arb = this.#arb;
     const pause = this.eth.pause;
     let freed = 0;
-    this.#inTx = true;
     for (;;) {
       const lane = arb.pick(now, pause);
       if (lane < 0) {
@@ -212,35 +218,33 @@ export class SimPort implements FrameSink {
         break;
       }
       if (this.link !== null && this.link.queued(this.dir) > 0) {
-        // The line has a frame waiting already: the link's hook calls us back when that one starts,
+        // The line has a frame waiting already: the link calls us back (lineFree) when that one starts,
         // unless it is of a lower priority than this one, which takes its place (strict priority:
         // only the frame on the wire is past the arbiter).
         if (!this.#takeBackWaiting(lane, now)) break;
       }
       const frame = arb.take(lane);
       // The link takes the frame as its own copy (no copy); the receiving device recycles it.
-      let built = false;
+      // A frame our pipeline built keeps its ICRC deferred (wire/lazy-icrc.ts): the far device
+      // learns from that mark that the bytes are as built, and skips the check.
       if (this.end === null) {
         this.dropped++;
         releaseFrame(frame);
-      } else if (PIPELINE_BUILT.delete(frame) && this.link !== null && this.end === (this.dir === 'aToB' ? this.link.a : this.link.b)) {
-        // Our own frame, as built: the far device may take its ICRC check as passed (arrivedAsBuilt).
-        built = true;
-        this.link.sendBuilt(this.dir, frame);
+      } else if (this.link !== null && this.end === (this.dir === 'aToB' ? this.link.a : this.link.b)) {
+        this.link.sendOwned(this.dir, frame);
       } else if (this.end.sendOwned) {
-        this.end.sendOwned(frame);
+        // Not a simulator link (another kind of cable): the frame leaves with every byte computed.
+        this.end.sendOwned(sealIcrc(frame));
       } else {
-        this.end.send(frame);
+        this.end.send(sealIcrc(frame));
         releaseFrame(frame);
       }
       if (this.link !== null && this.link.queued(this.dir) > 0) {
         this.#waiting = frame;
         this.#waitingLane = lane;
-        this.#waitingBuilt = built;
       }
       freed++;
     }
-    this.#inTx = false;
     if (freed > 0) this.dev.txFreed(freed);
   }
 
@@ -249,7 +253,6 @@ export class SimPort implements FrameSink {
     const w = this.#waiting;
     if (w === null || this.#waitingLane >= lane || this.link === null || !this.link.unsend(this.dir, w)) return false;
     this.#arb.unshift(this.#waitingLane, w, now);
-    if (this.#waitingBuilt) PIPELINE_BUILT.add(w);
     this.dev.fifoFrames++;
     this.#waiting = null;
     return true;
@@ -260,8 +263,18 @@ export class SimPort implements FrameSink {
     if (frame === this.#waiting) this.#waiting = null;
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
-    if (obs !== null) obs({ dir: 'tx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
-    if (!this.#inTx && this.#arb.size > 0) this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
+    // An observer reading `frame` sees the ICRC as on the wire; one reading `headers` costs no CRC (lazy-icrc.ts).
+    if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns));
+  }
+
+  /**
+   * Called by the link from its txDone event (SimLink.onTxDone): the frame
+   * that waited behind the one on the wire has started, so the next may go
+   * to the line now, in the same event (every frame started by the link
+   * comes through here; the ones our own transmit starts do not need it).
+   */
+  lineFree(): void {
+    if (this.#arb.size > 0) this.#onTx();
   }
 
   /** A frame off the link (the link's copy, ours now). */
@@ -269,7 +282,7 @@ export class SimPort implements FrameSink {
     const ns = this.dev.sched.now();
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.ctx.observer();
-    if (obs !== null) obs({ dir: 'rx', device: this.dev.name, deviceIndex: this.dev.index, portNum: this.portNum, frame, ns });
+    if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns));
     if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
     else this.dev.rxPush(this.portNum, frame);
   }
@@ -315,10 +328,7 @@ export class SimDevice {
   #db: number[] = [];
   #dbHead = 0;
   /** Frames received, waiting out the receive stages. */
-  #rx: (Uint8Array | undefined)[] = [];
-  #rxPort: number[] = [];
-  #rxDue: number[] = [];
-  #rxHead = 0;
+  readonly #rx = new TimedQueue();
   /** Posted writes (CQEs, events) in flight to host memory. */
   #writes: PendingWrite[] = [];
   #writeDue: number[] = [];
@@ -356,7 +366,7 @@ export class SimDevice {
       (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
     );
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
-    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc }, this);
+    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc, deferIcrc: true }, this);
     this.ports = eth.map((e, i) => {
       const p = new SimPort(this, i + 1, e);
       e.attach(p);
@@ -570,37 +580,22 @@ export class SimDevice {
 
   rxPush(portNum: number, frame: Uint8Array): void {
     const due = this.sched.now() + this.#rxStageNs;
-    this.#rx.push(frame);
-    this.#rxPort.push(portNum);
-    this.#rxDue.push(due);
-    if (!this.#rxEv.scheduled) this.sched.schedule(this.#rxEv, this.#rxDue[this.#rxHead]!);
+    this.#rx.push(frame, due, portNum);
+    if (!this.#rxEv.scheduled) this.sched.schedule(this.#rxEv, this.#rx.firstAt());
   }
 
   #onRx(): void {
     const now = this.sched.now();
-    while (this.#rxHead < this.#rx.length && this.#rxDue[this.#rxHead]! <= now) {
-      const f = this.#rx[this.#rxHead]!;
-      const port = this.#rxPort[this.#rxHead]!;
-      this.#rx[this.#rxHead] = undefined;
-      this.#rxHead++;
-      this.nic.receive(port, f, arrivedAsBuilt(f));
+    const rx = this.#rx;
+    while (rx.length > 0 && rx.firstAt() <= now) {
+      const port = rx.firstTag();
+      const f = rx.shift();
+      // Still as its device built it (its ICRC deferred, no hook changed it): the check would pass.
+      this.nic.receive(port, f, takeAsBuilt(f));
       // The NIC keeps nothing of a frame once it is processed (as in device-host.ts): recycle the buffer.
       releaseFrame(f);
     }
-    if (this.#rxHead === this.#rx.length) {
-      this.#rx = [];
-      this.#rxPort = [];
-      this.#rxDue = [];
-      this.#rxHead = 0;
-    } else {
-      if (this.#rxHead >= 1024 && this.#rxHead * 2 >= this.#rx.length) {
-        this.#rx = this.#rx.slice(this.#rxHead);
-        this.#rxPort = this.#rxPort.slice(this.#rxHead);
-        this.#rxDue = this.#rxDue.slice(this.#rxHead);
-        this.#rxHead = 0;
-      }
-      this.sched.schedule(this.#rxEv, this.#rxDue[this.#rxHead]!);
-    }
+    if (rx.length > 0) this.sched.schedule(this.#rxEv, rx.firstAt());
     this.#backoffNs = FIRST_BACKOFF_NS;
     // What the frames caused (responses, retransmissions): poll now. A frame that gave the
     // pipeline nothing to send (most packets of a WRITE) needs no poll: only the transport

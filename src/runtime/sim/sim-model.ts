@@ -35,7 +35,7 @@ import { resolveTimingParams, type TimingParams } from '../../fabric/timing-para
 import { DEFAULT_SWITCH_CONFIG } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
-import { LINKTYPE_ETHERNET, parseMac, type PcapWriter } from '../../wire/index.js';
+import { LINKTYPE_ETHERNET, parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
 import type { ModelConfig, SwitchEntry } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
@@ -303,6 +303,7 @@ export class SimModel implements RunningModel {
   #plug(p: SimPort, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a'): void {
     p.link = link;
     p.dir = dir;
+    link.onTxDone(dir, () => p.lineFree());
     // A PAUSE quantum is 512 bit times at this link's rate.
     p.eth.pause.setLinkRate(link.params.linkRate);
     p.end = end;
@@ -311,7 +312,7 @@ export class SimModel implements RunningModel {
       // `on: rx` rules: the frame has crossed the link; its fate is decided as this port takes it
       end.onReceive((f) => {
         const deliver = (g: Uint8Array): void => p.onReceive(g);
-        carryOut(faults.apply(f, this.scheduler.now(), rxDir, 'rx'), f, deliver, (ns, g) => {
+        carryOut(faults.apply(sealBeforeChange(f), this.scheduler.now(), rxDir, 'rx'), f, deliver, (ns, g) => {
           this.scheduler.schedule(
             this.scheduler.event(`${link.name}.rx-delay`, WIRE_PRIORITY, () => deliver(g)),
             this.scheduler.now() + ns,
