@@ -471,11 +471,13 @@ export const QUERY_SRQ_OUT = defineLayout('query-srq-out', 0x0c, 'ibv_srq_attr.'
 export const enum CreateQpFlag {
   SQ_SIG_ALL = 1 << 0,
   HAS_SRQ = 1 << 1,
+  /** UD only: multicast this QP sends is not delivered to members on this device. */
+  BLOCK_SELF_MCAST_LB = 1 << 2,
 }
 
 export const CREATE_QP_IN = defineLayout('create-qp-in', 0x40, 'ibv_create_qp. A ring address of 0 means "no such queue" (max_*_wr = 0, or an SRQ).', [
   u('qpType', 0x00, 0, 8, 'IBV_QPT_RC 2, UC 3, UD 4, XRC_SEND 9, XRC_RECV 10'),
-  u('flags', 0x01, 0, 8, 'bit 0 sq_sig_all, bit 1 receives from an SRQ'),
+  u('flags', 0x01, 0, 8, 'bit 0 sq_sig_all, bit 1 receives from an SRQ, bit 2 block multicast loopback (UD)'),
   reserved(0x02, 16),
   u('pdn', 0x04, 0, 32, 'protection domain (0 for XRC_RECV)'),
   u('sendCqn', 0x08, 0, 32, 'send CQ (0 for XRC_RECV)'),
@@ -1285,7 +1287,9 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
     run: (fw, inp) => {
       const d = fw.caps.device;
       if (!SUPPORTED_QP_TYPES.includes(inp.qpType)) fail(CmdStatus.BAD_PARAM, 'qpType', `QP type ${inp.qpType} not supported`);
-      if (inp.flags & ~(CreateQpFlag.SQ_SIG_ALL | CreateQpFlag.HAS_SRQ)) fail(CmdStatus.BAD_PARAM, 'flags', 'unknown flags');
+      if (inp.flags & ~(CreateQpFlag.SQ_SIG_ALL | CreateQpFlag.HAS_SRQ | CreateQpFlag.BLOCK_SELF_MCAST_LB)) fail(CmdStatus.BAD_PARAM, 'flags', 'unknown flags');
+      if (inp.flags & CreateQpFlag.BLOCK_SELF_MCAST_LB && inp.qpType !== IBV_QPT_UD)
+        fail(CmdStatus.BAD_PARAM, 'flags', 'multicast loopback blocking is for UD QPs');
       const hasSrq = (inp.flags & CreateQpFlag.HAS_SRQ) !== 0;
       checkXrcQp(fw, inp.qpType, inp, hasSrq);
       if (inp.qpType !== IBV_QPT_XRC_RECV) {
@@ -1348,7 +1352,10 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       Atomics.store(
         t.i32,
         (off + CtxOff.QP_FLAGS) >> 2,
-        QpFlag.VALID | (inp.flags & CreateQpFlag.SQ_SIG_ALL ? QpFlag.SQ_SIG_ALL : 0) | (hasSrq ? QpFlag.HAS_SRQ : 0),
+        QpFlag.VALID |
+          (inp.flags & CreateQpFlag.SQ_SIG_ALL ? QpFlag.SQ_SIG_ALL : 0) |
+          (hasSrq ? QpFlag.HAS_SRQ : 0) |
+          (inp.flags & CreateQpFlag.BLOCK_SELF_MCAST_LB ? QpFlag.BLOCK_SELF_MCAST_LB : 0),
       );
       // What the QP holds (0: an XRC QP without that object).
       if (inp.pdn) fw.pdRefs[inp.pdn]!++;

@@ -51,6 +51,8 @@ export const enum QpFlag {
   SQ_DRAINING = 1 << 5,
   /** [fw] raise IBV_EVENT_SQ_DRAINED when the SQD drain finishes. */
   EN_SQD_ASYNC_NOTIFY = 1 << 6,
+  /** [fw] IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: multicast this UD QP sends is not looped back to this device's members. */
+  BLOCK_SELF_MCAST_LB = 1 << 7,
 }
 
 /** CQ context `flags` bits. */

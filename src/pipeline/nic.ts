@@ -229,9 +229,9 @@ export class Nic implements NicCore {
 
   /**
    * Multicast loopback: a UD message this device sends to a group is also
-   * delivered to the group's members on this device, as an HCA does (mlx5,
-   * unless the sending QP was created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB,
-   * a flag the model does not offer; rxe does not loop it back). It runs
+   * delivered to the group's members on this device, as an HCA does (mlx5;
+   * rxe does not loop it back), unless the sending QP was created with
+   * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (the DETH's source QP). It runs
    * before the frame leaves, while it is still ours, on its own decode
    * scratch (a receive may be in progress in rxScratch).
    */
@@ -240,6 +240,9 @@ export class Nic implements NicCore {
     if (!d.ok) return;
     const p = d.packet;
     if (p.bth.destQp !== MULTICAST_QPN || OPCODES[p.bth.opcode]!.transport !== Transport.UD) return;
+    const t = this.env.tables;
+    const sender = p.deth ? t.qpByNumber(p.deth.srcQp) : -1;
+    if (sender >= 0 && QPC.f.flags.get(t.dv, sender) & QpFlag.BLOCK_SELF_MCAST_LB) return;
     this.receiveMulticast(p, frame, this.ctr(portNum), true);
   }
   private readonly loopScratch = new DecodeScratch();

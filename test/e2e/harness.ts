@@ -12,6 +12,9 @@ import { expect } from 'vitest';
 import { currentModel, restartModel, stopModel } from '../../src/boot.js';
 import { DEFAULT_CONFIG, type ModelConfig } from '../../src/runtime/config.js';
 import {
+  IBV_QP_INIT_ATTR_CREATE_FLAGS,
+  IBV_QP_INIT_ATTR_PD,
+  ibv_create_qp_ex,
   IBV_ACCESS_LOCAL_WRITE,
   IBV_ACCESS_REMOTE_ATOMIC,
   IBV_ACCESS_REMOTE_READ,
@@ -302,6 +305,8 @@ export interface QpOpts {
   recvCq?: ibv_cq;
   cqDepth?: number;
   channel?: ibv_comp_channel | null;
+  /** IBV_QP_CREATE_* flags: the QP is then made with ibv_create_qp_ex. */
+  createFlags?: number;
 }
 
 export interface Ep {
@@ -329,7 +334,10 @@ export function createQp(dev: Dev, type: number, o: QpOpts = {}): Ep {
   cap.max_recv_sge = o.srq ? 0 : (o.maxRecvSge ?? 4);
   cap.max_inline_data = o.maxInline ?? 64;
   const init: ibv_qp_init_attr = { send_cq: scq, recv_cq: rcq, srq: o.srq ?? null, cap, qp_type: type, sq_sig_all: o.sqSigAll ? 1 : 0 };
-  const qp = ibv_create_qp(dev.pd, init);
+  const qp =
+    o.createFlags === undefined
+      ? ibv_create_qp(dev.pd, init)
+      : ibv_create_qp_ex(dev.ctx, { ...init, comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, pd: dev.pd, create_flags: o.createFlags });
   // Destroyed before the CQs (cleanup runs newest first).
   dev.cleanup.push(() => void ibv_destroy_qp(qp));
   return { dev, qp, type, scq, rcq, initCap: init.cap };

@@ -20,6 +20,7 @@ import {
   newDeviceAttr,
 } from '../../src/driver/verbs/index.js';
 import type { ibv_gid } from '../../src/driver/verbs/index.js';
+import { IBV_QP_CREATE_BLOCK_SELF_MCAST_LB } from '../../src/device/abi/constants.js';
 import * as H from './harness.js';
 
 const MCAST_QPN = 0xffffff;
@@ -130,6 +131,42 @@ describe('UD multicast', () => {
     }
     await H.expectNoCqe(local.rcq, 50, 'exactly one copy locally');
     for (const e of all) expect(ibv_detach_mcast(e.qp, group, 0)).toBe(0);
+  });
+
+  it('IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: what that QP sends reaches no member on its own device (itself included), the remote one still', async () => {
+    const group: ibv_gid = { raw: Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 4, 5, 7) };
+    const blocked = H.createQp(f.a, IBV_QPT_UD, { createFlags: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB });
+    const plain = H.createQp(f.a, IBV_QPT_UD);
+    const local = H.createQp(f.a, IBV_QPT_UD);
+    const remote = H.createQp(f.b, IBV_QPT_UD);
+    const members = [blocked, local, remote];
+    for (const e of [blocked, plain, local, remote]) {
+      H.toInit(e);
+      H.toRtr(e, { qpn: 0, gid: e.dev.gid }, 0);
+      H.toRts(e, 0);
+    }
+    const src = H.region(f.a, 256, H.ALL_ACCESS, { fill: (i) => (i * 5) & 0xff });
+    const bufs = members.map((e) => H.region(e.dev, 1024));
+    const repost = () => members.forEach((e, k) => H.postRecv(e, H.recvWr(BigInt(k), [bufs[k]!.sge(0, 1024)])));
+    repost();
+    for (const e of members) expect(ibv_attach_mcast(e.qp, group, 0)).toBe(0);
+    const ah = H.createAh(f.a, f.b, H.GID_V2_IPV4, group);
+    const send = async (from: H.Ep, len: number, what: string) => {
+      H.postSend(from, H.wrSend({ wrId: 9n, sge: [src.sge(0, len)], ud: { ah, qpn: MCAST_QPN, qkey: H.QKEY } }));
+      expect((await H.poll1(from.scq, what)).status).toBe(IBV_WC_SUCCESS);
+    };
+    await send(blocked, 64, 'from the blocking QP');
+    expect((await H.poll1(remote.rcq, 'the remote copy')).byte_len).toBe(40 + 64);
+    await H.expectNoCqe(local.rcq, 50, 'a local member: blocked');
+    await H.expectNoCqe(blocked.rcq, 50, 'the sender itself: blocked');
+    // The flag belongs to the sending QP: another QP's multicast still loops back to every local member.
+    H.postRecv(remote, H.recvWr(2n, [bufs[2]!.sge(0, 1024)]));
+    await send(plain, 80, 'from a QP without the flag');
+    for (const e of members) expect((await H.poll1(e.rcq, `member ${e.qp.qp_num}`)).byte_len).toBe(40 + 80);
+    for (const e of members) expect(ibv_detach_mcast(e.qp, group, 0)).toBe(0);
+    // Only UD QPs take it; other creation flags are not modelled.
+    expect(() => H.createQp(f.a, IBV_QPT_RC, { createFlags: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB })).toThrow(expect.objectContaining({ code: 'EINVAL' }));
+    expect(() => H.createQp(f.a, IBV_QPT_UD, { createFlags: 1 << 8 })).toThrow(expect.objectContaining({ code: 'EOPNOTSUPP' }));
   });
 
   it('errors: a non-UD QP, a unicast GID, detaching what is not attached: EINVAL', () => {

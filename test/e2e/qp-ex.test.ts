@@ -359,7 +359,8 @@ describe.each(MODES)('extended QP, devices on %i worker thread(s)', (workers) =>
     expect(create({ comp_mask: IBV_QP_INIT_ATTR_SEND_OPS_FLAGS }), 'no PD').toBe(errno.EINVAL);
     // The kernel reads the XRC domain only for XRC receive QPs (test/e2e/xrc-qp.test.ts): on RC it is ignored.
     expect(create({ comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD }), 'XRCD on RC').toBeUndefined();
-    expect(create({ comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, create_flags: 2 }), 'creation flags').toBe(errno.EOPNOTSUPP);
+    expect(create({ comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, create_flags: 2 }), 'BLOCK_SELF_MCAST_LB on RC').toBe(errno.EINVAL);
+    expect(create({ comp_mask: IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS, create_flags: 1 << 8 }), 'other creation flags').toBe(errno.EOPNOTSUPP);
     expect(create({ comp_mask: IBV_QP_INIT_ATTR_PD | (1 << 20) }), 'unknown comp_mask').toBe(errno.EINVAL);
     expect(create({ qp_type: 99 }), 'unknown QP type').toBe(errno.EOPNOTSUPP);
     expect(create({ pd: f.b.pd }), 'a PD of another context').toBe(errno.EINVAL);

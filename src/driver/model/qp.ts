@@ -60,6 +60,7 @@ import {
   IBV_QP_EX_WITH_BIND_MW,
   IBV_QP_EX_WITH_SEND_WITH_INV,
   IBV_QP_INIT_ATTR_CREATE_FLAGS,
+  IBV_QP_CREATE_BLOCK_SELF_MCAST_LB,
   IBV_QP_INIT_ATTR_IND_TABLE,
   IBV_QP_INIT_ATTR_MAX_TSO_HEADER,
   IBV_QP_INIT_ATTR_PD,
@@ -174,10 +175,19 @@ export function model_create_qp_ex(ibctx: ibv_context, init: ibv_qp_init_attr_ex
   };
   const mask = init.comp_mask;
   if (!isU32(mask)) fail(errno.EINVAL, `comp_mask ${String(mask)} is not a uint32_t`);
-  const unsupported = IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-  if (mask & unsupported) fail(errno.EOPNOTSUPP, `comp_mask 0x${(mask & unsupported).toString(16)}: creation flags, TSO and RSS are not modelled`);
-  if (mask & ~(unsupported | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+  const unsupported = IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+  if (mask & unsupported) fail(errno.EOPNOTSUPP, `comp_mask 0x${(mask & unsupported).toString(16)}: TSO and RSS are not modelled`);
+  if (mask & ~(unsupported | IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS))
     fail(errno.EINVAL, `unknown comp_mask bits 0x${mask.toString(16)}`);
+  // Of the creation flags only multicast loopback blocking is modelled (UD): the others are other hardware's.
+  const createFlags = mask & IBV_QP_INIT_ATTR_CREATE_FLAGS ? init.create_flags : 0;
+  if (!isU32(createFlags)) fail(errno.EINVAL, `create_flags ${String(createFlags)} is not a uint32_t`);
+  if (createFlags! & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
+    fail(
+      errno.EOPNOTSUPP,
+      `create_flags 0x${(createFlags! & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB).toString(16)} are not modelled (only IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)`,
+    );
+  if (createFlags && init.qp_type !== IBV_QPT_UD) fail(errno.EINVAL, 'IBV_QP_CREATE_BLOCK_SELF_MCAST_LB is for UD QPs');
   if (init.qp_type === IBV_QPT_XRC_RECV) {
     if (!(mask & IBV_QP_INIT_ATTR_XRCD) || !init.xrcd) fail(errno.EINVAL, 'an XRC receive QP needs IBV_QP_INIT_ATTR_XRCD and an xrcd');
     if (mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS && init.send_ops_flags !== 0) fail(errno.EOPNOTSUPP, 'an XRC receive QP has no send queue (send_ops_flags)');
@@ -198,10 +208,11 @@ export function model_create_qp_ex(ibctx: ibv_context, init: ibv_qp_init_attr_ex
         `send_ops_flags 0x${(ops! & ~have).toString(16)} are not supported on QP type ${String(init.qp_type)} (supported: 0x${have.toString(16)})`,
       );
   }
-  return model_create_qp(pd, init);
+  return model_create_qp(pd, init, createFlags!);
 }
 
-export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
+/** `createFlags`: IBV_QP_CREATE_* from ibv_create_qp_ex (checked there); ibv_create_qp has none. */
+export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr, createFlags = 0): ibv_qp {
   const pd = ibpd as ModelPd;
   if (!(pd instanceof ModelPd)) throw new VerbsError(errno.EINVAL, 'ibv_create_qp: not an ibv_pd of the model provider');
   const ctx = pd.context;
@@ -279,7 +290,10 @@ export function model_create_qp(ibpd: ibv_pd, init: ibv_qp_init_attr): ibv_qp {
   const rec = alloc(8, 64);
   const r = model_cmd(ctx, Cmd.CREATE_QP, {
     qpType: type,
-    flags: (init.sq_sig_all ? CreateQpFlag.SQ_SIG_ALL : 0) | (srq ? CreateQpFlag.HAS_SRQ : 0),
+    flags:
+      (init.sq_sig_all ? CreateQpFlag.SQ_SIG_ALL : 0) |
+      (srq ? CreateQpFlag.HAS_SRQ : 0) |
+      (createFlags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB ? CreateQpFlag.BLOCK_SELF_MCAST_LB : 0),
     pdn: pd.pdn,
     sendCqn: scq!.cqn,
     recvCqn: rcq ? rcq.cqn : 0,
