@@ -26,6 +26,7 @@ import { RingEnd } from './ring-end.js';
 import { DEFAULT_BURST_BYTES, type PaceSettings } from './pacer.js';
 import { createUdpCableShm, UdpIoThread, type UdpCableShm } from './udp-io.js';
 import { openPcapFile } from './pcap-file.js';
+import { SealingEnd } from './sealing-end.js';
 import { type HostedSwitchSpec, RealtimeSwitches } from './realtime-switch.js';
 
 /** A cable between two threads: one ring each way, made by the main thread. */
@@ -53,6 +54,22 @@ export interface FabricStats {
   ports: Record<string, Record<string, number>>;
 }
 
+/**
+ * What a cable does with the frames a device port sends, and so what the
+ * port and the receiver may skip:
+ * - 'checked': something on the way may read or change them (a socket, a
+ *   switch, a fault rule): they go in with their ICRC computed
+ *   (`SealingEnd`) and the receiver checks it;
+ * - 'copied': a ring to a model device port on another thread, nothing on
+ *   the way: copied, so sealed before they go in (the deferred-ICRC mark
+ *   is a WeakMap entry and does not cross threads); the check is skipped;
+ * - 'as-built': an in-process wire between two model device ports, nothing
+ *   on the way: the frame object itself reaches the far device, which
+ *   takes it as built, so its ICRC may stay deferred (`NicEnv.deferIcrc`)
+ *   and only a capture, which seals as it writes, ever computes it.
+ */
+type Carriage = 'checked' | 'copied' | 'as-built';
+
 /** Room counted per packet when budgeting a pass: a 4096-byte MTU packet with every header (and a tag), rounded up. */
 const FULL_FRAME_BYTES = 4096 + 128;
 
@@ -67,6 +84,11 @@ export class DeviceHost {
   private readonly injectors = new Map<CableConfig, FaultInjector>();
   /** The switches this thread runs (docs/fabric.md), or null. */
   readonly fabric: RealtimeSwitches | null;
+  /**
+   * Each device's `NicEnv.deferIcrc`, off until a port of it gets an
+   * 'as-built' cable (`plug`; before any QP has built a path, which reads it).
+   */
+  private readonly lazyIcrc = new Map<HostedDevice, { deferIcrc: boolean }>();
 
   constructor(
     resources: DeviceResources[],
@@ -85,7 +107,7 @@ export class DeviceHost {
       const ports = r.ports.map(
         (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
       );
-      const nic = new Nic({
+      const env = {
         name: r.name,
         caps,
         fw,
@@ -97,7 +119,9 @@ export class DeviceHost {
         clock,
         profile: r.profile,
         cc: resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`),
-      });
+        deferIcrc: false,
+      };
+      const nic = new Nic(env);
       r.ports.forEach((p, i) => {
         if (p.capture) {
           const w = openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
@@ -106,7 +130,9 @@ export class DeviceHost {
         }
       });
       setDeviceStatus(bar, DevStatus.READY);
-      this.devices.push({ name: r.name, nic, ports, bar });
+      const dev = { name: r.name, nic, ports, bar };
+      this.devices.push(dev);
+      this.lazyIcrc.set(dev, env);
     }
   }
 
@@ -120,10 +146,10 @@ export class DeviceHost {
   private readonly deviceRings = new Map<HostedDevice, RingEnd[]>();
 
   /** Plugs a cable end into the port `ref` names here (a device's or a switch's); false if it is not here. */
-  private plugAt(ref: string, end: CableEnd, asBuilt = false): boolean {
+  private plugAt(ref: string, end: CableEnd, carriage: Carriage = 'checked'): boolean {
     const p = this.portRef(ref);
     if (p) {
-      this.plug(p, end, asBuilt);
+      this.plug(p, end, carriage);
       return true;
     }
     return this.fabric?.plug(ref, end) ?? false;
@@ -134,8 +160,8 @@ export class DeviceHost {
     return this.portRef(ref) !== null || this.fabric?.port(ref) != null;
   }
 
-  private plugRing(ref: string, ring: RingEnd, end: CableEnd = ring, asBuilt = false): void {
-    if (!this.plugAt(ref, end, asBuilt)) return;
+  private plugRing(ref: string, ring: RingEnd, end: CableEnd = ring, carriage: Carriage = 'checked'): void {
+    if (!this.plugAt(ref, end, carriage)) return;
     this.rings.push(ring);
     const p = this.portRef(ref);
     if (!p) return; // a switch port: its line paces itself
@@ -145,13 +171,15 @@ export class DeviceHost {
   }
 
   /**
-   * `asBuilt`: every frame this end delivers is byte for byte what a model
-   * device here built (an in-process wire between two device ports, no
-   * fault rules), so the ICRC check may be taken as passed, as the
-   * simulator does for a link that vouches for its bytes (`arrivedAsBuilt`).
+   * Unless the cable is 'checked', every frame this end delivers is byte
+   * for byte what a model device built, so the ICRC check may be taken as
+   * passed, as the simulator does for a link that vouches for its bytes.
+   * Unless it is 'as-built', what the port sends is sealed first.
    */
-  private plug(ref: { dev: HostedDevice; portNum: number }, end: CableEnd, asBuilt = false): void {
-    ref.dev.ports[ref.portNum - 1]!.attach(end);
+  private plug(ref: { dev: HostedDevice; portNum: number }, end: CableEnd, carriage: Carriage): void {
+    const asBuilt = carriage !== 'checked';
+    if (carriage === 'as-built') this.lazyIcrc.get(ref.dev)!.deferIcrc = true;
+    ref.dev.ports[ref.portNum - 1]!.attach(carriage === 'as-built' ? end : new SealingEnd(end));
     end.onReceive((f) => {
       ref.dev.nic.receive(ref.portNum, f, asBuilt);
       // The NIC keeps nothing of a frame once it is processed: recycle the buffer.
@@ -247,14 +275,14 @@ export class DeviceHost {
         if (!this.isHere(c.a) || !this.isHere(c.b)) continue; // the other end lives on another thread: a ring cable
         const w = new InProcessCable();
         // Device to device with nothing on the way: the bytes arrive as the far device built them (a switch may forward what came from a socket).
-        const asBuilt = inj === null && this.portRef(c.a) !== null && this.portRef(c.b) !== null;
-        this.plugAt(c.a, this.faulty(w.a, inj, 'a->b'), asBuilt);
-        this.plugAt(c.b, this.faulty(w.b, inj, 'b->a'), asBuilt);
+        const carriage = inj === null && this.portRef(c.a) !== null && this.portRef(c.b) !== null ? 'as-built' : 'checked';
+        this.plugAt(c.a, this.faulty(w.a, inj, 'a->b'), carriage);
+        this.plugAt(c.b, this.faulty(w.b, inj, 'b->a'), carriage);
         this.wires.push(w);
       }
     }
     for (const r of rings) {
-      if (this.isHere(r.port)) this.plugRing(r.port, new RingEnd(r.tx, r.rx), undefined, r.asBuilt === true);
+      if (this.isHere(r.port)) this.plugRing(r.port, new RingEnd(r.tx, r.rx), undefined, r.asBuilt === true ? 'copied' : 'checked');
     }
     // UDP cables: their ring ends are plugged now, so what the port sends
     // before the socket is bound (an ARP request, say) waits in the TX ring.
