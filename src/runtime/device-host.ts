@@ -19,7 +19,7 @@ import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
 import type { NicClock } from '../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, type PcapWriter } from '../wire/index.js';
+import { LINKTYPE_ETHERNET, type PcapWriter, takeAsBuilt } from '../wire/index.js';
 import type { CableConfig } from './config.js';
 import type { DeviceResources } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
@@ -182,7 +182,9 @@ export class DeviceHost {
     ref.dev.ports[ref.portNum - 1]!.attach(carriage === 'as-built' ? end : new SealingEnd(end));
     end.onReceive((f) => {
       ref.dev.nic.receive(ref.portNum, f, asBuilt);
-      // The NIC keeps nothing of a frame once it is processed: recycle the buffer.
+      // The NIC keeps nothing of a frame once it is processed: recycle the buffer
+      // (and drop its deferred-ICRC mark now, which keeps the marks' WeakMap small).
+      if (carriage === 'as-built') takeAsBuilt(f);
       releaseFrame(f);
       // A frame from a socket arrives on the event loop: wake a sleeping loop to send what it caused.
       this.wake();
