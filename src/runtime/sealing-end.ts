@@ -3,21 +3,24 @@
  * device taking the frame object as built (a UDP socket, a switch, a fault
  * rule, a ring to another thread): it computes a deferred ICRC
  * (wire/lazy-icrc.ts) before the frame goes in, so whatever is past it
- * reads a complete frame. Costs a WeakMap look-up when nothing is pending.
+ * reads a complete frame. The frame's mark goes with it (`sealBeforeChange`):
+ * past this end nobody takes a frame as built, and a small marks table is
+ * cheaper for the garbage collector. Costs a WeakMap look-up when nothing
+ * is pending.
  */
 import type { CableEnd, CableStats, FrameHandler } from '../fabric/cable.js';
-import { sealIcrc } from '../wire/index.js';
+import { sealBeforeChange } from '../wire/index.js';
 
 export class SealingEnd implements CableEnd {
   readonly sendOwned?: (frame: Uint8Array) => void;
 
   constructor(private readonly inner: CableEnd) {
     const owned = inner.sendOwned?.bind(inner);
-    if (owned) this.sendOwned = (frame) => owned(sealIcrc(frame));
+    if (owned) this.sendOwned = (frame) => owned(sealBeforeChange(frame));
   }
 
   send(frame: Uint8Array): void {
-    this.inner.send(sealIcrc(frame));
+    this.inner.send(sealBeforeChange(frame));
   }
 
   onReceive(handler: FrameHandler | null): void {
