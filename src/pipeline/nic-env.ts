@@ -36,7 +36,9 @@ export interface NicEnv {
   /**
    * Frames this device builds leave with their ICRC pending (wire/lazy-icrc.ts):
    * the runtime promises to `sealIcrc` each before anything reads its bytes
-   * (the simulator does; a realtime cable would not, so it leaves this off).
+   * (the simulator always; the realtime runtime for a device with a port on
+   * an in-process wire to another model device, sealing at every other
+   * cable end: runtime/device-host.ts `plug`).
    */
   readonly deferIcrc?: boolean;
 }
