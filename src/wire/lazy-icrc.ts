@@ -6,6 +6,8 @@
  * can leave the field "not yet computed" (`encodePacket(..., { deferIcrc })`);
  * `sealIcrc` computes it, and every reader of a frame's bytes calls it first
  * (the pcap writer does so itself; docs/simulator.md lists the others).
+ * The realtime runtime defers too, on in-process wires between two model
+ * devices, and seals at every other cable end (runtime/sealing-end.ts).
  *
  * Sealing later gives the same ICRC as sealing at encode time as long as
  * only fields the ICRC masks changed in between (IP TOS/ECN, TTL, header
