@@ -32,15 +32,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import {
-  IBV_MTU_1024,
-  IBV_QPT_RC,
-  IBV_WC_RDMA_READ,
-  IBV_WC_RDMA_WRITE,
-  IBV_WC_RECV,
-  IBV_WC_SEND,
-  IBV_WC_SUCCESS,
-} from '../../src/driver/verbs/index.js';
+import { IBV_MTU_1024, IBV_QPT_RC, IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV, IBV_WC_SEND, IBV_WC_SUCCESS } from '../../src/driver/verbs/index.js';
 import { type ModelConfig, parseConfig } from '../../src/runtime/config.js';
 import { decodePacket, readPcap } from '../../src/wire/index.js';
 import { freeUdpPort } from '../helpers/ports.js';
