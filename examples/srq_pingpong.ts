@@ -28,7 +28,6 @@ import {
   IBV_WC_SUCCESS,
   IBV_WR_SEND,
   errnoName,
-  ibv_ack_cq_events,
   ibv_alloc_pd,
   ibv_close_device,
   ibv_create_comp_channel,
@@ -41,12 +40,10 @@ import {
   ibv_destroy_cq,
   ibv_destroy_qp,
   ibv_destroy_srq,
-  ibv_get_cq_event,
   ibv_get_device_list,
   ibv_get_device_name,
   ibv_modify_qp,
   ibv_open_device,
-  ibv_poll_cq,
   ibv_post_send,
   ibv_post_srq_recv,
   ibv_query_gid,
@@ -64,7 +61,7 @@ import {
 } from '../src/driver/verbs/index.js';
 import type { ibv_comp_channel, ibv_context, ibv_cq, ibv_mr, ibv_pd, ibv_qp, ibv_qp_init_attr, ibv_srq } from '../src/driver/verbs/index.js';
 import { GetoptError, getopt_long, intArg, type OptionSpec } from './common/getopt.js';
-import { errText, idle, processIo, type Io } from './common/io.js';
+import { errText, processIo, type Io } from './common/io.js';
 import { sprintf } from './common/printf.js';
 import { tcpAcceptOne, tcpConnect, type MsgSocket } from './common/sock.js';
 import {
@@ -83,6 +80,7 @@ import {
   type pingpong_context,
   type pingpong_dest,
 } from './pingpong/core.js';
+import { CqEvents, pollSome, printThroughput } from './pingpong/cq-events.js';
 import { pp_get_port_info } from './pingpong.js';
 
 /** srq_pingpong.c's MAX_QP: the addresses exchanged each way, and the most `-q` may ask. */
@@ -370,7 +368,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
   const ctx = initCtx(dev, size, num_qp, rx_depth, ib_port, use_event, io);
   if (!ctx) return 1;
   let closed = false;
-  let num_cq_events = 0;
+  const events = new CqEvents(ctx.channel, ctx.cq);
   try {
     let routs = postRecv(ctx, rx_depth);
     if (routs < rx_depth) {
@@ -456,34 +454,9 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
     let rcnt = 0;
     let scnt = 0;
     while (rcnt < iters || scnt < iters) {
-      if (use_event) {
-        let ev: { cq: ibv_cq };
-        try {
-          ev = await ibv_get_cq_event(ctx.channel as ibv_comp_channel);
-        } catch (e) {
-          io.err(`Failed to get cq_event (${errText(e)})\n`);
-          return 1;
-        }
-        ++num_cq_events;
-        if (ev.cq !== ctx.cq) {
-          io.err('CQ event for unknown CQ\n');
-          return 1;
-        }
-        if (ibv_req_notify_cq(ctx.cq, 0)) {
-          io.err("Couldn't request CQ notification\n");
-          return 1;
-        }
-      }
-      let ne: number;
-      for (;;) {
-        ne = ibv_poll_cq(ctx.cq, wc.length, wc);
-        if (ne < 0) {
-          io.err(`poll CQ failed ${ne}\n`);
-          return 1;
-        }
-        if (use_event || ne >= 1) break;
-        await idle();
-      }
+      if (use_event && !(await events.next(io))) return 1;
+      const ne = await pollSome(io, ctx.cq, wc.length, wc, use_event !== 0);
+      if (ne < 0) return 1;
       for (let k = 0; k < ne; k++) {
         const w = wc[k]!;
         if (w.status !== IBV_WC_SUCCESS) {
@@ -521,22 +494,17 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
         }
       }
     }
-    const end = process.hrtime.bigint();
-    const usec = Math.fround(Number((end - start) / 1000n));
-    const bytes = BigInt(size) * BigInt(iters) * 2n;
-    io.out(sprintf('%lld bytes in %.2f seconds = %.2f Mbit/sec\n', bytes, usec / 1000000, (Number(bytes) * 8) / usec));
-    io.out(sprintf('%d iters in %.2f seconds = %.2f usec/iter\n', iters, usec / 1000000, usec / iters));
+    printThroughput(io, start, size, iters);
     if (!servername && validate_buf) {
       for (let i = 0; i < size; i += page_size) if (ctx.buf[i] !== 0) io.out(`invalid data in page ${Math.floor(i / page_size)}\n`);
     }
-    ibv_ack_cq_events(ctx.cq, num_cq_events);
-    num_cq_events = 0;
+    events.ack();
     closed = true;
     return closeCtx(ctx, io);
   } finally {
     if (!closed) {
       try {
-        if (num_cq_events) ibv_ack_cq_events(ctx.cq, num_cq_events);
+        events.ack();
         closeCtx(ctx, { out: () => {}, err: () => {} });
       } catch {
         // Already failing: the first error is the one reported.

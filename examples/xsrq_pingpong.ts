@@ -58,7 +58,6 @@ import {
   IBV_XRCD_INIT_ATTR_FD,
   IBV_XRCD_INIT_ATTR_OFLAGS,
   O_CREAT,
-  ibv_ack_cq_events,
   ibv_alloc_pd,
   ibv_close_device,
   ibv_close_xrcd,
@@ -72,7 +71,6 @@ import {
   ibv_destroy_cq,
   ibv_destroy_qp,
   ibv_destroy_srq,
-  ibv_get_cq_event,
   ibv_get_device_list,
   ibv_get_device_name,
   ibv_get_srq_num,
@@ -101,6 +99,7 @@ import { errText, idle, processIo, type Io } from './common/io.js';
 import { sprintf } from './common/printf.js';
 import { type MsgSocket, tcpAcceptMany, tcpConnect } from './common/sock.js';
 import { gid_to_wire_gid, pp_get_port_info, pp_mtu_to_enum, wire_gid_to_gid } from './pingpong.js';
+import { CqEvents } from './pingpong/cq-events.js';
 import { cleanupStack, type MainOptions, page_size, ROCE_V2_IPV4_GID } from './pingpong/core.js';
 
 /** The C program's address message: 65 characters and the NUL. */
@@ -557,7 +556,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
   const ctx = initCtx(dev, o, io);
   if (!ctx) return 1;
   let closed = false;
-  let num_cq_events = 0;
+  const events = new CqEvents(ctx.channel, ctx.recv_cq);
   try {
     if (postRecv(ctx, o.num_clients)) {
       io.err("Couldn't post receives\n");
@@ -617,24 +616,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
     const wc = newWcArray(1);
     let cnt = 0;
     while (cnt < total) {
-      if (o.use_event) {
-        let ev: { cq: ibv_cq };
-        try {
-          ev = await ibv_get_cq_event(ctx.channel!);
-        } catch (e) {
-          io.err(`Failed to get cq_event (${errText(e)})\n`);
-          return 1;
-        }
-        ++num_cq_events;
-        if (ev.cq !== ctx.recv_cq) {
-          io.err('CQ event for unknown CQ\n');
-          return 1;
-        }
-        if (ibv_req_notify_cq(ctx.recv_cq, 0)) {
-          io.err("Couldn't request CQ notification\n");
-          return 1;
-        }
-      }
+      if (o.use_event && !(await events.next(io))) return 1;
       for (;;) {
         const ne = ibv_poll_cq(ctx.recv_cq, 1, wc);
         if (ne < 0) {
@@ -682,8 +664,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
       }
       n += ne;
     }
-    if (o.use_event) ibv_ack_cq_events(ctx.recv_cq, num_cq_events);
-    num_cq_events = 0;
+    events.ack();
     try {
       if (!(await termination(ctx, o.servername !== null, io))) return 1;
     } catch (e) {
@@ -697,7 +678,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
   } finally {
     if (!closed) {
       try {
-        if (num_cq_events) ibv_ack_cq_events(ctx.recv_cq, num_cq_events);
+        events.ack();
         closeCtx(ctx, { out: () => {}, err: () => {} });
       } catch {
         // Already failing: the first error is the one reported.

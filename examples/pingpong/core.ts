@@ -71,7 +71,6 @@ import {
   IBV_WC_SUCCESS,
   IBV_WR_SEND,
   errnoName,
-  ibv_ack_cq_events,
   ibv_alloc_pd,
   ibv_close_device,
   ibv_create_comp_channel,
@@ -83,12 +82,10 @@ import {
   ibv_destroy_cq,
   ibv_destroy_qp,
   ibv_free_device_list,
-  ibv_get_cq_event,
   ibv_get_device_list,
   ibv_get_device_name,
   ibv_modify_qp,
   ibv_open_device,
-  ibv_poll_cq,
   ibv_post_recv,
   ibv_post_send,
   ibv_query_gid,
@@ -104,6 +101,7 @@ import {
   rnic_alloc_buf,
   rnic_free_buf,
 } from '../../src/driver/verbs/index.js';
+import { CqEvents, pollSome, printThroughput } from './cq-events.js';
 import type {
   ibv_ah,
   ibv_comp_channel,
@@ -124,7 +122,7 @@ import type {
 } from '../../src/driver/verbs/index.js';
 import { GetoptError, getopt_long, intArg, type OptionSpec } from '../common/getopt.js';
 import { inet_ntop6 } from '../common/inet.js';
-import { errText, idle, processIo, type Io } from '../common/io.js';
+import { errText, processIo, type Io } from '../common/io.js';
 import { sprintf } from '../common/printf.js';
 import { type MsgSocket, tcpAcceptOne, tcpConnect } from '../common/sock.js';
 import { gid_to_wire_gid, pp_get_port_info, pp_mtu_to_enum, wire_gid_to_gid } from '../pingpong.js';
@@ -823,7 +821,7 @@ export async function pingpongMain(kind: PingpongKind, argv: string[], mo: MainO
   const ctx = pp_init_ctx(kind, ib_dev, size, rx_depth, ib_port, use_event, io);
   if (!ctx) return 1;
 
-  let num_cq_events = 0;
+  const events = new CqEvents(ctx.channel, pp_cq(ctx));
   let closed = false;
   try {
     const c: pp_counts = { scnt: 0, rcnt: 0, routs: 0 };
@@ -905,36 +903,10 @@ export async function pingpongMain(kind: PingpongKind, argv: string[], mo: MainO
     const wc = newWcArray(2);
 
     while (c.rcnt < iters || c.scnt < iters) {
-      if (use_event) {
-        const channel = ctx.channel as ibv_comp_channel;
-        let ev: { cq: ibv_cq; cq_context: unknown };
-        try {
-          ev = await ibv_get_cq_event(channel);
-        } catch (e) {
-          io.err(`Failed to get cq_event (${errText(e)})\n`);
-          return 1;
-        }
-        ++num_cq_events;
-        if (ev.cq !== pp_cq(ctx)) {
-          io.err('CQ event for unknown CQ\n');
-          return 1;
-        }
-        if (ibv_req_notify_cq(pp_cq(ctx), 0)) {
-          io.err("Couldn't request CQ notification\n");
-          return 1;
-        }
-      }
+      if (use_event && !(await events.next(io))) return 1;
 
-      let ne: number;
-      for (;;) {
-        ne = ibv_poll_cq(pp_cq(ctx), 2, wc);
-        if (ne < 0) {
-          io.err(`poll CQ failed ${ne}\n`);
-          return 1;
-        }
-        if (use_event || ne >= 1) break;
-        await idle();
-      }
+      const ne = await pollSome(io, pp_cq(ctx), 2, wc, use_event !== 0);
+      if (ne < 0) return 1;
 
       for (let i = 0; i < ne; ++i) {
         const w = wc[i];
@@ -945,23 +917,14 @@ export async function pingpongMain(kind: PingpongKind, argv: string[], mo: MainO
       }
     }
 
-    const end = process.hrtime.bigint();
-    {
-      // gettimeofday() has microseconds, and C keeps the difference in a float.
-      const usec = Math.fround(Number((end - start) / 1000n));
-      const bytes = BigInt(size) * BigInt(iters) * 2n;
-      io.out(sprintf('%lld bytes in %.2f seconds = %.2f Mbit/sec\n', bytes, usec / 1000000, (Number(bytes) * 8) / usec));
-      io.out(sprintf('%d iters in %.2f seconds = %.2f usec/iter\n', iters, usec / 1000000, usec / iters));
-
-      if (!servername && validate_buf) {
-        for (let i = 0; i < size; i += page_size) {
-          if (ctx.buf[i + grh] !== Math.floor(i / page_size) % sizeof_char) io.out(`invalid data in page ${Math.floor(i / page_size)}\n`);
-        }
+    printThroughput(io, start, size, iters);
+    if (!servername && validate_buf) {
+      for (let i = 0; i < size; i += page_size) {
+        if (ctx.buf[i + grh] !== Math.floor(i / page_size) % sizeof_char) io.out(`invalid data in page ${Math.floor(i / page_size)}\n`);
       }
     }
 
-    ibv_ack_cq_events(pp_cq(ctx), num_cq_events);
-    num_cq_events = 0;
+    events.ack();
     closed = true;
     if (pp_close_ctx(ctx, io)) return 1;
     ibv_free_device_list(dev_list);
@@ -969,7 +932,7 @@ export async function pingpongMain(kind: PingpongKind, argv: string[], mo: MainO
   } finally {
     if (!closed) {
       try {
-        if (num_cq_events) ibv_ack_cq_events(pp_cq(ctx), num_cq_events);
+        events.ack();
         pp_close_ctx(ctx, { out: () => {}, err: () => {} });
       } catch {
         // Already failing: the first error is the one reported.
