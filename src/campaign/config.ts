@@ -28,7 +28,7 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export interface Campaign {
   readonly name: string;
   /** QPs per seed, by type: a count drawn from each range. */
-  readonly qps: { readonly RC: Range; readonly UC: Range; readonly UD: Range };
+  readonly qps: { readonly RC: Range; readonly UC: Range; readonly UD: Range; readonly XRC: Range };
   /** Chance that an RC QP also carries traffic from its b end (both directions on one QP). */
   readonly reverse: number;
   /** Work requests per traffic item. */
@@ -88,7 +88,7 @@ export interface Campaign {
 
 export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
   name: 'default',
-  qps: { RC: [2, 4], UC: [1, 1], UD: [1, 1] },
+  qps: { RC: [2, 4], UC: [1, 1], UD: [1, 1], XRC: [0, 0] },
   reverse: 0.5,
   wrs: [4, 24],
   ops: { send: 2, send_imm: 1, write: 2, write_imm: 1, read: 2, cmp_swap: 1, fetch_add: 1 },
@@ -211,7 +211,7 @@ const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'dupl
 /** Every key of a campaign file, by where (docs/faults.md documents each; a test checks). */
 export const CAMPAIGN_KEYS = Object.freeze({
   top: TOP,
-  qps: ['RC', 'UC', 'UD'],
+  qps: ['RC', 'UC', 'UD', 'XRC'],
   sizes: ['max', 'zero'],
   lateRecv: ['probability', 'delayNs'],
   faults: FAULT_KEYS,
@@ -231,9 +231,14 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
   }
   if (o.description !== undefined && typeof o.description !== 'string') fail(p('description'), 'expected text');
   const q = o.qps === undefined ? {} : obj(o.qps, p('qps'));
-  onlyKeys(q, ['RC', 'UC', 'UD'], p('qps'));
-  const qps = { RC: range(q.RC, p('qps.RC'), d.qps.RC, 0, 16), UC: range(q.UC, p('qps.UC'), d.qps.UC, 0, 16), UD: range(q.UD, p('qps.UD'), d.qps.UD, 0, 16) };
-  if (qps.RC[1] + qps.UC[1] + qps.UD[1] === 0) fail(p('qps'), 'no QP at all');
+  onlyKeys(q, CAMPAIGN_KEYS.qps, p('qps'));
+  const qps = {
+    RC: range(q.RC, p('qps.RC'), d.qps.RC, 0, 16),
+    UC: range(q.UC, p('qps.UC'), d.qps.UC, 0, 16),
+    UD: range(q.UD, p('qps.UD'), d.qps.UD, 0, 16),
+    XRC: range(q.XRC, p('qps.XRC'), d.qps.XRC, 0, 16),
+  };
+  if (qps.RC[1] + qps.UC[1] + qps.UD[1] + qps.XRC[1] === 0) fail(p('qps'), 'no QP at all');
   let ops = d.ops;
   if (o.ops !== undefined) {
     const oo = obj(o.ops, p('ops'));

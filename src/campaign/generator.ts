@@ -7,7 +7,7 @@
  */
 import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { Random } from '../runtime/sim/random.js';
-import type { TrafficOp } from '../scenario/scenario.js';
+import { isReliable, type QpType, type TrafficOp } from '../scenario/scenario.js';
 import type { Campaign, FaultKind, Range } from './config.js';
 
 /** Scenario JSON, as written to a file. */
@@ -46,6 +46,67 @@ function size(r: Random, max: number, zero: number): number {
   return Math.max(1, Math.min(max, Math.floor(Math.exp(r.next() * Math.log(max + 1)))));
 }
 
+/** One QP of `type` (the k-th of its type) and the traffic it carries: attributes from `rq`, traffic from `rt`. */
+function generateQp(c: Campaign, type: QpType, k: number, rq: Random, rt: Random): { qp: Record<string, unknown>; items: Record<string, unknown>[] } {
+  const traffic: Record<string, unknown>[] = [];
+  const name = `${type.toLowerCase()}${k}`;
+  const mtu = choose(rq, c.mtus);
+  const maxInline = pick(rq, c.maxInline);
+  const rd = pick(rq, c.rdAtomic);
+  const q: Record<string, unknown> = { name, type, mtu, psn_a: pick(rq, c.psn), psn_b: pick(rq, c.psn), max_inline_data: maxInline };
+  if (isReliable(type)) {
+    Object.assign(q, {
+      timeout: pick(rq, c.timeout),
+      retry_cnt: pick(rq, c.retryCnt),
+      rnr_retry: pick(rq, c.rnrRetry),
+      min_rnr_timer: pick(rq, c.minRnrTimer),
+      max_rd_atomic: rd,
+      max_dest_rd_atomic: rd,
+    });
+  }
+  const ops = isReliable(type) ? RC_OPS : type === 'UC' ? UC_OPS : UD_OPS;
+  // Only RC carries traffic both ways on one QP (an XRC pair's b end is a receive QP).
+  const froms: ('a' | 'b')[] = type === 'RC' && rq.bernoulli(c.reverse) ? ['a', 'b'] : ['a'];
+  let maxDepth = 1;
+  let maxRecv = 1;
+  for (const from of froms) {
+    const r = rt.fork(`${name}/${from}`);
+    const n = pick(r, c.wrs);
+    const wrs: Record<string, unknown>[] = [];
+    for (let i = 0; i < n; i++) {
+      const op = weighted(r, ops, c.ops);
+      if (op === null) break;
+      const w: Record<string, unknown> = { op };
+      if (op !== 'fetch_add' && op !== 'cmp_swap') {
+        const sz = size(r, type === 'UD' ? Math.min(mtu, c.sizes.max) : c.sizes.max, c.sizes.zero);
+        w.size = sz;
+        if (op !== 'read' && sz <= maxInline && r.bernoulli(c.inline)) w.inline = true;
+      }
+      if (!r.bernoulli(c.signaled)) w.signaled = false;
+      wrs.push(w);
+    }
+    if (wrs.length === 0) continue;
+    const depth = pick(r, c.depth);
+    const recvDepth = pick(r, c.recvDepth);
+    maxDepth = Math.max(maxDepth, depth);
+    maxRecv = Math.max(maxRecv, recvDepth);
+    const t: Record<string, unknown> = { qp: name, from, depth, wrs };
+    // A finite retry budget may run out under the faults: that is no bug when the run explains it.
+    if (c.explainExhaustion && isReliable(type) && (!retriesForever(resolveProfile(c.profile), q.retry_cnt as number) || (q.rnr_retry as number) < 7))
+      t.expect = 'success-or-exhausted';
+    if (wrs.some((w) => w.op === 'send' || w.op === 'send_imm' || w.op === 'write_imm')) {
+      t.recvDepth = recvDepth;
+      if (r.bernoulli(c.lateRecv.probability)) t.recvStartNs = pick(r, c.lateRecv.delayNs);
+    }
+    const start = c.startSpreadNs > 0 ? r.int(c.startSpreadNs + 1) : 0;
+    if (start > 0) t.startNs = start;
+    traffic.push(t);
+  }
+  // Small queues: the model's setup cost grows with them, and a stream never needs more.
+  Object.assign(q, { max_send_wr: maxDepth, max_recv_wr: maxRecv, cq_depth: Math.max(maxDepth, maxRecv) });
+  return { qp: q, items: traffic };
+}
+
 /** Scenario seed of campaign seed `seed`: the seed itself (the scenario's faults and patterns draw from it). */
 export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   const root = new Random(`campaign:${c.name}:${seed}`);
@@ -54,68 +115,19 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   const rf = root.fork('faults');
   const qps: Record<string, unknown>[] = [];
   const traffic: Record<string, unknown>[] = [];
-  const types: ['RC' | 'UC' | 'UD', number][] = [
-    ['RC', pick(rq, c.qps.RC)],
-    ['UC', pick(rq, c.qps.UC)],
-    ['UD', pick(rq, c.qps.UD)],
+  const types: [QpType, number, Random][] = [
+    ['RC', pick(rq, c.qps.RC), rq],
+    ['UC', pick(rq, c.qps.UC), rq],
+    ['UD', pick(rq, c.qps.UD), rq],
   ];
-  for (const [type, n] of types) {
+  // XRC draws from a stream of its own, so adding it left the other QPs of every seed as they were.
+  const rx = root.fork('xrc-qps');
+  types.push(['XRC', pick(rx, c.qps.XRC), rx]);
+  for (const [type, n, r] of types) {
     for (let k = 0; k < n; k++) {
-      const name = `${type.toLowerCase()}${k}`;
-      const mtu = choose(rq, c.mtus);
-      const maxInline = pick(rq, c.maxInline);
-      const rd = pick(rq, c.rdAtomic);
-      const q: Record<string, unknown> = { name, type, mtu, psn_a: pick(rq, c.psn), psn_b: pick(rq, c.psn), max_inline_data: maxInline };
-      if (type === 'RC') {
-        Object.assign(q, {
-          timeout: pick(rq, c.timeout),
-          retry_cnt: pick(rq, c.retryCnt),
-          rnr_retry: pick(rq, c.rnrRetry),
-          min_rnr_timer: pick(rq, c.minRnrTimer),
-          max_rd_atomic: rd,
-          max_dest_rd_atomic: rd,
-        });
-      }
-      const ops = type === 'RC' ? RC_OPS : type === 'UC' ? UC_OPS : UD_OPS;
-      const froms: ('a' | 'b')[] = type === 'RC' && rq.bernoulli(c.reverse) ? ['a', 'b'] : ['a'];
-      let maxDepth = 1;
-      let maxRecv = 1;
-      for (const from of froms) {
-        const r = rt.fork(`${name}/${from}`);
-        const n = pick(r, c.wrs);
-        const wrs: Record<string, unknown>[] = [];
-        for (let i = 0; i < n; i++) {
-          const op = weighted(r, ops, c.ops);
-          if (op === null) break;
-          const w: Record<string, unknown> = { op };
-          if (op !== 'fetch_add' && op !== 'cmp_swap') {
-            const sz = size(r, type === 'UD' ? Math.min(mtu, c.sizes.max) : c.sizes.max, c.sizes.zero);
-            w.size = sz;
-            if (op !== 'read' && sz <= maxInline && r.bernoulli(c.inline)) w.inline = true;
-          }
-          if (!r.bernoulli(c.signaled)) w.signaled = false;
-          wrs.push(w);
-        }
-        if (wrs.length === 0) continue;
-        const depth = pick(r, c.depth);
-        const recvDepth = pick(r, c.recvDepth);
-        maxDepth = Math.max(maxDepth, depth);
-        maxRecv = Math.max(maxRecv, recvDepth);
-        const t: Record<string, unknown> = { qp: name, from, depth, wrs };
-        // A finite retry budget may run out under the faults: that is no bug when the run explains it.
-        if (c.explainExhaustion && type === 'RC' && (!retriesForever(resolveProfile(c.profile), q.retry_cnt as number) || (q.rnr_retry as number) < 7))
-          t.expect = 'success-or-exhausted';
-        if (wrs.some((w) => w.op === 'send' || w.op === 'send_imm' || w.op === 'write_imm')) {
-          t.recvDepth = recvDepth;
-          if (r.bernoulli(c.lateRecv.probability)) t.recvStartNs = pick(r, c.lateRecv.delayNs);
-        }
-        const start = c.startSpreadNs > 0 ? r.int(c.startSpreadNs + 1) : 0;
-        if (start > 0) t.startNs = start;
-        traffic.push(t);
-      }
-      // Small queues: the model's setup cost grows with them, and a stream never needs more.
-      Object.assign(q, { max_send_wr: maxDepth, max_recv_wr: maxRecv, cq_depth: Math.max(maxDepth, maxRecv) });
-      qps.push(q);
+      const { qp, items } = generateQp(c, type, k, r, rt);
+      qps.push(qp);
+      traffic.push(...items);
     }
   }
   const faults: Record<string, unknown>[] = [];

@@ -39,6 +39,7 @@ import {
   IBV_WR_SEND_WITH_IMM,
   ibv_poll_cq,
   ibv_post_recv,
+  ibv_post_srq_recv,
   ibv_post_send,
   newWcArray,
   rnic_read_counters,
@@ -48,7 +49,7 @@ import { decodePacket, LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../wire/in
 import { localAckTimeoutNs, rnrTimerNs } from '../pipeline/timer-tables.js';
 import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
 import { Random } from '../runtime/sim/random.js';
-import { consumesRecv, isAtomic, type Scenario, type ScenarioTraffic, type TrafficOp } from './scenario.js';
+import { consumesRecv, isAtomic, isReliable, type Scenario, type ScenarioTraffic, type TrafficOp } from './scenario.js';
 import {
   buffer,
   closeHosts,
@@ -320,7 +321,7 @@ class Stream {
     this.recvSlot = recvSlot;
     this.pattern = pattern;
     this.watchdogNs = watchdogNs;
-    this.rc = pair.spec.type === 'RC';
+    this.rc = isReliable(pair.spec.type);
     this.ud = pair.spec.type === 'UD';
     this.nextPsn = this.req.sqPsn;
     this.plans = t.wrs ? planWrs(t) : null;
@@ -650,13 +651,11 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           const k = st.recvPosted;
           const off = (k % t.recvDepth) * st.recvSlot;
           rb.bytes.fill(filler(k), off, off + st.recvSlot);
-          const rc = ibv_post_recv(
-            st.resp.qp,
-            { wr_id: BigInt(k), next: null, sg_list: [{ addr: rb.mr.addr + BigInt(off), length: st.recvSlot, lkey: rb.mr.lkey }], num_sge: 1 },
-            {},
-          );
+          const rwr = { wr_id: BigInt(k), next: null, sg_list: [{ addr: rb.mr.addr + BigInt(off), length: st.recvSlot, lkey: rb.mr.lkey }], num_sge: 1 };
+          const srq = st.resp.srq;
+          const rc = srq ? ibv_post_srq_recv(srq, rwr, {}) : ibv_post_recv(st.resp.qp, rwr, {});
           if (rc !== 0) {
-            finding(st, 'post-failed', `ibv_post_recv #${k} failed (${rc})`);
+            finding(st, 'post-failed', `${srq ? 'ibv_post_srq_recv' : 'ibv_post_recv'} #${k} failed (${rc})`);
             break;
           }
           st.recvPosted++;
@@ -1074,6 +1073,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
   const slotEnd = slotOff + st.slot;
   const flags = (p.signaled ? IBV_SEND_SIGNALED : 0) | (p.inline ? IBV_SEND_INLINE : 0);
   const wr: ibv_send_wr = { wr_id: BigInt(i), next: null, sg_list: [], num_sge: 0, opcode: IBV_WR_RDMA_WRITE, send_flags: flags };
+  if (st.resp.srq) wr.qp_type = { xrc: { remote_srqn: st.resp.srqNum } };
   const sge = (len: number) => {
     wr.sg_list = len > 0 ? [{ addr: lAddr, length: len, lkey: st.local.mr.lkey }] : [];
     wr.num_sge = wr.sg_list.length;

@@ -36,12 +36,29 @@ import {
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
+  IBV_QPT_XRC_RECV,
+  IBV_QPT_XRC_SEND,
+  IBV_QP_INIT_ATTR_PD,
+  IBV_QP_INIT_ATTR_XRCD,
+  IBV_SRQ_INIT_ATTR_CQ,
+  IBV_SRQ_INIT_ATTR_PD,
+  IBV_SRQ_INIT_ATTR_TYPE,
+  IBV_SRQ_INIT_ATTR_XRCD,
+  IBV_SRQT_XRC,
+  IBV_XRCD_INIT_ATTR_FD,
+  IBV_XRCD_INIT_ATTR_OFLAGS,
   errnoName,
   ibv_alloc_pd,
   ibv_close_device,
   ibv_create_ah,
   ibv_create_cq,
   ibv_create_qp,
+  ibv_create_qp_ex,
+  ibv_create_srq_ex,
+  ibv_close_xrcd,
+  ibv_destroy_srq,
+  ibv_get_srq_num,
+  ibv_open_xrcd,
   ibv_dealloc_pd,
   ibv_dereg_mr,
   ibv_destroy_ah,
@@ -64,9 +81,21 @@ import {
   rnic_alloc_buf,
   rnic_free_buf,
 } from '../driver/verbs/index.js';
-import type { ibv_ah, ibv_ah_attr, ibv_context, ibv_cq, ibv_gid, ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr } from '../driver/verbs/index.js';
+import type {
+  ibv_ah,
+  ibv_ah_attr,
+  ibv_context,
+  ibv_cq,
+  ibv_gid,
+  ibv_mr,
+  ibv_pd,
+  ibv_qp,
+  ibv_qp_attr,
+  ibv_qp_init_attr,
+  ibv_srq,
+} from '../driver/verbs/index.js';
 import { RnicError } from '../wire/errors.js';
-import type { Scenario, ScenarioQp } from './scenario.js';
+import { isReliable, type Scenario, type ScenarioQp } from './scenario.js';
 
 export class ScenarioRunError extends RnicError<'SCENARIO_RUN_FAILED'> {
   constructor(message: string) {
@@ -95,6 +124,9 @@ export interface QpEnd {
   readonly sqPsn: number;
   /** UD: an address handle towards the other end. */
   ah: ibv_ah | null;
+  /** XRC, the receive end: the XRC SRQ its receives go to (completions on `rcq`), and its number for the sender's WRs. */
+  readonly srq: ibv_srq | null;
+  readonly srqNum: number;
 }
 
 export interface QpPair {
@@ -147,11 +179,14 @@ function modify(qp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: number, what: stri
   if (rc !== 0) throw new ScenarioRunError(`ibv_modify_qp(${what}) on QP ${qp.qp_num} failed: ${errnoName(rc)}`);
 }
 
-function qpType(t: ScenarioQp['type']): number {
+function qpType(t: 'RC' | 'UC' | 'UD'): number {
   return t === 'RC' ? IBV_QPT_RC : t === 'UC' ? IBV_QPT_UC : IBV_QPT_UD;
 }
 
-function makeEnd(dev: HostDev, port: number, spec: ScenarioQp, sqPsn: number): QpEnd {
+/** XRC: `a` is the send end, `b` the receive end. */
+type XrcRole = 'send' | 'recv' | null;
+
+function makeEnd(dev: HostDev, port: number, spec: ScenarioQp, sqPsn: number, xrc: XrcRole): QpEnd {
   const gid = newGid();
   const rc = ibv_query_gid(dev.ctx, port, spec.gid_index, gid);
   if (rc !== 0) throw new ScenarioRunError(`ibv_query_gid(${dev.name} port ${port}, index ${spec.gid_index}) failed: ${errnoName(rnic_errno())}`);
@@ -165,10 +200,48 @@ function makeEnd(dev: HostDev, port: number, spec: ScenarioQp, sqPsn: number): Q
   cap.max_send_sge = 1;
   cap.max_recv_sge = 1;
   cap.max_inline_data = spec.max_inline_data;
-  const init: ibv_qp_init_attr = { send_cq: scq, recv_cq: rcq, srq: null, cap, qp_type: qpType(spec.type), sq_sig_all: 0 };
-  const qp = ibv_create_qp(dev.pd, init);
+  if (xrc === 'recv') return { ...xrcReceiveEnd(dev, spec, rcq), dev, port, gid, scq, rcq, sqPsn, ah: null };
+  let qp: ibv_qp;
+  if (xrc === 'send') {
+    cap.max_recv_wr = 0;
+    cap.max_recv_sge = 0;
+    qp = ibv_create_qp_ex(dev.ctx, { comp_mask: IBV_QP_INIT_ATTR_PD, pd: dev.pd, qp_type: IBV_QPT_XRC_SEND, send_cq: scq, recv_cq: null, cap, sq_sig_all: 0 });
+  } else {
+    const init: ibv_qp_init_attr = { send_cq: scq, recv_cq: rcq, srq: null, cap, qp_type: qpType(spec.type as 'RC' | 'UC' | 'UD'), sq_sig_all: 0 };
+    qp = ibv_create_qp(dev.pd, init);
+  }
   dev.cleanup.push(() => void ibv_destroy_qp(qp));
-  return { dev, port, gid, qp, scq, rcq, sqPsn, ah: null };
+  return { dev, port, gid, qp, scq, rcq, sqPsn, ah: null, srq: null, srqNum: 0 };
+}
+
+/** An XRC receive end: a private XRC domain, an XRC SRQ completing on `cq`, and the XRC receive QP (as ibv_xsrq_pingpong sets them up). */
+function xrcReceiveEnd(dev: HostDev, spec: ScenarioQp, cq: ibv_cq): { qp: ibv_qp; srq: ibv_srq; srqNum: number } {
+  const xrcd = ibv_open_xrcd(dev.ctx, { comp_mask: IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, fd: -1, oflags: 0 });
+  dev.cleanup.push(() => void ibv_close_xrcd(xrcd));
+  const srq = ibv_create_srq_ex(dev.ctx, {
+    comp_mask: IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+    srq_type: IBV_SRQT_XRC,
+    pd: dev.pd,
+    xrcd,
+    cq,
+    srq_context: null,
+    attr: { max_wr: spec.max_recv_wr, max_sge: 1, srq_limit: 0 },
+  });
+  dev.cleanup.push(() => void ibv_destroy_srq(srq));
+  const num = { srq_num: 0 };
+  const rc = ibv_get_srq_num(srq, num);
+  if (rc !== 0) throw new ScenarioRunError(`ibv_get_srq_num on ${dev.name} failed: ${errnoName(rc)}`);
+  const qp = ibv_create_qp_ex(dev.ctx, {
+    comp_mask: IBV_QP_INIT_ATTR_XRCD,
+    xrcd,
+    qp_type: IBV_QPT_XRC_RECV,
+    send_cq: null,
+    recv_cq: null,
+    cap: newQpCap(),
+    sq_sig_all: 0,
+  });
+  dev.cleanup.push(() => void ibv_destroy_qp(qp));
+  return { qp, srq, srqNum: num.srq_num };
 }
 
 function avTowards(end: QpEnd, peer: QpEnd, spec: ScenarioQp): ibv_ah_attr {
@@ -183,8 +256,12 @@ function avTowards(end: QpEnd, peer: QpEnd, spec: ScenarioQp): ibv_ah_attr {
   return ah;
 }
 
-/** INIT → RTR → RTS for one end of a connected (RC/UC) pair, or a UD QP. */
-function connectEnd(end: QpEnd, peer: QpEnd, spec: ScenarioQp): void {
+/**
+ * INIT → RTR → RTS for one end of a connected (RC/UC) pair or a UD QP; an
+ * XRC send end as an RC requester, an XRC receive end to RTR as an RC
+ * responder (it never sends a request, as in rdma-core's XRC tests).
+ */
+function connectEnd(end: QpEnd, peer: QpEnd, spec: ScenarioQp, xrc: XrcRole): void {
   const init = newQpAttr();
   init.qp_state = IBV_QPS_INIT;
   init.pkey_index = 0;
@@ -208,19 +285,20 @@ function connectEnd(end: QpEnd, peer: QpEnd, spec: ScenarioQp): void {
     rtr.rq_psn = peer.sqPsn;
     rtr.ah_attr = avTowards(end, peer, spec);
     mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-    if (spec.type === 'RC') {
+    if (isReliable(spec.type) && xrc !== 'send') {
       rtr.max_dest_rd_atomic = spec.max_dest_rd_atomic;
       rtr.min_rnr_timer = spec.min_rnr_timer;
       mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     }
   }
   modify(end.qp, rtr, mask, `${spec.name} INIT→RTR`);
+  if (xrc === 'recv') return;
 
   const rts = newQpAttr();
   rts.qp_state = IBV_QPS_RTS;
   rts.sq_psn = end.sqPsn;
   mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-  if (spec.type === 'RC') {
+  if (isReliable(spec.type)) {
     rts.timeout = spec.timeout;
     rts.retry_cnt = spec.retry_cnt;
     rts.rnr_retry = spec.rnr_retry;
@@ -237,10 +315,11 @@ function connectEnd(end: QpEnd, peer: QpEnd, spec: ScenarioQp): void {
 
 /** Creates and connects the scenario's QP `spec`. */
 export function makePair(hosts: Map<string, HostDev>, spec: ScenarioQp): QpPair {
-  const a = makeEnd(hosts.get(spec.a)!, spec.aPort, spec, spec.psn_a);
-  const b = makeEnd(hosts.get(spec.b)!, spec.bPort, spec, spec.psn_b);
-  connectEnd(a, b, spec);
-  connectEnd(b, a, spec);
+  const xrc = spec.type === 'XRC';
+  const a = makeEnd(hosts.get(spec.a)!, spec.aPort, spec, spec.psn_a, xrc ? 'send' : null);
+  const b = makeEnd(hosts.get(spec.b)!, spec.bPort, spec, spec.psn_b, xrc ? 'recv' : null);
+  connectEnd(a, b, spec, xrc ? 'send' : null);
+  connectEnd(b, a, spec, xrc ? 'recv' : null);
   return { spec, a, b };
 }
 

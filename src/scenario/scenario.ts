@@ -36,7 +36,12 @@ export class ScenarioError extends RnicError<'SCENARIO_INVALID'> {
   }
 }
 
-export type QpType = 'RC' | 'UC' | 'UD';
+export type QpType = 'RC' | 'UC' | 'UD' | 'XRC';
+
+/** Types with the reliable transport's acknowledgements, retries and RNR (an XRC pair is RC's transport to an SRQ). */
+export function isReliable(t: QpType): boolean {
+  return t === 'RC' || t === 'XRC';
+}
 export type TrafficOp = 'write' | 'write_imm' | 'send' | 'send_imm' | 'read' | 'fetch_add' | 'cmp_swap';
 export const TRAFFIC_OPS: readonly TrafficOp[] = ['write', 'write_imm', 'send', 'send_imm', 'read', 'fetch_add', 'cmp_swap'];
 
@@ -216,7 +221,10 @@ const LinkSchema = strictObject({
 
 const QpSchema = strictObject({
   name: described(text().optional(), 'what traffic refers to', '`q<i>`'),
-  type: described(oneOf(['RC', 'UC', 'UD'], 'RC, UC or UD').default('RC'), '`RC`, `UC` or `UD`'),
+  type: described(
+    oneOf(['RC', 'UC', 'UD', 'XRC'], 'RC, UC, UD or XRC').default('RC'),
+    '`RC`, `UC`, `UD` or `XRC` (an XRC send QP at `a`, an XRC receive QP with an XRC SRQ of its own at `b`: traffic from `a` only)',
+  ),
   a: described(endpointRef().optional(), 'one end, `"DEVICE"` or `"DEVICE:PORT"`', 'the first device'),
   b: described(endpointRef().optional(), 'the other end', 'the second device (the first if there is one)'),
   gid_index: described(int(0, 255).default(3), "source GID index (3: RoCE v2 over the port's first IPv4 address)"),
@@ -430,6 +438,7 @@ function resolveTraffic(t: RawTraffic, path: string, qps: readonly ScenarioQp[])
   if (qpName === undefined) fail(`${path}.qp`, `expected a non-empty string, got nothing (qps: ${qps.map((q) => q.name).join(', ') || 'none'})`);
   const qp = qps.find((q) => q.name === qpName);
   if (!qp) fail(`${path}.qp`, `no QP named ${qpName} (qps: ${qps.map((q) => q.name).join(', ') || 'none'})`);
+  if (qp.type === 'XRC' && t.from !== 'a') fail(`${path}.from`, `an XRC pair sends from a (its XRC send QP) only; ${qp.name}'s b end is an XRC receive QP`);
   const depth = within(t.depth, Math.min(16, qp.max_send_wr), 1, qp.max_send_wr, `${path}.depth`);
   /** recvDepth: by default enough receives for the WRs that consume one. */
   const recvDepth = (needsRecv: boolean, why: string) => {

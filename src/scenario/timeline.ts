@@ -7,7 +7,7 @@
  * when it arrives) and by the runner (posts, completions). It knows frames
  * only by their BTH: the requester's destination QP and the PSN.
  */
-import { AethType, aethType, OPCODES } from '../wire/index.js';
+import { AethType, aethType, decodePacket, OPCODES } from '../wire/index.js';
 import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
 import type { FrameEvent } from '../runtime/sim/sim-device.js';
 
@@ -145,7 +145,9 @@ export class TimelineRecorder {
       if (tr) this.#request(tr, bthPsn(f, bth), e.ns);
     } else if (e.dir === 'rx' && info.kind === 'ack') {
       const tr = this.#byLocal.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));
-      if (tr) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
+      // The tap sees a frame before the receiver checks it: a corrupted ACK (a flipped syndrome bit
+      // read as a NAK the requester never acted on) is not counted; decoding checks the ICRC.
+      if (tr && decodePacket(e.frame).ok) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
     }
   };
 

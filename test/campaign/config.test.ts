@@ -33,7 +33,7 @@ describe('campaign files', () => {
 
   it('the default workload is the one asked for: 2-4 RC, one UC, one UD, every op, 0-12000 B, full PSN range, 1-10% faults of five kinds', () => {
     const c = DEFAULT_CAMPAIGN;
-    expect(c.qps).toEqual({ RC: [2, 4], UC: [1, 1], UD: [1, 1] });
+    expect(c.qps).toEqual({ RC: [2, 4], UC: [1, 1], UD: [1, 1], XRC: [0, 0] });
     expect(
       Object.entries(c.ops)
         .filter(([, w]) => w > 0)
@@ -54,7 +54,8 @@ describe('campaign files', () => {
     expect(bad({ faults: { kinds: ['drop', 'melt'] } })).toBe('c.json.faults.kinds[1]: expected one of drop, corrupt, duplicate, reorder, delay, got "melt"');
     expect(bad({ mtus: [1500] })).toBe('c.json.mtus[0]: expected 256, 512, 1024, 2048 or 4096, got 1500');
     expect(bad({ qps: { RC: [1, 99] } })).toBe('c.json.qps.RC[1]: 99 is outside [0, 16]');
-    expect(bad({ qps: { XRC: 1 } })).toMatch(/^c\.json\.qps\.XRC: unknown setting/);
+    expect(bad({ qps: { RD: 1 } })).toMatch(/^c\.json\.qps\.RD: unknown setting/);
+    expect(bad({ qps: { XRC: [2, 1] } })).toMatch(/^c\.json\.qps\.XRC/);
     expect(bad({ wrs: 'many' })).toBe('c.json.wrs: expected [min, max] or a number, got "many"');
     expect(bad({ psn: [0, 0x1000000] })).toBe('c.json.psn[1]: 16777216 is outside [0, 16777215]');
     expect(bad({ inline: 2 })).toBe('c.json.inline: 2 is outside [0, 1]');

@@ -53,7 +53,7 @@ describe('parseScenario', () => {
 
   it('every mistake names its path', () => {
     expect(bad({ qps: [{ mtu: 1500 }] })).toBe('sc.json.qps[0].mtu: expected 256, 512, 1024, 2048 or 4096, got 1500');
-    expect(bad({ qps: [{ type: 'RD' }] })).toBe('sc.json.qps[0].type: expected RC, UC or UD, got "RD"');
+    expect(bad({ qps: [{ type: 'RD' }] })).toBe('sc.json.qps[0].type: expected RC, UC, UD or XRC, got "RD"');
     expect(bad({ qps: [{ a: 'rnic9' }] })).toBe('sc.json.qps[0].a: no device named rnic9 (devices: rnic0, rnic1)');
     expect(bad({ qps: [{ a: 'rnic0:2' }] })).toBe('sc.json.qps[0].a: rnic0 has no port 2');
     expect(bad({ qps: [{ timeout: 32 }] })).toBe('sc.json.qps[0].timeout: 32 is outside [0, 31]');
