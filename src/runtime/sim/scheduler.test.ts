@@ -190,6 +190,103 @@ describe('running', () => {
   });
 });
 
+describe('runBatch and interrupt', () => {
+  it('runs events at or before t, at most limit, and leaves the clock at the last one', () => {
+    const s = new Scheduler();
+    const log: number[] = [];
+    for (const t of [5, 10, 10, 20, 30]) s.schedule(new SimEvent(`e${t}`, 0, () => log.push(s.now())), t);
+    expect(s.runBatch(15, 100)).toBe(3);
+    expect(log).toEqual([5, 10, 10]);
+    expect(s.now()).toBe(10);
+    expect(s.runBatch(Infinity, 1)).toBe(1);
+    expect(s.now()).toBe(20);
+    expect(s.pending).toBe(1);
+  });
+
+  it('returns after the event that called interrupt; the rest stay queued; the next run starts clean', () => {
+    const s = new Scheduler();
+    const log: string[] = [];
+    s.schedule(new SimEvent('a', 0, () => log.push('a')), 1);
+    s.schedule(
+      new SimEvent('b', 0, () => {
+        log.push('b');
+        s.interrupt();
+      }),
+      2,
+    );
+    s.schedule(new SimEvent('c', 0, () => log.push('c')), 2);
+    s.schedule(new SimEvent('d', 0, () => log.push('d')), 3);
+    expect(s.runBatch(Infinity, 100)).toBe(2);
+    expect(log).toEqual(['a', 'b']);
+    expect(s.now()).toBe(2);
+    expect(s.pending).toBe(2);
+    expect(s.runBatch(Infinity, 100)).toBe(2);
+    expect(log).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('interrupt outside a run does nothing, and a throwing callback does not leave it set', () => {
+    const s = new Scheduler();
+    s.interrupt();
+    let n = 0;
+    for (let t = 0; t < 5; t++) s.schedule(new SimEvent(`e${t}`, 0, () => n++), t);
+    expect(s.runBatch(Infinity, 100)).toBe(5);
+    s.schedule(
+      new SimEvent('boom', 0, () => {
+        s.interrupt();
+        throw new Error('boom');
+      }),
+      10,
+    );
+    s.schedule(new SimEvent('x', 0, () => n++), 11);
+    s.schedule(new SimEvent('y', 0, () => n++), 12);
+    expect(() => s.runBatch(Infinity, 100)).toThrow('boom');
+    expect(s.runBatch(Infinity, 100)).toBe(2);
+    expect(n).toBe(7);
+  });
+
+  it('agrees with a loop of nextTime and step on 2000 seeded random workloads', () => {
+    for (let seed = 1; seed <= 2000; seed++) {
+      const traces = [0, 1].map((mode) => {
+        const rnd = new Random(seed);
+        const s = new Scheduler();
+        const trace: string[] = [];
+        const evs: SimEvent[] = [];
+        const stopped = { now: false };
+        for (let i = 0; i < 12; i++) {
+          const ev: SimEvent = new SimEvent(`e${i}`, rnd.int(3) - 1, () => {
+            trace.push(`${s.now()}:${ev.name}`);
+            if (rnd.int(4) === 0) {
+              s.interrupt();
+              stopped.now = true;
+            }
+            if (rnd.int(2) === 0) s.reschedule(evs[rnd.int(evs.length)]!, s.now() + rnd.int(20));
+          });
+          evs.push(ev);
+          s.schedule(ev, rnd.int(50));
+        }
+        for (let round = 0; round < 40 && s.pending > 0; round++) {
+          const limit = s.nextTime() + rnd.int(30);
+          const max = 1 + rnd.int(8);
+          if (mode === 0) trace.push(`ran ${s.runBatch(limit, max)}`);
+          else {
+            // The reference: one event per call, stopping after an interrupting event.
+            let n = 0;
+            while (n < max && s.nextTime() <= limit) {
+              stopped.now = false;
+              s.step();
+              n++;
+              if (stopped.now) break;
+            }
+            trace.push(`ran ${n}`);
+          }
+        }
+        return trace;
+      });
+      expect(traces[0], `seed ${seed}`).toEqual(traces[1]);
+    }
+  });
+});
+
 describe('errors (typed, with a stable code)', () => {
   it('scheduling in the past', () => {
     const s = new Scheduler();

@@ -145,6 +145,8 @@ export class SimModel implements RunningModel {
   #changes = 0;
   #stopped = false;
   #driving = false;
+  /** True while step or runToChange runs a batch that ends at the first change. */
+  #batch = false;
   #kicks: (() => void)[] = [];
   #horizon = Infinity;
 
@@ -161,6 +163,8 @@ export class SimModel implements RunningModel {
       params: this.params,
       changed: () => {
         this.#changes++;
+        // A batch run for a poll (step, runToChange) ends at the first change.
+        if (this.#batch) this.scheduler.interrupt();
       },
       observer: () => this.#observer,
     };
@@ -385,20 +389,19 @@ export class SimModel implements RunningModel {
     const sched = this.scheduler;
     const first = sched.nextTime();
     if (first > this.#horizon) return 0;
-    const limit = Math.min(first + this.params.pollStep, this.#horizon);
-    const seen = this.#changes;
-    let n = 0;
+    return this.#runBatch(Math.min(first + this.params.pollStep, this.#horizon));
+  }
+
+  /** Runs events up to `limitNs` until the first change or CHUNK_EVENTS have run; returns how many ran. */
+  #runBatch(limitNs: number): number {
     this.#driving = true;
+    this.#batch = true;
     try {
-      while (n < CHUNK_EVENTS && sched.nextTime() <= limit) {
-        sched.step();
-        n++;
-        if (this.#changes !== seen) break;
-      }
+      return this.scheduler.runBatch(limitNs, CHUNK_EVENTS);
     } finally {
+      this.#batch = false;
       this.#driving = false;
     }
-    return n;
   }
 
   /**
@@ -444,7 +447,8 @@ export class SimModel implements RunningModel {
    * time to find nothing new.
    */
   runToChange(): number {
-    return this.#runChunk(null, Infinity);
+    if (this.#driving) return 0;
+    return this.#runBatch(this.#horizon);
   }
 
   /** Runs events until a change, `cond()`, the deadline, or CHUNK_EVENTS. Returns events run. */
