@@ -9,7 +9,7 @@ interface Item {
 }
 
 describe('TimedQueue', () => {
-  it('behaves as a plain array model under 20,000 seeded random operations (push, sorted insert, shift, pop, clear), across compactions', () => {
+  it('behaves as a plain array model under 20,000 seeded random operations (push, sorted insert, shift, unshift, pop, clear), across compactions', () => {
     for (const seed of [1, 2, 3, 4]) {
       const rnd = seededRandom(seed);
       const q = new TimedQueue();
@@ -36,6 +36,11 @@ describe('TimedQueue', () => {
           expect(q.first()).toBe(want.frame);
           expect(q.shift()).toBe(want.frame);
           model.shift();
+        } else if (r < 0.98) {
+          // Put back at the front (the MAC gives a frame back), at a head of 0 or past it.
+          const it = { frame: new Uint8Array(1), at: model[0]?.at ?? 0, tag: step & 7 };
+          q.unshift(it.frame, it.at, it.tag);
+          model.unshift(it);
         } else if (r < 0.995) {
           expect(q.last()).toBe(model[model.length - 1]?.frame);
           if (model.length === 0) continue;

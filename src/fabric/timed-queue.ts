@@ -24,6 +24,22 @@ export class TimedQueue {
     this.#tail++;
   }
 
+  /** Puts an item back at the front. */
+  unshift(item: Uint8Array, at: number, tag = 0): void {
+    if (this.#head === 0) {
+      // Rare (a frame given back by the line): open a slot at the front.
+      this.#items.splice(0, 0, item);
+      this.#at.splice(0, 0, at);
+      this.#tag.splice(0, 0, tag);
+      this.#tail++;
+      return;
+    }
+    this.#head--;
+    this.#items[this.#head] = item;
+    this.#at[this.#head] = at;
+    this.#tag[this.#head] = tag;
+  }
+
   /** Inserts in order of `at`, after every item with the same `at` (stable); returns its position from the front. */
   insertByTime(item: Uint8Array, at: number, tag = 0): number {
     let i = this.#tail;

@@ -134,14 +134,6 @@ class SimNic extends Nic {
   }
 }
 
-/** A posted write waiting to land: a CQE (`f` set) or an asynchronous event. */
-interface PendingWrite {
-  cqn: number;
-  f: CqeFields | null;
-  type: number;
-  resource: number;
-}
-
 /**
  * One port of a simulated device: the `FrameSink` its EthPort transmits
  * into (the MAC's transmit arbiter: a FIFO per priority, tx-arbiter.ts),
@@ -324,15 +316,25 @@ export class SimDevice {
   readonly #rxEv: SimEvent;
   readonly #writeEv: SimEvent;
   readonly #pairs = new Int32Array(1024);
-  /** Doorbells in flight to the device: kind, queue, slot value, due time. */
-  #db: number[] = [];
+  /** Doorbells in flight to the device: kind, queue, slot value, due time (4 numbers each, [#dbHead, #dbTail)). */
+  readonly #db: number[] = [];
   #dbHead = 0;
+  #dbTail = 0;
   /** Frames received, waiting out the receive stages. */
   readonly #rx = new TimedQueue();
-  /** Posted writes (CQEs, events) in flight to host memory. */
-  #writes: PendingWrite[] = [];
-  #writeDue: number[] = [];
+  /**
+   * Posted writes in flight to host memory, in parallel arrays ([#writeHead,
+   * #writeTail)): a CQE (its fields set) or an asynchronous event (fields
+   * null, its type and resource set), and when it lands. The arrays keep
+   * their storage: no object per write.
+   */
+  readonly #writeCqn: number[] = [];
+  readonly #writeCqe: (CqeFields | null)[] = [];
+  readonly #writeType: number[] = [];
+  readonly #writeResource: number[] = [];
+  readonly #writeDue: number[] = [];
   #writeHead = 0;
+  #writeTail = 0;
   readonly #spareCqes: CqeFields[] = [];
   /** DMA read channel: when it has returned its last byte, ps. */
   #readFreePs = 0;
@@ -405,13 +407,21 @@ export class SimDevice {
       if ((kinds & (1 << kind)) === 0) continue;
       for (;;) {
         const n = drainDoorbells(bar, kind, pairs);
-        for (let i = 0; i < n; i++) this.#db.push(kind, pairs[2 * i]!, pairs[2 * i + 1]!, due);
+        const db = this.#db;
+        for (let i = 0; i < n; i++) {
+          const t = this.#dbTail;
+          db[t] = kind;
+          db[t + 1] = pairs[2 * i]!;
+          db[t + 2] = pairs[2 * i + 1]!;
+          db[t + 3] = due;
+          this.#dbTail = t + 4;
+        }
         this.doorbells += n;
         if (n < pairs.length >> 1) break;
       }
     }
     // drainDoorbells may have put the summary bit back (out of room): that kind is taken next time.
-    if (this.#dbHead < this.#db.length && !this.#doorbellEv.scheduled) this.sched.schedule(this.#doorbellEv, this.#db[this.#dbHead + 3]!);
+    if (this.#dbHead < this.#dbTail && !this.#doorbellEv.scheduled) this.sched.schedule(this.#doorbellEv, this.#db[this.#dbHead + 3]!);
     if (kinds & CMD_BIT) {
       // Only the command is pending in the BAR now: poll(0) serves it and acts on RESET/ERR, sends nothing.
       this.#pollNow(0);
@@ -422,19 +432,19 @@ export class SimDevice {
   #onDoorbells(): void {
     const now = this.sched.now();
     const db = this.#db;
-    while (this.#dbHead < db.length && db[this.#dbHead + 3]! <= now) {
+    while (this.#dbHead < this.#dbTail && db[this.#dbHead + 3]! <= now) {
       ringDoorbell(this.bar, db[this.#dbHead]! as DbKind, db[this.#dbHead + 1]!, db[this.#dbHead + 2]!);
       this.#dbHead += 4;
     }
-    if (this.#dbHead === db.length) {
-      this.#db = [];
-      this.#dbHead = 0;
+    if (this.#dbHead === this.#dbTail) {
+      this.#dbHead = this.#dbTail = 0;
     } else {
-      if (this.#dbHead >= 4096 && this.#dbHead * 2 >= db.length) {
-        this.#db = db.slice(this.#dbHead);
+      if (this.#dbHead >= 4096 && this.#dbHead * 2 >= this.#dbTail) {
+        db.copyWithin(0, this.#dbHead, this.#dbTail);
+        this.#dbTail -= this.#dbHead;
         this.#dbHead = 0;
       }
-      this.sched.schedule(this.#doorbellEv, this.#db[this.#dbHead + 3]!);
+      this.sched.schedule(this.#doorbellEv, db[this.#dbHead + 3]!);
     }
     this.#runPoll();
   }
@@ -609,16 +619,20 @@ export class SimDevice {
   deferCqe(cqn: number, f: CqeFields): void {
     const c = this.#spareCqes.pop() ?? new CqeFields();
     Object.assign(c, f);
-    this.#deferWrite({ cqn, f: c, type: 0, resource: 0 });
+    this.#deferWrite(cqn, c, 0, 0);
   }
 
   deferEvent(cqn: number, type: number, resource: number): void {
-    this.#deferWrite({ cqn, f: null, type, resource });
+    this.#deferWrite(cqn, null, type, resource);
   }
 
-  #deferWrite(w: PendingWrite): void {
-    this.#writes.push(w);
-    this.#writeDue.push(this.sched.now() + this.#writeLatencyNs);
+  #deferWrite(cqn: number, f: CqeFields | null, type: number, resource: number): void {
+    const t = this.#writeTail++;
+    this.#writeCqn[t] = cqn;
+    this.#writeCqe[t] = f;
+    this.#writeType[t] = type;
+    this.#writeResource[t] = resource;
+    this.#writeDue[t] = this.sched.now() + this.#writeLatencyNs;
     if (!this.#writeEv.scheduled) this.sched.schedule(this.#writeEv, this.#writeDue[this.#writeHead]!);
   }
 
@@ -627,30 +641,36 @@ export class SimDevice {
     const nic = this.nic as SimNic;
     const irq = this.#irqSum();
     let n = 0;
-    while (this.#writeHead < this.#writes.length && this.#writeDue[this.#writeHead]! <= now) {
-      const w = this.#writes[this.#writeHead]!;
-      this.#writeHead++;
-      if (w.f !== null) {
-        nic.writeCqe(w.cqn, w.f);
-        this.#spareCqes.push(w.f);
+    while (this.#writeHead < this.#writeTail && this.#writeDue[this.#writeHead]! <= now) {
+      const h = this.#writeHead++;
+      const f = this.#writeCqe[h]!;
+      if (f !== null) {
+        this.#writeCqe[h] = null;
+        nic.writeCqe(this.#writeCqn[h]!, f);
+        this.#spareCqes.push(f);
       } else {
-        nic.writeEvent(w.cqn, w.type, w.resource);
+        nic.writeEvent(this.#writeCqn[h]!, this.#writeType[h]!, this.#writeResource[h]!);
       }
       n++;
     }
-    if (this.#writeHead === this.#writes.length) {
-      this.#writes = [];
-      this.#writeDue = [];
-      this.#writeHead = 0;
+    if (this.#writeHead === this.#writeTail) {
+      this.#writeHead = this.#writeTail = 0;
     } else {
-      if (this.#writeHead >= 1024 && this.#writeHead * 2 >= this.#writes.length) {
-        this.#writes = this.#writes.slice(this.#writeHead);
-        this.#writeDue = this.#writeDue.slice(this.#writeHead);
-        this.#writeHead = 0;
-      }
+      if (this.#writeHead >= 1024 && this.#writeHead * 2 >= this.#writeTail) this.#compactWrites();
       this.sched.schedule(this.#writeEv, this.#writeDue[this.#writeHead]!);
     }
     if (n > 0 || this.#irqSum() !== irq) this.ctx.changed();
+  }
+
+  /** Moves the writes still in flight to the front of their arrays. */
+  #compactWrites(): void {
+    const h = this.#writeHead;
+    const t = this.#writeTail;
+    for (const a of [this.#writeCqn, this.#writeType, this.#writeResource, this.#writeDue]) a.copyWithin(0, h, t);
+    this.#writeCqe.copyWithin(0, h, t);
+    this.#writeCqe.fill(null, t - h, t);
+    this.#writeHead = 0;
+    this.#writeTail = t - h;
   }
 
   /** Stops the device (the driver sees it not READY). */

@@ -6,33 +6,17 @@
  * that is ready and not paused by the far end (strict priority, the
  * control lane first); a paused lane waits without holding up the others.
  */
+import { TimedQueue } from '../../fabric/timed-queue.js';
 import type { PriorityPause } from '../../pipeline/pfc.js';
 
 /** Lanes 0..7 are the priorities; this one carries MAC Control frames. */
 export const CONTROL_LANE = 8;
 const LANES = 9;
 
+/** One FIFO: its frames with their ready times (a queue that keeps its storage), and the last ready time. */
 class Lane {
-  frames: (Uint8Array | undefined)[] = [];
-  ready: number[] = [];
-  head = 0;
+  readonly q = new TimedQueue();
   lastReady = 0;
-
-  get size(): number {
-    return this.frames.length - this.head;
-  }
-
-  compact(): void {
-    if (this.head === this.frames.length) {
-      this.frames = [];
-      this.ready = [];
-      this.head = 0;
-    } else if (this.head >= 1024 && this.head * 2 >= this.frames.length) {
-      this.frames = this.frames.slice(this.head);
-      this.ready = this.ready.slice(this.head);
-      this.head = 0;
-    }
-  }
 }
 
 export class TxArbiter {
@@ -45,22 +29,13 @@ export class TxArbiter {
     const l = this.#lanes[lane]!;
     const at = readyNs < l.lastReady ? l.lastReady : readyNs;
     l.lastReady = at;
-    l.frames.push(frame);
-    l.ready.push(at);
+    l.q.push(frame, at);
     this.size++;
   }
 
   /** Puts a frame the line gave back at the head of its lane, ready now. */
   unshift(lane: number, frame: Uint8Array, nowNs: number): void {
-    const l = this.#lanes[lane]!;
-    if (l.head > 0) {
-      l.head--;
-      l.frames[l.head] = frame;
-      l.ready[l.head] = nowNs;
-    } else {
-      l.frames.unshift(frame);
-      l.ready.unshift(nowNs);
-    }
+    this.#lanes[lane]!.q.unshift(frame, nowNs);
     this.size++;
   }
 
@@ -68,8 +43,8 @@ export class TxArbiter {
   pick(nowNs: number, pause: PriorityPause): number {
     const paused = pause.pausedMask;
     for (let i = LANES - 1; i >= 0; i--) {
-      const l = this.#lanes[i]!;
-      if (l.head === l.frames.length || l.ready[l.head]! > nowNs) continue;
+      const q = this.#lanes[i]!.q;
+      if (q.length === 0 || q.firstAt() > nowNs) continue;
       if (i !== CONTROL_LANE && paused !== 0 && pause.isPaused(i, nowNs)) continue;
       return i;
     }
@@ -80,9 +55,9 @@ export class TxArbiter {
   nextNs(nowNs: number, pause: PriorityPause): number {
     let t = Infinity;
     for (let i = 0; i < LANES; i++) {
-      const l = this.#lanes[i]!;
-      if (l.head === l.frames.length) continue;
-      let at = l.ready[l.head]!;
+      const q = this.#lanes[i]!.q;
+      if (q.length === 0) continue;
+      let at = q.firstAt();
       if (i !== CONTROL_LANE && pause.isPaused(i, nowNs)) at = Math.max(at, pause.resumeNs(i));
       if (at < t) t = at;
     }
@@ -91,20 +66,15 @@ export class TxArbiter {
 
   /** Takes the head of `lane` (after `pick` chose it). */
   take(lane: number): Uint8Array {
-    const l = this.#lanes[lane]!;
-    const f = l.frames[l.head]!;
-    l.frames[l.head] = undefined;
-    l.head++;
-    l.compact();
     this.size--;
-    return f;
+    return this.#lanes[lane]!.q.shift();
   }
 
   /** Frames waiting on lanes the far end holds at `nowNs`. */
   held(nowNs: number, pause: PriorityPause): number {
     if (pause.pausedMask === 0) return 0;
     let n = 0;
-    for (let i = 0; i < CONTROL_LANE; i++) if (pause.isPaused(i, nowNs)) n += this.#lanes[i]!.size;
+    for (let i = 0; i < CONTROL_LANE; i++) if (pause.isPaused(i, nowNs)) n += this.#lanes[i]!.q.length;
     return n;
   }
 }
