@@ -7,8 +7,14 @@
  */
 import { Ecn, encodePacket, newPacket, type Packet } from '../wire/index.js';
 
-/** The CNP answering the CE-marked packet `rx` (read now: a reused decode), from `srcMac` to QP `destQp`. */
-export function buildCnp(rx: Packet, srcMac: Uint8Array, destQp: number, dscp: number, ect: boolean, ipId: number): Uint8Array {
+/** Its ICRC left pending for the runtime to seal (NicEnv.deferIcrc, wire/lazy-icrc.ts). */
+const DEFERRED = { deferIcrc: true } as const;
+
+/**
+ * The CNP answering the CE-marked packet `rx` (read now: a reused decode), from `srcMac` to QP `destQp`.
+ * `deferIcrc`: the runtime seals frames before anything reads them (NicEnv.deferIcrc).
+ */
+export function buildCnp(rx: Packet, srcMac: Uint8Array, destQp: number, dscp: number, ect: boolean, ipId: number, deferIcrc = false): Uint8Array {
   const v6 = rx.ipv6 !== null;
   const p = newPacket('roce-v2', 0x81, {
     ipVersion: v6 ? 6 : 4,
@@ -23,7 +29,7 @@ export function buildCnp(rx: Packet, srcMac: Uint8Array, destQp: number, dscp: n
     ipId,
     becn: 1,
   });
-  return encodePacket(p);
+  return deferIcrc ? encodePacket(p, undefined, 0, DEFERRED) : encodePacket(p);
 }
 
 /** The IP ECN field of a decoded RoCE v2 packet (Not-ECT for other framings). */
