@@ -23,6 +23,8 @@ export class TxArbiter {
   readonly #lanes: Lane[] = Array.from({ length: LANES }, () => new Lane());
   /** Frames in all lanes. */
   size = 0;
+  /** Bit i set while lane i has a frame: the scans visit only those (usually one lane of nine). */
+  #nonEmpty = 0;
 
   /** Queues `frame` on `lane`, ready at `readyNs` (never before the lane's previous frame: a FIFO). */
   push(lane: number, frame: Uint8Array, readyNs: number): void {
@@ -30,21 +32,25 @@ export class TxArbiter {
     const at = readyNs < l.lastReady ? l.lastReady : readyNs;
     l.lastReady = at;
     l.q.push(frame, at);
+    this.#nonEmpty |= 1 << lane;
     this.size++;
   }
 
   /** Puts a frame the line gave back at the head of its lane, ready now. */
   unshift(lane: number, frame: Uint8Array, nowNs: number): void {
     this.#lanes[lane]!.q.unshift(frame, nowNs);
+    this.#nonEmpty |= 1 << lane;
     this.size++;
   }
 
   /** The lane whose head goes next at `nowNs`, or -1 when none may. */
   pick(nowNs: number, pause: PriorityPause): number {
     const paused = pause.pausedMask;
-    for (let i = LANES - 1; i >= 0; i--) {
-      const q = this.#lanes[i]!.q;
-      if (q.length === 0 || q.firstAt() > nowNs) continue;
+    // Highest lane first.
+    for (let m = this.#nonEmpty; m !== 0; ) {
+      const i = 31 - Math.clz32(m);
+      m &= ~(1 << i);
+      if (this.#lanes[i]!.q.firstAt() > nowNs) continue;
       if (i !== CONTROL_LANE && paused !== 0 && pause.isPaused(i, nowNs)) continue;
       return i;
     }
@@ -54,10 +60,9 @@ export class TxArbiter {
   /** The first time after `nowNs` a head may go (ready, and its pause over), or Infinity when empty. */
   nextNs(nowNs: number, pause: PriorityPause): number {
     let t = Infinity;
-    for (let i = 0; i < LANES; i++) {
-      const q = this.#lanes[i]!.q;
-      if (q.length === 0) continue;
-      let at = q.firstAt();
+    for (let m = this.#nonEmpty; m !== 0; m &= m - 1) {
+      const i = 31 - Math.clz32(m & -m);
+      let at = this.#lanes[i]!.q.firstAt();
       if (i !== CONTROL_LANE && pause.isPaused(i, nowNs)) at = Math.max(at, pause.resumeNs(i));
       if (at < t) t = at;
     }
@@ -66,8 +71,11 @@ export class TxArbiter {
 
   /** Takes the head of `lane` (after `pick` chose it). */
   take(lane: number): Uint8Array {
+    const q = this.#lanes[lane]!.q;
     this.size--;
-    return this.#lanes[lane]!.q.shift();
+    const f = q.shift();
+    if (q.length === 0) this.#nonEmpty &= ~(1 << lane);
+    return f;
   }
 
   /** Frames waiting on lanes the far end holds at `nowNs`. */
