@@ -73,8 +73,7 @@ export class Nic implements NicCore {
   private readonly timed = new Set<QpCtx>();
   /** CQ moderation: cqn → when (ns) its held-back completion event is due. */
   private readonly modDue = new Map<number, number>();
-  /** Creation order of each QpCtx (the order of `qps`): timers due together fire in it. */
-  private readonly rank = new WeakMap<QpCtx, number>();
+  /** The next QpCtx's rank (creation order, the order of `qps`): timers due together fire in it. */
   private nextRank = 0;
   /** QPs with something to send, in round-robin order. */
   private readonly ready: QpCtx[] = [];
@@ -88,7 +87,7 @@ export class Nic implements NicCore {
   private readonly congestion: Congestion;
   /** Sorts QPs in creation order (timers due together fire in it). */
   private readonly byRank = (qs: QpCtx[]): void => {
-    qs.sort((x, y) => this.rank.get(x)! - this.rank.get(y)!);
+    qs.sort((x, y) => x.rank - y.rank);
   };
   private readonly scheduleQp = (q: QpCtx): void => this.schedule(q);
   private readonly pairs = new Int32Array(1024);
@@ -282,7 +281,7 @@ export class Nic implements NicCore {
     let q = this.qps.get(qpn);
     if (!q) {
       this.qps.set(qpn, (q = new QpCtx(qpn)));
-      this.rank.set(q, this.nextRank++);
+      q.rank = this.nextRank++;
     }
     // UD has no path MTU attribute: its messages are bounded by the port's MTU (rxe get_mtu).
     if (q.refresh(t, off) && q.qpType === IBV_QPT_UD) q.mtu = this.env.caps.ports[q.portNum - 1]?.activeMtu ?? q.mtu;
@@ -501,7 +500,7 @@ export class Nic implements NicCore {
       else if (q.ackDeadline === Infinity && q.rnrUntil === 0) this.timed.delete(q);
     }
     if (due === null) return work;
-    if (due.length > 1) due.sort((x, y) => this.rank.get(x)! - this.rank.get(y)!);
+    if (due.length > 1) due.sort((x, y) => x.rank - y.rank);
     for (const q of due) {
       if (q.ackDeadline <= now) {
         const s = this.qp(q.qpn);

@@ -8,7 +8,16 @@
  */
 import { QPC, QpFlag } from '../device/contexts.js';
 import type { ContextTables } from '../device/contexts.js';
-import { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_XRC_RECV, IBV_QPT_XRC_SEND, mtu_enum_to_bytes } from '../device/abi/constants.js';
+import {
+  IBV_QPS_RTR,
+  IBV_QPS_SQE,
+  IBV_QPT_RC,
+  IBV_QPT_UC,
+  IBV_QPT_UD,
+  IBV_QPT_XRC_RECV,
+  IBV_QPT_XRC_SEND,
+  mtu_enum_to_bytes,
+} from '../device/abi/constants.js';
 import type { CcFlow } from './cc/congestion-control.js';
 import type { PathTemplate } from './packet-builder.js';
 import { readAv, type AddressVector, type RecvWqe, type SendWqe } from './work-requests.js';
@@ -131,6 +140,8 @@ export class QpCtx {
 
   /** Queued on the engine's transmit list. */
   scheduled = false;
+  /** Order of first use: the engine serves QPs due at the same time in this order. */
+  rank = 0;
   /** Transmit priority 0..7 (from the AV's SL or DSCP, cc-params.ts txPriority); UD: of its last WQE. */
   prio = 0;
   /** Waiting on the engine's list of QPs whose priority the far end paused (PFC). */
@@ -198,7 +209,9 @@ export class QpCtx {
     this.maxRecvSge = f.maxRecvSge.get(dv, qp);
     this.maxInline = f.maxInlineData.get(dv, qp);
     this.rateLimitBps = f.rateLimit.get(dv, qp) * 1000;
-    this.av = readAv(dv, qp + QPC.f.avDgid.decl.offset);
+    // Only a connected QP past INIT has a path; the AV of any other is never read (UD's WQEs carry theirs).
+    const state = t.qpState(qp);
+    this.av = this.qpType !== IBV_QPT_UD && state >= IBV_QPS_RTR && state <= IBV_QPS_SQE ? readAv(dv, qp + QPC.f.avDgid.decl.offset) : null;
     this.path = null;
     // PSNs are [fw, dev]: the pipeline writes its values back, so the context
     // holds ours unless MODIFY_QP just set new ones.

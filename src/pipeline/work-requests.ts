@@ -125,9 +125,11 @@ export class SendWqe {
 }
 
 export function readAv(dv: DataView, off: number): AddressVector {
+  // DGID and DMAC are adjacent: one copy of their 22 bytes, two views of it.
+  const b = new Uint8Array(dv.buffer, dv.byteOffset + off, 0x16).slice();
   return {
-    dgid: new Uint8Array(dv.buffer, dv.byteOffset + off, 16).slice(),
-    dmac: new Uint8Array(dv.buffer, dv.byteOffset + off + 0x10, 6).slice(),
+    dgid: b.subarray(0, 16),
+    dmac: b.subarray(0x10, 0x16),
     flowLabel: (dv.getUint32(off + 0x18, true) & 0xfffff) >>> 0,
     sl: dv.getUint8(off + 0x1a) >>> 4,
     trafficClass: dv.getUint8(off + 0x1b),
