@@ -29,8 +29,8 @@ import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
 import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, type Packet, Transport } from '../wire/index.js';
 
 const RX_DECODE: DecodeOptions = Object.freeze({});
-/** The runtime vouches that the frame is byte for byte as a model device built it: its ICRC check would pass. */
-const RX_DECODE_ICRC_KNOWN: DecodeOptions = Object.freeze({ verifyIcrc: false });
+/** The runtime vouches that the frame is byte for byte as a model device built it: its ICRC and IP checksum checks would pass. */
+const RX_DECODE_ICRC_KNOWN: DecodeOptions = Object.freeze({ verifyIcrc: false, verifyIpChecksum: false });
 import { type CcParams, DEFAULT_CC_PARAMS, txPriority } from './cc-params.js';
 import type { CcSample } from './cc/congestion-control.js';
 import { ecnOf } from './cnp.js';
@@ -272,12 +272,17 @@ export class Nic implements NicCore {
 
   /** The pipeline state of QP `qpn` with fresh attributes, or null if the QP does not exist. */
   private qp(qpn: number): { q: QpCtx; off: number } | null {
-    const t = this.env.tables;
-    const off = t.qpByNumber(qpn);
+    const off = this.env.tables.qpByNumber(qpn);
     if (off < 0) {
       this.dropQp(qpn);
       return null;
     }
+    return { q: this.qpAt(qpn, off), off };
+  }
+
+  /** `qp` for a QP whose context slot `off` the caller has just looked up (a received packet's: no second lookup, no object). */
+  private qpAt(qpn: number, off: number): QpCtx {
+    const t = this.env.tables;
     let q = this.qps.get(qpn);
     if (!q) {
       this.qps.set(qpn, (q = new QpCtx(qpn)));
@@ -287,7 +292,7 @@ export class Nic implements NicCore {
     if (q.refresh(t, off) && q.qpType === IBV_QPT_UD) q.mtu = this.env.caps.ports[q.portNum - 1]?.activeMtu ?? q.mtu;
     this.handleFlags(q, off);
     if (q.av !== null && q.qpType !== IBV_QPT_UD) q.prio = txPriority(q.av.sl, q.av.trafficClass, this.cc.trust);
-    return { q, off };
+    return q;
   }
 
   /** Forget the private state of a destroyed QP. */
@@ -626,7 +631,7 @@ export class Nic implements NicCore {
    * bad P_Key → bad_pkey_cntr. rcvd_pkts counts what passed them all.
    * `icrcKnownGood`: the runtime knows the frame is byte for byte what a
    * model device built (the simulator, over a link no fault can touch), so
-   * the ICRC check, whose result is then known, is skipped.
+   * the ICRC and IP checksum checks, whose results are then known, are skipped.
    */
   receive(portNum: number, frame: Uint8Array, icrcKnownGood = false): void {
     const port = this.port(portNum);
@@ -677,12 +682,12 @@ export class Nic implements NicCore {
       return;
     }
     ctr[Ctr.RCVD_PKTS]!++;
-    const s = this.qp(p.bth.destQp)!;
+    const q = this.qpAt(p.bth.destQp, off);
     if (p.ipv4 !== null || p.ipv6 !== null) {
-      if (ecnOf(p) === 3) this.congestion.notificationPoint(portNum, s.q, p);
+      if (ecnOf(p) === 3) this.congestion.notificationPoint(portNum, q, p);
     }
-    if (info.isRequest) responderReceive(this, s.q, s.off, p, frame);
-    else completerReceive(this, s.q, s.off, p, this.env.clock.now());
-    this.noteTimers(s.q);
+    if (info.isRequest) responderReceive(this, q, off, p, frame);
+    else completerReceive(this, q, off, p, this.env.clock.now());
+    this.noteTimers(q);
   }
 }

@@ -34,7 +34,7 @@ import { Ctr } from '../device/counters.js';
 import { QPC } from '../device/contexts.js';
 import { MwFault, mwInvalidate } from '../device/mw.js';
 import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
-import { Op, OPCODES, Position, type Packet, Syndrome } from '../wire/index.js';
+import { Op, OPCODES, Position, type Packet, rethVaNumber, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
 import { copyBytes, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
@@ -356,7 +356,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
       return false;
     }
     const r = p.reth!;
-    const va = Number(r.va);
+    const va = rethVaNumber(r);
     q.writeLength = r.dmaLength;
     q.writeLeft = r.dmaLength;
     if (r.dmaLength === 0) q.writeHostOff = 0;
@@ -405,7 +405,7 @@ function handleRead(nic: NicCore, q: QpCtx, p: Packet): number {
     return -1;
   }
   const r = p.reth!;
-  const va = Number(r.va);
+  const va = rethVaNumber(r);
   let hostOff = 0;
   if (r.dmaLength > 0) {
     hostOff = remoteOffset(mem, t, q.pdn, q.qpn, r.rkey, va, r.dmaLength, IBV_ACCESS_REMOTE_READ);
@@ -453,7 +453,7 @@ function handleAtomicWrite(nic: NicCore, q: QpCtx, p: Packet): boolean {
   const psn = p.bth.psn;
   ctr[Ctr.RX_WRITE_REQUESTS]!++;
   const r = p.reth!;
-  const va = Number(r.va);
+  const va = rethVaNumber(r);
   if (!(q.accessFlags & IBV_ACCESS_REMOTE_WRITE) || q.maxDestRdAtomic === 0 || va % 8 !== 0 || r.dmaLength !== 8 || p.payload.length !== 8) {
     fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_REQ_ERR);
     return false;
@@ -495,7 +495,7 @@ function handleFlush(nic: NicCore, q: QpCtx, p: Packet): boolean {
   const r = p.reth!;
   const mr = t.mrByKey(r.rkey);
   // Whole MR: its first byte stands for it; a range: every byte of it.
-  const va = level === 1 && mr >= 0 ? MPT.f.iova.getNum(t.dv, mr) : Number(r.va);
+  const va = level === 1 && mr >= 0 ? MPT.f.iova.getNum(t.dv, mr) : rethVaNumber(r);
   const len = level === 1 ? 0 : r.dmaLength;
   if (checkAccess(t, mr, q.pdn, va, len, needed) !== MrCheck.OK) {
     ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
@@ -552,7 +552,7 @@ function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
   if (info.kind === 'read-request') {
     const r = q.resources.find((x) => x.kind === 'read' && psnCompare(psn, x.firstPsn) >= 0 && psnCompare(psn, x.lastPsn) <= 0);
     const reth = p.reth!;
-    const va = Number(reth.va);
+    const va = rethVaNumber(reth);
     if (!r || reth.rkey !== r.rkey || va < r.va || va + reth.dmaLength > r.va + r.length) return;
     const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, q.qpn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
     if (hostOff < 0) return;

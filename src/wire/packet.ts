@@ -114,6 +114,34 @@ export interface DecodeOptions {
  * with views into the frame, as documented above. State-free otherwise: the
  * scratch holds no information between decodes.
  */
+/**
+ * The scratch decoder's RETH: the VA kept as its two 32-bit halves, a
+ * bigint made only when `va` is read. The pipeline reads the VA as a number
+ * (`rethVaNumber`), so a decoded WRITE or READ costs no bigint.
+ */
+export class ScratchReth implements Reth {
+  vaHi = 0;
+  vaLo = 0;
+  rkey = 0;
+  dmaLength = 0;
+  get va(): bigint {
+    return (BigInt(this.vaHi) << 32n) | BigInt(this.vaLo);
+  }
+  set va(v: bigint) {
+    this.vaHi = Number(BigInt.asUintN(64, v) >> 32n);
+    this.vaLo = Number(BigInt.asUintN(32, v));
+  }
+}
+
+/**
+ * A RETH's VA as a number: `Number(r.va)` (one rounding above 2^53; the
+ * sum of the halves rounds the same way), without the bigint when `r` came
+ * from a scratch decode.
+ */
+export function rethVaNumber(r: Reth): number {
+  return r instanceof ScratchReth ? r.vaHi * 0x1_0000_0000 + r.vaLo : Number(r.va);
+}
+
 export class DecodeScratch {
   /** @internal */ readonly eth: EthernetHeader = { dst: new Uint8Array(6), src: new Uint8Array(6), vlan: null, etherType: 0 };
   /** @internal */ readonly vlan = { pcp: 0, dei: 0, vid: 0 };
@@ -158,7 +186,7 @@ export class DecodeScratch {
     resv7: 0,
     psn: 0,
   };
-  /** @internal */ readonly reth: Reth = { va: 0n, rkey: 0, dmaLength: 0 };
+  /** @internal */ readonly reth = new ScratchReth();
   /** @internal */ readonly aeth: Aeth = { syndrome: 0, msn: 0 };
   /** @internal */ readonly deth: Deth = { qkey: 0, resv8: 0, srcQp: 0 };
   /** @internal */ readonly packet: Packet = {
@@ -730,7 +758,8 @@ function decodeTransport(
     p.xrceth = h & Hdr.XRCETH ? readXrceth(frame, o + off.xrceth) : null;
     if (h & Hdr.RETH) {
       const x = scratch.reth;
-      x.va = read64(frame, o + off.reth);
+      x.vaHi = read32(frame, o + off.reth);
+      x.vaLo = read32(frame, o + off.reth + 4);
       x.rkey = read32(frame, o + off.reth + 8);
       x.dmaLength = read32(frame, o + off.reth + 12);
       p.reth = x;
