@@ -23,7 +23,7 @@ import {
 } from '../device/abi/constants.js';
 import { MrCheck } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
-import { aethType, AethType, aethValue, Op, type Packet, Syndrome } from '../wire/index.js';
+import { aethType, AethType, aethValue, Op, type ScratchPacket, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
 import { scatter } from './dma.js';
 import { psnAdd, psnCompare } from './psn.js';
@@ -156,7 +156,7 @@ function takeRetry(nic: NicCore, q: QpCtx): boolean {
 }
 
 /** A response packet for QP `q` (already matched to it and decoded). */
-export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, now: number): void {
+export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, now: number): void {
   const state = nic.env.tables.qpState(qp);
   if (state !== IBV_QPS_RTS && state !== IBV_QPS_SQD) return;
   const psn = p.bth.psn;
@@ -266,7 +266,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
     }
     const orig = new Uint8Array(8);
     new DataView(orig.buffer).setBigUint64(0, p.atomicAckEth!.origData, true);
-    if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, 0, orig, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
+    if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, 0, orig, 0, orig.length, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
       failHead(nic, q, head, IBV_WC_LOC_PROT_ERR);
       return;
     }
@@ -275,7 +275,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   }
   // ATOMIC_WRITE and FLUSH are answered by one zero-length READ response (rxe send_read_response_ack).
   if (head.opcode === IBV_WR_ATOMIC_WRITE || head.opcode === IBV_WR_FLUSH) {
-    if (op !== Op.RC_RDMA_READ_RESPONSE_ONLY || p.payload.length !== 0 || psn !== head.firstPsn) {
+    if (op !== Op.RC_RDMA_READ_RESPONSE_ONLY || p.payloadLength !== 0 || psn !== head.firstPsn) {
       failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
       return;
     }
@@ -298,14 +298,14 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
   }
   const isFirst = op === Op.RC_RDMA_READ_RESPONSE_FIRST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;
   const isLast = op === Op.RC_RDMA_READ_RESPONSE_LAST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;
-  const len = p.payload.length;
+  const len = p.payloadLength;
   const left = head.length - head.readDone;
   const lengthOk = isLast ? len === left : len === q.mtu && left > q.mtu;
   if (!lengthOk || (isFirst && head.readDone % q.mtu !== 0)) {
     failHead(nic, q, head, IBV_WC_BAD_RESP_ERR);
     return;
   }
-  if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, head.readDone, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
+  if (scatter(nic.env.mem, nic.env.tables, q.pdn, head.sges, head.readDone, p.payloadBytes, p.payloadAt, len, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
     failHead(nic, q, head, IBV_WC_LOC_PROT_ERR);
     return;
   }

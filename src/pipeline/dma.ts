@@ -90,30 +90,41 @@ export function gather(
 }
 
 /**
- * Writes `src` into the buffers described by `sges`, starting `offset`
- * bytes in. The keys must grant LOCAL_WRITE (pass it as `needed`). Returns
- * OUT_OF_BOUNDS when the SGEs are too short (the caller reports a length
- * error when the total is known to be too small before calling).
+ * Writes `src[srcOff, srcOff + len)` into the buffers described by `sges`,
+ * starting `offset` bytes in. The keys must grant LOCAL_WRITE (pass it as
+ * `needed`). Returns OUT_OF_BOUNDS when the SGEs are too short (the caller
+ * reports a length error when the total is known to be too small before
+ * calling).
  */
-export function scatter(mem: HostMemory, t: ContextTables, pdn: number, sges: readonly Sge[], offset: number, src: Uint8Array, needed: number): MrCheck {
+export function scatter(
+  mem: HostMemory,
+  t: ContextTables,
+  pdn: number,
+  sges: readonly Sge[],
+  offset: number,
+  src: Uint8Array,
+  srcOff: number,
+  len: number,
+  needed: number,
+): MrCheck {
   let skip = offset;
   let pos = 0;
-  for (let i = 0; i < sges.length && pos < src.length; i++) {
+  for (let i = 0; i < sges.length && pos < len; i++) {
     const s = sges[i]!;
     if (skip >= s.length) {
       skip -= s.length;
       continue;
     }
-    const n = Math.min(s.length - skip, src.length - pos);
+    const n = Math.min(s.length - skip, len - pos);
     const mr = t.mrByLkey(s.lkey);
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
-    copyBytes(mem.u8, host, src, pos, n);
+    copyBytes(mem.u8, host, src, srcOff + pos, n);
     pos += n;
     skip = 0;
   }
-  return pos === src.length ? MrCheck.OK : MrCheck.OUT_OF_BOUNDS;
+  return pos === len ? MrCheck.OK : MrCheck.OUT_OF_BOUNDS;
 }
 
 /** Checks every SGE of a local buffer up front (for the whole message). */

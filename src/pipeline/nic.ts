@@ -26,7 +26,7 @@ import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
 import { serviceCommandDoorbell } from '../device/mailbox.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
 import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
-import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, type Packet, Transport } from '../wire/index.js';
+import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, type ScratchPacket, Transport } from '../wire/index.js';
 
 const RX_DECODE: DecodeOptions = Object.freeze({});
 /** The runtime vouches that the frame is byte for byte as a model device built it: its ICRC and IP checksum checks would pass. */
@@ -141,7 +141,7 @@ export class Nic implements NicCore {
    * destination GID's group (the IPv4 destination as ::ffff:a.b.c.d, or the
    * IPv6 / GRH destination), each with its own Q_Key and receive queue.
    */
-  private receiveMulticast(p: Packet, frame: Uint8Array, ctr: Float64Array, looped = false): void {
+  private receiveMulticast(p: ScratchPacket, frame: Uint8Array, ctr: Float64Array, looped = false): void {
     if ((p.bth.pkey & 0x7fff) !== 0x7fff) {
       ctr[Ctr.BAD_PKEY_CNTR]!++;
       return;
@@ -237,7 +237,7 @@ export class Nic implements NicCore {
   private loopMulticast(portNum: number, frame: Uint8Array): void {
     const d = decodePacket(frame, LINKTYPE_ETHERNET, RX_DECODE_ICRC_KNOWN, this.loopScratch);
     if (!d.ok) return;
-    const p = d.packet;
+    const p = this.loopScratch.packet; // = d.packet: an Ethernet decode fills the scratch it is given
     if (p.bth.destQp !== MULTICAST_QPN || OPCODES[p.bth.opcode]!.transport !== Transport.UD) return;
     const t = this.env.tables;
     const sender = p.deth ? t.qpByNumber(p.deth.srcQp) : -1;
@@ -648,7 +648,7 @@ export class Nic implements NicCore {
       else if (d.error.code === 'WIRE_UNKNOWN_OPCODE') ctr[Ctr.RX_UNKNOWN_OPCODE]!++;
       return;
     }
-    const p = d.packet;
+    const p = this.rxScratch.packet; // = d.packet: an Ethernet decode fills the scratch it is given
     const info = OPCODES[p.bth.opcode]!;
     if (info.transport === Transport.CNP) {
       ctr[Ctr.RCVD_PKTS]!++;

@@ -34,7 +34,7 @@ import { Ctr } from '../device/counters.js';
 import { QPC } from '../device/contexts.js';
 import { MwFault, mwInvalidate } from '../device/mw.js';
 import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
-import { Op, OPCODES, Position, type Packet, rethVaNumber, Syndrome } from '../wire/index.js';
+import { Op, OPCODES, Position, rethVaNumber, type ScratchPacket, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
 import { copyBytes, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
@@ -151,7 +151,7 @@ function saveResource(q: QpCtx, r: ResponderResource): void {
 }
 
 /** A request packet for QP `q`. `frame` is the frame it came in (for the UD GRH). */
-export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, frame: Uint8Array): void {
+export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, frame: Uint8Array): void {
   const t = nic.env.tables;
   const state = t.qpState(qp);
   if (state === IBV_QPS_RESET || state === IBV_QPS_INIT || state === IBV_QPS_ERR) return;
@@ -243,7 +243,7 @@ export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, 
  * be a live XRC SRQ of the receive QP's XRC domain; anything else is an
  * invalid request. A message keeps the SRQ its first packet named.
  */
-function xrcTarget(nic: NicCore, q: QpCtx, p: Packet): boolean {
+function xrcTarget(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   const t = nic.env.tables;
   const srqn = p.xrceth?.xrcSrq ?? 0;
   const srq = t.srqByNumber(srqn);
@@ -266,7 +266,7 @@ function dropUcMessage(q: QpCtx): void {
   q.writeHostOff = -1;
 }
 
-function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position): boolean {
+function handleSend(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, pos: Position): boolean {
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
   const rc = q.reliable;
@@ -284,7 +284,7 @@ function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position
     q.inMessage = 1;
   }
   const w = q.recv!;
-  const len = p.payload.length;
+  const len = p.payloadLength;
   if (q.recvOffset + len > w.length) {
     ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
     if (rc) {
@@ -295,7 +295,7 @@ function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position
     }
     return false;
   }
-  if (len > 0 && scatter(nic.env.mem, nic.env.tables, q.pdn, w.sges, q.recvOffset, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
+  if (len > 0 && scatter(nic.env.mem, nic.env.tables, q.pdn, w.sges, q.recvOffset, p.payloadBytes, p.payloadAt, len, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK) {
     if (rc) fatal(nic, q, psn, Syndrome.NAK_REMOTE_OP, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
     else {
       completeRecv(nic, q, w, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, 0, false);
@@ -329,7 +329,7 @@ function handleSend(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position
   return true;
 }
 
-function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Position): boolean {
+function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, pos: Position): boolean {
   const { mem, tables: t } = nic.env;
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
@@ -371,7 +371,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
     }
     q.inMessage = 2;
   }
-  const len = p.payload.length;
+  const len = p.payloadLength;
   if (len > q.writeLeft || (last && len !== q.writeLeft)) {
     ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
     if (rc) fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
@@ -379,7 +379,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
     return false;
   }
   if (len > 0) {
-    copyBytes(mem.u8, q.writeHostOff, p.payload, 0, len);
+    copyBytes(mem.u8, q.writeHostOff, p.payloadBytes, p.payloadAt, len);
     q.writeHostOff += len;
     q.writeLeft -= len;
   }
@@ -395,7 +395,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: Packet, pos: Positio
 }
 
 /** Returns the number of PSNs the READ uses, or -1 on error. */
-function handleRead(nic: NicCore, q: QpCtx, p: Packet): number {
+function handleRead(nic: NicCore, q: QpCtx, p: ScratchPacket): number {
   const { mem, tables: t } = nic.env;
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
@@ -422,7 +422,7 @@ function handleRead(nic: NicCore, q: QpCtx, p: Packet): number {
   return n;
 }
 
-function handleAtomic(nic: NicCore, q: QpCtx, p: Packet): boolean {
+function handleAtomic(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   const { mem, tables: t } = nic.env;
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
@@ -447,7 +447,7 @@ function handleAtomic(nic: NicCore, q: QpCtx, p: Packet): boolean {
 }
 
 /** ATOMIC_WRITE (IBA 1.5): 8 bytes written at once to an 8-byte aligned address, REMOTE_WRITE access (rxe). */
-function handleAtomicWrite(nic: NicCore, q: QpCtx, p: Packet): boolean {
+function handleAtomicWrite(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   const { mem, tables: t } = nic.env;
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
@@ -481,7 +481,7 @@ function handleAtomicWrite(nic: NicCore, q: QpCtx, p: Packet): boolean {
  * (rxe). Host memory is always globally visible and persistent here, so
  * the flush is its check and its in-order answer.
  */
-function handleFlush(nic: NicCore, q: QpCtx, p: Packet): boolean {
+function handleFlush(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   const { tables: t } = nic.env;
   const ctr = nic.ctr(q.portNum);
   const psn = p.bth.psn;
@@ -544,7 +544,7 @@ function abandonResponses(q: QpCtx, psn: number): void {
 }
 
 /** PSN behind ePSN: answer again without executing again (C9-105, §9.7.5.1.2). */
-function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
+function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
   const ctr = nic.ctr(q.portNum);
   ctr[Ctr.DUPLICATE_REQUEST]!++;
   const psn = p.bth.psn;
@@ -580,7 +580,7 @@ function duplicate(nic: NicCore, q: QpCtx, p: Packet): void {
 }
 
 /** UD: no PSN checks; Q_Key, a receive WQE, and the 40-byte GRH in front of the data. */
-function udReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, frame: Uint8Array): void {
+function udReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, frame: Uint8Array): void {
   const ctr = nic.ctr(q.portNum);
   const deth = p.deth!;
   if (deth.qkey !== q.qkey) {
@@ -592,7 +592,7 @@ function udReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, frame: Uint8Ar
     ctr[Ctr.OUT_OF_BUFFER]!++;
     return;
   }
-  const len = p.payload.length;
+  const len = p.payloadLength;
   if (GRH_BYTES + len > w.length) {
     // rxe drops it; we complete the WQE with a length error so the loss is visible.
     ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
@@ -610,8 +610,8 @@ function udReceive(nic: NicCore, q: QpCtx, qp: number, p: Packet, frame: Uint8Ar
   }
   const { mem, tables: t } = nic.env;
   if (
-    scatter(mem, t, q.pdn, w.sges, 0, grh, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK ||
-    (len > 0 && scatter(mem, t, q.pdn, w.sges, GRH_BYTES, p.payload, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK)
+    scatter(mem, t, q.pdn, w.sges, 0, grh, 0, grh.length, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK ||
+    (len > 0 && scatter(mem, t, q.pdn, w.sges, GRH_BYTES, p.payloadBytes, p.payloadAt, len, IBV_ACCESS_LOCAL_WRITE) !== MrCheck.OK)
   ) {
     completeRecv(nic, q, w, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, deth.srcQp, false);
     return;

@@ -1,7 +1,31 @@
 import { describe, expect, it } from 'vitest';
-import { DecodeScratch, decodePacket, rethVaNumber, ScratchReth } from './packet.js';
+import { DecodeScratch, decodePacket, type Packet, rethVaNumber, ScratchPacket, ScratchReth } from './packet.js';
 import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from './pcap.js';
 import { sampleFrames } from './sample.js';
+
+const PACKET_FIELDS: readonly (keyof Packet)[] = [
+  'framing',
+  'eth',
+  'ipv4',
+  'ipv6',
+  'udp',
+  'lrh',
+  'grh',
+  'bth',
+  'rdeth',
+  'deth',
+  'xrceth',
+  'reth',
+  'atomicEth',
+  'aeth',
+  'atomicAckEth',
+  'immDt',
+  'ieth',
+  'feth',
+  'payload',
+  'icrc',
+  'vcrc',
+];
 
 /** A decode result as plain data (views and copies compare by their bytes). */
 function plain(v: unknown): unknown {
@@ -9,7 +33,8 @@ function plain(v: unknown): unknown {
   if (typeof v === 'bigint') return `${v}n`;
   if (v === null || typeof v !== 'object') return v;
   if (v instanceof Error) return { code: (v as unknown as { code: string }).code, message: v.message };
-  // The scratch RETH's VA is a getter over its halves: compare what a reader sees.
+  // The scratch packet's payload and RETH VA are getters: compare what a reader of a Packet sees.
+  if (v instanceof ScratchPacket) return plain(Object.fromEntries(PACKET_FIELDS.map((k) => [k, v[k]])));
   if (v instanceof ScratchReth) return plain({ va: v.va, rkey: v.rkey, dmaLength: v.dmaLength });
   return Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, plain(x)]));
 }
@@ -59,5 +84,22 @@ describe('decodePacket with a DecodeScratch', () => {
       expect(rethVaNumber(r)).toBe(Number(va));
       expect(rethVaNumber({ va, rkey: 0, dmaLength: 0 })).toBe(Number(va));
     }
+  });
+
+  it('says where the payload lies in the frame, and makes the same view when asked', () => {
+    let n = 0;
+    for (const s of frames) {
+      const want = decodePacket(s.frame, s.linktype);
+      if (!want.ok || s.linktype !== LINKTYPE_ETHERNET) continue;
+      const d = decodePacket(s.frame, s.linktype, {}, scratch);
+      expect(d.ok && d.packet).toBe(scratch.packet);
+      const p = scratch.packet;
+      expect(p.payloadBytes).toBe(s.frame);
+      expect(Array.from(s.frame.subarray(p.payloadAt, p.payloadAt + p.payloadLength))).toEqual(Array.from(want.packet.payload));
+      expect(p.payload.byteOffset - s.frame.byteOffset).toBe(p.payloadAt);
+      expect(p.payload).toBe(p.payload);
+      n++;
+    }
+    expect(n).toBeGreaterThan(20);
   });
 });

@@ -142,6 +142,63 @@ export function rethVaNumber(r: Reth): number {
   return r instanceof ScratchReth ? r.vaHi * 0x1_0000_0000 + r.vaLo : Number(r.va);
 }
 
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * A packet decoded into a DecodeScratch. Its payload is `payloadLength`
+ * bytes of `payloadBytes` (the frame) from `payloadAt`: the pipeline copies
+ * it from there, so a received packet costs no view; `payload` makes the
+ * view when first read.
+ */
+export class ScratchPacket implements Packet {
+  framing: Framing = 'roce-v2';
+  eth: EthernetHeader | null = null;
+  ipv4: Ipv4Header | null = null;
+  ipv6: Ipv6Header | null = null;
+  udp: UdpHeader | null = null;
+  lrh: Lrh | null = null;
+  grh: Grh | null = null;
+  bth: Bth;
+  rdeth: Rdeth | null = null;
+  deth: Deth | null = null;
+  xrceth: Xrceth | null = null;
+  reth: Reth | null = null;
+  atomicEth: AtomicEth | null = null;
+  aeth: Aeth | null = null;
+  atomicAckEth: AtomicAckEth | null = null;
+  immDt: number | null = null;
+  ieth: number | null = null;
+  feth: Feth | null = null;
+  icrc = 0;
+  vcrc: number | null = null;
+  payloadBytes: Uint8Array = NO_BYTES;
+  payloadAt = 0;
+  payloadLength = 0;
+  #view: Uint8Array | null = NO_BYTES;
+
+  constructor(bth: Bth) {
+    this.bth = bth;
+  }
+
+  get payload(): Uint8Array {
+    if (this.#view === null) this.#view = this.payloadBytes.subarray(this.payloadAt, this.payloadAt + this.payloadLength);
+    return this.#view;
+  }
+
+  set payload(v: Uint8Array) {
+    this.setPayload(v, 0, v.length);
+    this.#view = v;
+  }
+
+  /** The payload is `bytes[at, at + length)`. */
+  setPayload(bytes: Uint8Array, at: number, length: number): void {
+    this.payloadBytes = bytes;
+    this.payloadAt = at;
+    this.payloadLength = length;
+    this.#view = null;
+  }
+}
+
 export class DecodeScratch {
   /** @internal */ readonly eth: EthernetHeader = { dst: new Uint8Array(6), src: new Uint8Array(6), vlan: null, etherType: 0 };
   /** @internal */ readonly vlan = { pcp: 0, dei: 0, vid: 0 };
@@ -189,29 +246,8 @@ export class DecodeScratch {
   /** @internal */ readonly reth = new ScratchReth();
   /** @internal */ readonly aeth: Aeth = { syndrome: 0, msn: 0 };
   /** @internal */ readonly deth: Deth = { qkey: 0, resv8: 0, srcQp: 0 };
-  /** @internal */ readonly packet: Packet = {
-    framing: 'roce-v2',
-    eth: null,
-    ipv4: null,
-    ipv6: null,
-    udp: null,
-    lrh: null,
-    grh: null,
-    bth: this.bth,
-    rdeth: null,
-    deth: null,
-    xrceth: null,
-    reth: null,
-    atomicEth: null,
-    aeth: null,
-    atomicAckEth: null,
-    immDt: null,
-    ieth: null,
-    feth: null,
-    payload: new Uint8Array(0),
-    icrc: 0,
-    vcrc: null,
-  };
+  /** The packet of the last decode that succeeded with this scratch (the one its result names). */
+  readonly packet = new ScratchPacket(this.bth);
   /** @internal */ readonly ok: { ok: true; packet: Packet } = { ok: true, packet: this.packet };
 }
 
@@ -775,7 +811,7 @@ function decodeTransport(
     p.immDt = h & Hdr.IMMDT ? read32(frame, o + off.immDt) : null;
     p.ieth = h & Hdr.IETH ? read32(frame, o + off.ieth) : null;
     p.feth = h & Hdr.FETH ? { raw: read32(frame, o + off.feth) } : null;
-    p.payload = frame.subarray(payStart, payEnd);
+    p.setPayload(frame, payStart, payEnd - payStart);
     p.icrc = icrc;
     p.vcrc = r.vcrc;
     return scratch.ok;
