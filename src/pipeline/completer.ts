@@ -54,9 +54,11 @@ function ackThrough(nic: NicCore, q: QpCtx, psn: number): number {
     retired++;
   }
   if (retired > 0) {
-    // One move for the whole run (an ACK can cover a full window: shift() each would be quadratic).
-    win.copyWithin(0, retired);
-    win.length -= retired;
+    // One move for the whole run (an ACK can cover a full window: shift() each would be quadratic),
+    // by a loop: Array copyWithin is a generic builtin, ~10x slower on a 128-entry window.
+    const left = win.length - retired;
+    for (let i = 0; i < left; i++) win[i] = win[i + retired]!;
+    win.length = left;
     q.txIndex = Math.max(0, q.txIndex - retired);
   }
   // A retired WQE is progress: the retry budgets start again (rxe reset_retry_counters).
