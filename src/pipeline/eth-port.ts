@@ -274,7 +274,11 @@ function isV4Mapped(a: Uint8Array, off = 0): boolean {
   return a[off + 10] === 0xff && a[off + 11] === 0xff;
 }
 
-/** IPv4 as a number; IPv6 as hex text. The v4-mapped form keys as its IPv4. */
+/**
+ * IPv4 as a signed 32-bit number (a small integer: a lookup boxes no heap
+ * number, as 192.0.2.1 >>> 0 would); IPv6 as hex text. The v4-mapped form
+ * keys as its IPv4.
+ */
 function keyAt(a: Uint8Array, off: number, len: 4 | 16): AddrKey {
   if (len === 16 && isV4Mapped(a, off)) off += 12;
   else if (len === 16) {
@@ -282,7 +286,7 @@ function keyAt(a: Uint8Array, off: number, len: 4 | 16): AddrKey {
     for (let i = 0; i < 16; i++) s += HEX[a[off + i]!];
     return s;
   }
-  return ((a[off]! << 24) | (a[off + 1]! << 16) | (a[off + 2]! << 8) | a[off + 3]!) >>> 0;
+  return (a[off]! << 24) | (a[off + 1]! << 16) | (a[off + 2]! << 8) | a[off + 3]!;
 }
 
 function sameMac(a: Uint8Array, aOff: number, b: Uint8Array): boolean {
@@ -607,7 +611,7 @@ export class EthPort {
     }
     // RoCE to a multicast group: the NIC delivers it to the QPs attached to the group, if any.
     if (len === 4 ? (frame[off]! & 0xf0) === 0xe0 : frame[off] === 0xff) return true;
-    if (len === 4) return this.#own.has(((frame[off]! << 24) | (frame[off + 1]! << 16) | (frame[off + 2]! << 8) | frame[off + 3]!) >>> 0);
+    if (len === 4) return this.#own.has((frame[off]! << 24) | (frame[off + 1]! << 16) | (frame[off + 2]! << 8) | frame[off + 3]!);
     for (const a of this.#v6) if (sameBytes(frame, off, a, 16)) return true;
     return false;
   }
@@ -859,9 +863,9 @@ export class EthPort {
   }
 }
 
-/** 255.255.255.255 → broadcast; 224.0.0.0/4 → 01:00:5e + low 23 bits (RFC 1112); else null. */
+/** (keyAt's signed key) 255.255.255.255 → broadcast; 224.0.0.0/4 → 01:00:5e + low 23 bits (RFC 1112); else null. */
 function v4GroupMac(key: number): Uint8Array | null {
-  if (key === 0xffffffff) return BROADCAST.slice();
+  if (key === -1) return BROADCAST.slice();
   if (key >>> 28 !== 0xe) return null;
   return Uint8Array.of(0x01, 0x00, 0x5e, (key >>> 16) & 0x7f, (key >>> 8) & 0xff, key & 0xff);
 }
