@@ -249,6 +249,12 @@ function manyQps(ctx: ibv_context, count: number, rounds: number, measureActive 
           value: spread(active),
           note: "the pipeline's per-QP state, made on first use",
         },
+        {
+          name: `${k} QPs used (to INIT, a receive posted): JS heap + host memory per QP beyond its rings`,
+          unit: 'B',
+          value: spread(active.map((a, i) => a + heap[i]! + host[i]!)),
+          note: 'target ≤ 2 KiB (2,048 B)',
+        },
       ]
     : [];
   return [
