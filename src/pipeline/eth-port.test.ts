@@ -196,6 +196,38 @@ describe('two ports on an in-process cable', () => {
     expect(a.counters().neigh_updates).toBe(3);
   });
 
+  it('keys IPv4 addresses on both sides of 128.0.0.0 alike (own, learned, broadcast, groups)', () => {
+    const low = ['10.0.0.1', '127.255.255.254'];
+    const high = ['128.0.0.1', '192.0.2.1', '223.255.255.254'];
+    const { a, b, rx, settle } = pair({ ipv4Addresses: [...low, ...high] });
+    const roce = (dst: string, src = '198.51.100.7') =>
+      encodePacket(
+        newPacket('roce-v2', RC_SEND_ONLY, {
+          srcMac: parseMac('02:00:00:00:00:0b'),
+          dstMac: parseMac('02:00:00:00:00:0a'),
+          srcIp: parseIpv4(src),
+          dstIp: parseIpv4(dst),
+        }),
+      );
+    for (const ip of [...low, ...high]) {
+      expect(a.owns(parseIpv4(ip))).toBe(true);
+      expect(formatMac(a.resolve(parseIpv4(ip))!)).toBe('02:00:00:00:00:0a');
+      b.transmit(roce(ip));
+    }
+    // One below and one above each own address: not ours.
+    for (const ip of ['10.0.0.2', '127.255.255.253', '128.0.0.2', '192.0.2.0', '223.255.255.255']) b.transmit(roce(ip));
+    settle();
+    expect(rx.a).toEqual([...Array(5).fill('rdma'), ...Array(5).fill('ignored')]);
+    // The source (above 2^31) was learned once, then found again under the same key.
+    expect(a.neighbors()).toEqual([expect.objectContaining({ ip: '198.51.100.7', mac: '02:00:00:00:00:0b', source: 'roce' })]);
+    expect(a.counters().neigh_updates).toBe(1);
+    expect(formatMac(a.resolve(parseIpv4('198.51.100.7'))!)).toBe('02:00:00:00:00:0b');
+    expect(formatMac(a.resolve(parseIpv4('255.255.255.255'))!)).toBe('ff:ff:ff:ff:ff:ff');
+    expect(formatMac(a.resolve(parseIpv4('239.129.2.3'))!)).toBe('01:00:5e:01:02:03');
+    expect(formatMac(a.resolve(parseIpv4('224.0.0.1'))!)).toBe('01:00:5e:00:00:01');
+    expect(a.counters().arp_requests_sent).toBe(0);
+  });
+
   it('classifies MAC control, unknown protocols, foreign MACs and malformed ARP', () => {
     const { a, b, rx, settle } = pair();
     const macB = parseMac('02:00:00:00:00:0b');
