@@ -53,6 +53,16 @@ export function copyBytes(dst: Uint8Array, dstOff: number, src: Uint8Array, srcO
 }
 
 /**
+ * copyBytes into host memory from a buffer that is not host memory (a
+ * frame, a response's bytes): a few bytes go by a loop without copyBytes'
+ * overlap check (reading a SharedArrayBuffer view's `.buffer` costs ~20 ns).
+ */
+export function copyFromFrame(host: Uint8Array, hostOff: number, src: Uint8Array, srcOff: number, n: number): void {
+  if (n > SMALL_COPY) copyBytes(host, hostOff, src, srcOff, n);
+  else for (let i = 0; i < n; i++) host[hostOff + i] = src[srcOff + i]!;
+}
+
+/**
  * Copies `len` bytes of the message described by `sges`, starting `offset`
  * bytes into it, to `dst[dstOff..]`. `needed` is the access right the local
  * keys must grant (0 for a local read). Returns MrCheck.OK or the fault.
@@ -90,8 +100,9 @@ export function gather(
 }
 
 /**
- * Writes `src[srcOff, srcOff + len)` into the buffers described by `sges`,
- * starting `offset` bytes in. The keys must grant LOCAL_WRITE (pass it as
+ * Writes `src[srcOff, srcOff + len)` (not host memory: a frame, a
+ * response's bytes) into the buffers described by `sges`, starting
+ * `offset` bytes in. The keys must grant LOCAL_WRITE (pass it as
  * `needed`). Returns OUT_OF_BOUNDS when the SGEs are too short (the caller
  * reports a length error when the total is known to be too small before
  * calling).
@@ -120,7 +131,7 @@ export function scatter(
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
-    copyBytes(mem.u8, host, src, srcOff + pos, n);
+    copyFromFrame(mem.u8, host, src, srcOff + pos, n);
     pos += n;
     skip = 0;
   }
