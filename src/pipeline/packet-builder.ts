@@ -12,10 +12,12 @@ import {
   EtherType,
   Hdr,
   IP_PROTO_UDP,
+  Ipv4RoutingTemplate,
   isIpv4MappedGid,
   newPacket,
   OPCODES,
-  payloadOffset,
+  routingLength,
+  type RethFields,
   type Aeth,
   type AtomicEth,
   type Deth,
@@ -103,6 +105,12 @@ export class PathTemplate {
   private readonly atomicAck = { origData: 0n };
   private readonly deth: Deth = { qkey: 0, resv8: 0, srcQp: 0 };
   private macResolved: boolean;
+  /** The routing headers as prebuilt bytes (RoCE v2 over IPv4 with the MAC known), else null: encodePacket. */
+  private routing: Ipv4RoutingTemplate | null = null;
+  /** Bytes before the BTH (the routing headers do not change per packet). */
+  private readonly routedLen: number;
+  /** The RETH as numbers; copied into `reth` (BigInt VA) only for encodePacket. */
+  private readonly rethNum: RethFields = { va: 0, rkey: 0, dmaLength: 0 };
 
   constructor(
     readonly path: PathInfo,
@@ -134,6 +142,12 @@ export class PathTemplate {
     if (this.pkt.eth) this.pkt.eth.etherType = path.framing === 'roce-v1' ? EtherType.ROCE : path.v6 ? EtherType.IPV6 : EtherType.IPV4;
     if (this.pkt.ipv6) this.pkt.ipv6.nextHeader = IP_PROTO_UDP;
     this.macResolved = !isZeroMac(av.dmac);
+    this.routedLen = routingLength(this.pkt);
+    this.#prebuild();
+  }
+
+  #prebuild(): void {
+    this.routing = this.macResolved && Ipv4RoutingTemplate.fits(this.pkt) ? new Ipv4RoutingTemplate(this.pkt) : null;
   }
 
   /** The destination MAC is known (given in the AV or resolved). */
@@ -148,6 +162,7 @@ export class PathTemplate {
     if (!mac) return false;
     this.pkt.eth!.dst = mac;
     this.macResolved = true;
+    this.#prebuild();
     return true;
   }
 
@@ -176,7 +191,7 @@ export class PathTemplate {
     p.rdeth = null;
     p.xrceth = null;
     p.payload = EMPTY;
-    const off = payloadOffset(p);
+    const off = this.routedLen + info.headerLength;
     const routed = off + payloadLen + (-payloadLen & 3) + 4;
     const frame = acquireFrame(Math.max(routed, 60));
     const payload = frame.subarray(off, off + payloadLen);
@@ -191,9 +206,10 @@ export class PathTemplate {
   private readonly begun: { frame: Uint8Array; payload: Uint8Array } = { frame: EMPTY, payload: EMPTY };
 
   setReth(va: number, rkey: number, len: number): void {
-    this.reth.va = BigInt(va);
-    this.reth.rkey = rkey;
-    this.reth.dmaLength = len;
+    const r = this.rethNum;
+    r.va = va;
+    r.rkey = rkey;
+    r.dmaLength = len;
   }
   setAeth(syndrome: number, msn: number): void {
     this.aeth.syndrome = syndrome;
@@ -234,7 +250,17 @@ export class PathTemplate {
 
   /** Encodes into the frame from `begin` (the payload is already in place). */
   finish(frame: Uint8Array, ipId: number): Uint8Array {
-    if (this.pkt.ipv4) this.pkt.ipv4.id = ipId & 0xffff;
-    return encodePacket(this.pkt, frame, 0, this.deferIcrc ? DISJOINT_DEFERRED : DISJOINT);
+    const p = this.pkt;
+    if (this.routing) {
+      const built = this.routing.encode(frame, p, OPCODES[p.bth.opcode]!, this.rethNum, ipId, this.deferIcrc);
+      if (built) return built;
+    }
+    if (p.ipv4) p.ipv4.id = ipId & 0xffff;
+    if (p.reth) {
+      this.reth.va = BigInt(this.rethNum.va);
+      this.reth.rkey = this.rethNum.rkey;
+      this.reth.dmaLength = this.rethNum.dmaLength;
+    }
+    return encodePacket(p, frame, 0, this.deferIcrc ? DISJOINT_DEFERRED : DISJOINT);
   }
 }

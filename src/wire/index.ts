@@ -10,6 +10,7 @@ export * from './icrc.js';
 export * from './lazy-icrc.js';
 export * from './mac-control.js';
 export * from './packet.js';
+export * from './header-template.js';
 export * from './pcap.js';
 export * from './pcap-writer.js';
 export * from './build.js';

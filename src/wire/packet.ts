@@ -522,9 +522,10 @@ function detachFrom(p: Packet, buf: Uint8Array, payloadAt: number): Packet {
   };
 }
 
-function writeExtensionHeaders(buf: Uint8Array, bthOff: number, p: Packet, info: OpcodeInfo): void {
+/** @internal Writes the opcode's extension headers after the BTH at `bthOff`, but those in `skip` (Hdr bits: written by the caller). */
+export function writeExtensionHeaders(buf: Uint8Array, bthOff: number, p: Packet, info: OpcodeInfo, skip = 0): void {
   const o = info.offsets;
-  const h = info.headers;
+  const h = info.headers & ~skip;
   if (h & Hdr.RDETH) {
     const x = requireHeader(p.rdeth, 'RDETH', info);
     writeRdeth(buf, bthOff + o.rdeth, x.eeCtx, x.resv8);
