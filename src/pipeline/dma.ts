@@ -100,6 +100,27 @@ export function gather(
 }
 
 /**
+ * The alignment mod 8 (byte offset within `mem.u8`'s buffer) of the host
+ * byte a gather of `sges` from `offset` reads first, or -1 when its key
+ * does not name an MR (the gather itself reports the fault): a frame whose
+ * payload is placed to match gets one word-wise copy (copyBytes).
+ */
+export function gatherAlign(mem: HostMemory, t: ContextTables, sges: readonly Sge[], offset: number): number {
+  let skip = offset;
+  for (let i = 0; i < sges.length; i++) {
+    const s = sges[i]!;
+    if (skip >= s.length) {
+      skip -= s.length;
+      continue;
+    }
+    const mr = t.mrByLkey(s.lkey);
+    if (mr < 0) return -1;
+    return (mem.u8.byteOffset + t.mrTranslate(mr, s.addr + skip) - mem.baseNum) & 7;
+  }
+  return -1;
+}
+
+/**
  * Writes `src[srcOff, srcOff + len)` (not host memory: a frame, a
  * response's bytes) into the buffers described by `sges`, starting
  * `offset` bytes in. The keys must grant LOCAL_WRITE (pass it as

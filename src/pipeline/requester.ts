@@ -46,7 +46,7 @@ import { SEND_CTRL } from '../device/wqe.js';
 import { Op } from '../wire/index.js';
 import { txPriority } from './cc-params.js';
 import type { NicCore } from './core.js';
-import { checkSges, gather } from './dma.js';
+import { checkSges, gather, gatherAlign } from './dma.js';
 import { executeLocalOp, isLocalOp } from './local-ops.js';
 import type { PathTemplate } from './packet-builder.js';
 import { bswap32, connectedPath, udPath } from './paths.js';
@@ -269,7 +269,9 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
     path.setReth(w.remoteAddr, w.rkey, w.length);
   else if (w.opcode === IBV_WR_FLUSH) path.setReth(w.remoteAddr, w.rkey, w.flushLength);
   if (isAtomic) path.setAtomic(w.remoteAddr, w.rkey, w.swapAdd, w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare : 0n);
-  const { frame, payload } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen);
+  // A payload worth a word-wise copy gets a frame placed at its source's alignment.
+  const align = payloadLen >= 64 && !w.inline ? gatherAlign(mem, t, w.sges, i * q.mtu) : -1;
+  const { frame, payload } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen, align);
   if (w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) path.setImm(bswap32(w.imm));
   if (w.opcode === IBV_WR_SEND_WITH_INV) path.setIeth(w.imm);
   if (w.opcode === IBV_WR_FLUSH) path.setFeth(w.feth);
