@@ -100,6 +100,17 @@ function isZeroMac(m: Uint8Array): boolean {
   return true;
 }
 
+/** What `PathTemplate.begin` gives: the frame, and where its payload goes. */
+export class Begun {
+  frame: Uint8Array = EMPTY;
+  payloadOff = 0;
+  payloadLen = 0;
+  /** A view of the payload's place (a new view per call: the hot path gathers into `frame` at `payloadOff`). */
+  get payload(): Uint8Array {
+    return this.frame.subarray(this.payloadOff, this.payloadOff + this.payloadLen);
+  }
+}
+
 /**
  * Headers for one path from one QP: a Packet reused for every frame on it,
  * whose per-packet fields (opcode, PSN, flags, extension headers, payload)
@@ -176,20 +187,12 @@ export class PathTemplate {
 
   /**
    * Starts a frame: sets the BTH and the opcode's extension headers and
-   * returns the frame buffer with the payload view where the caller gathers
-   * the bytes. Call `finish` after filling the payload. `payloadAlign`:
+   * returns the frame buffer and where in it the caller gathers the payload
+   * (`payloadOff`; `payload` makes a view of that place on request). Call `finish` after filling the payload. `payloadAlign`:
    * the alignment mod 8 (byte offset in its buffer) of what the payload
    * will be copied from, to give the payload the same; -1 for none.
    */
-  begin(
-    opcode: number,
-    psn: number,
-    destQp: number,
-    ackReq: number,
-    se: number,
-    payloadLen: number,
-    payloadAlign = -1,
-  ): { frame: Uint8Array; payload: Uint8Array } {
+  begin(opcode: number, psn: number, destQp: number, ackReq: number, se: number, payloadLen: number, payloadAlign = -1): Begun {
     const p = this.pkt;
     const info = OPCODES[opcode]!;
     const h = info.headers;
@@ -211,17 +214,15 @@ export class PathTemplate {
     p.payload = EMPTY;
     const off = this.routedLen + info.headerLength;
     const routed = off + payloadLen + (-payloadLen & 3) + 4;
-    const frame = acquireFrame(Math.max(routed, 60), payloadAlign < 0 ? 0 : (payloadAlign - off) & 7);
-    const payload = frame.subarray(off, off + payloadLen);
-    p.payload = payload;
     // One result object per template, refilled: callers use it before the next begin.
     const b = this.begun;
-    b.frame = frame;
-    b.payload = payload;
+    b.frame = acquireFrame(Math.max(routed, 60), payloadAlign < 0 ? 0 : (payloadAlign - off) & 7);
+    b.payloadOff = off;
+    b.payloadLen = payloadLen;
     return b;
   }
 
-  private readonly begun: { frame: Uint8Array; payload: Uint8Array } = { frame: EMPTY, payload: EMPTY };
+  private readonly begun = new Begun();
 
   setReth(va: number, rkey: number, len: number): void {
     const r = this.rethNum;
@@ -269,10 +270,12 @@ export class PathTemplate {
   /** Encodes into the frame from `begin` (the payload is already in place). */
   finish(frame: Uint8Array, ipId: number): Uint8Array {
     const p = this.pkt;
+    const b = this.begun;
     if (this.routing) {
-      const built = this.routing.encode(frame, p, OPCODES[p.bth.opcode]!, this.rethNum, ipId, this.deferIcrc);
+      const built = this.routing.encode(frame, p, OPCODES[p.bth.opcode]!, b.payloadLen, this.rethNum, ipId, this.deferIcrc);
       if (built) return built;
     }
+    p.payload = frame.subarray(b.payloadOff, b.payloadOff + b.payloadLen);
     if (p.ipv4) p.ipv4.id = ipId & 0xffff;
     if (p.reth) {
       this.reth.va = BigInt(this.rethNum.va);

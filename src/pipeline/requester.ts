@@ -271,14 +271,14 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   if (isAtomic) path.setAtomic(w.remoteAddr, w.rkey, w.swapAdd, w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare : 0n);
   // A payload worth a word-wise copy gets a frame placed at its source's alignment.
   const align = payloadLen >= 64 && !w.inline ? gatherAlign(mem, t, w.sges, i * q.mtu) : -1;
-  const { frame, payload } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen, align);
+  const { frame, payloadOff } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen, align);
   if (w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) path.setImm(bswap32(w.imm));
   if (w.opcode === IBV_WR_SEND_WITH_INV) path.setIeth(w.imm);
   if (w.opcode === IBV_WR_FLUSH) path.setFeth(w.feth);
   if (q.qpType === IBV_QPT_XRC_SEND) path.setXrceth(w.xrcSrqn);
   if (payloadLen > 0) {
-    if (w.inline) payload.set(w.inline.subarray(i * q.mtu, i * q.mtu + payloadLen));
-    else if (gather(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen, payload, 0) !== MrCheck.OK) {
+    if (w.inline) frame.set(w.inline.subarray(i * q.mtu, i * q.mtu + payloadLen), payloadOff);
+    else if (gather(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen, frame, payloadOff) !== MrCheck.OK) {
       failHead(nic, q, w, IBV_WC_LOC_PROT_ERR);
       return 0;
     }

@@ -60,13 +60,12 @@ export class Ipv4RoutingTemplate {
 
   /**
    * Encodes `p` (its BTH and extension headers; the routing headers are
-   * this template's) into `frame`, whose payload is already in place at
-   * `bthOff + info.headerLength`. The RETH, when the opcode has one, comes
+   * this template's; `p.payload` is not read) into `frame`, whose `payLen`
+   * bytes of payload are already in place at `bthOff + info.headerLength`. The RETH, when the opcode has one, comes
    * from `reth`. Returns `frame`, or null when a length would not fit its
    * field (the caller falls back to `encodePacket`, which says so).
    */
-  encode(frame: Uint8Array, p: Packet, info: OpcodeInfo, reth: RethFields, ipId: number, deferIcrc: boolean): Uint8Array | null {
-    const payLen = p.payload.length;
+  encode(frame: Uint8Array, p: Packet, info: OpcodeInfo, payLen: number, reth: RethFields, ipId: number, deferIcrc: boolean): Uint8Array | null {
     const pad = -payLen & 3;
     const tlen = info.headerLength + payLen + pad + HdrLen.ICRC;
     const ipLen = IPV4_HEADER_LENGTH + UDP_HEADER_LENGTH + tlen;
