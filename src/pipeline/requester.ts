@@ -269,8 +269,16 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
     path.setReth(w.remoteAddr, w.rkey, w.length);
   else if (w.opcode === IBV_WR_FLUSH) path.setReth(w.remoteAddr, w.rkey, w.flushLength);
   if (isAtomic) path.setAtomic(w.remoteAddr, w.rkey, w.swapAdd, w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP ? w.compare : 0n);
-  // A payload worth a word-wise copy gets a frame placed at its source's alignment.
-  const align = payloadLen >= 64 && !w.inline ? gatherAlign(mem, t, w.sges, i * q.mtu) : -1;
+  // A payload worth a word-wise copy gets a frame placed at its source's alignment
+  // (one MR lookup per message when it has one SGE).
+  let align = -1;
+  if (payloadLen >= 64 && !w.inline) {
+    if (w.sges.length !== 1) align = gatherAlign(mem, t, w.sges, i * q.mtu);
+    else {
+      if (w.hostAlign === -2) w.hostAlign = gatherAlign(mem, t, w.sges, 0);
+      align = w.hostAlign < 0 ? -1 : (w.hostAlign + i * q.mtu) & 7;
+    }
+  }
   const { frame, payloadOff } = path.begin(opcode, psn, destQp, ackReq, se, payloadLen, align);
   if (w.opcode === IBV_WR_SEND_WITH_IMM || w.opcode === IBV_WR_RDMA_WRITE_WITH_IMM) path.setImm(bswap32(w.imm));
   if (w.opcode === IBV_WR_SEND_WITH_INV) path.setIeth(w.imm);

@@ -100,6 +100,8 @@ export class SendWqe {
   /** PSN of the first packet and how many PSNs the message uses. */
   firstPsn = 0;
   npsn = 0;
+  /** Single-SGE messages: the host alignment mod 8 of the first byte (dma.ts gatherAlign), once known; -2 before. */
+  hostAlign = -2;
   /** Packets transmitted so far (the next one to send is index `sentPkts`). */
   sentPkts = 0;
   /** READ: bytes of response received so far. */
