@@ -224,6 +224,9 @@ class BinnedAllocator {
   }
 }
 
+/** True when typed arrays are little-endian here, as the device layouts are (every platform Node runs on in practice). */
+export const HOST_LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
 export class HostMemory {
   readonly sab: SharedArrayBuffer;
   /** Size in bytes. */
@@ -238,6 +241,12 @@ export class HostMemory {
   readonly dv: DataView;
   /** For Atomics on 4-byte aligned words (doorbell records, mailbox status). */
   readonly i32: Int32Array;
+  /**
+   * 8-byte aligned 64-bit words in the host's byte order: on a little-endian
+   * host (`HOST_LITTLE_ENDIAN`, the layouts' order) a store here is ~4x
+   * cheaper than `dv.setBigUint64`.
+   */
+  readonly u64: BigUint64Array;
   private readonly allocator: BinnedAllocator | null;
 
   private constructor(desc: HostMemoryDescriptor, withAllocator: boolean) {
@@ -260,6 +269,7 @@ export class HostMemory {
     this.u8 = new Uint8Array(sab);
     this.dv = new DataView(sab);
     this.i32 = new Int32Array(sab);
+    this.u64 = new BigUint64Array(sab);
     this.allocator = withAllocator ? new BinnedAllocator(size, this.baseNum) : null;
   }
 

@@ -49,6 +49,7 @@ import {
   IBV_FLUSH_PERSISTENT,
   IBV_FLUSH_RANGE,
 } from '../../device/abi/constants.js';
+import { HOST_LITTLE_ENDIAN, type HostMemory } from '../../device/host-memory.js';
 import { ringSqDoorbell } from '../../device/registers.js';
 import { ATOMIC_SEG, BIND_SEG, DATA_SEG, INLINE_HDR, RADDR_SEG, RECV_WQE_HDR, SEND_CTRL, SRQ_WQE_HDR, UD_SEG, WqeOff } from '../../device/wqe.js';
 import type { BadWr } from '../verbs/ops.js';
@@ -100,18 +101,24 @@ const SEND_FLAGS_MASK = 0x1f; // FENCE | SIGNALED | SOLICITED | INLINE | IP_CSUM
 /** Splits a bigint address into two 32-bit halves (inline data sources). */
 const SCRATCH = new DataView(new ArrayBuffer(8));
 
+/** A 64-bit little-endian field: one BigUint64Array store when aligned (~3 ns), else the DataView's (~12 ns). */
+function put64(mem: HostMemory, off: number, v: bigint): void {
+  if (HOST_LITTLE_ENDIAN && (off & 7) === 0) mem.u64[off / 8] = v;
+  else mem.dv.setBigUint64(off, v, true);
+}
+
 /** An SGE whose fields fit their C types (uint64_t addr, uint32_t length and lkey). */
 function sgeOk(sge: ibv_sge | null | undefined): boolean {
   return typeof sge === 'object' && sge !== null && isU64(sge.addr) && isU32(sge.length) && isU32(sge.lkey);
 }
 
 /** Write `n` data segments from `sgl` at `off`; false if an SGE is malformed. */
-function writeDataSegs(dv: DataView, off: number, sgl: ibv_sge[], n: number): boolean {
+function writeDataSegs(mem: HostMemory, off: number, sgl: ibv_sge[], n: number): boolean {
+  const dv = mem.dv;
   for (let i = 0; i < n; i++) {
     const sge = sgl[i]!;
     if (!sgeOk(sge)) return false;
-    const addr = sge.addr;
-    dv.setBigUint64(off + DS_ADDR, addr, true);
+    put64(mem, off + DS_ADDR, sge.addr);
     DS_LENGTH.set(dv, off, sge.length);
     DS_LKEY.set(dv, off, sge.lkey);
     off += DS_SIZE;
@@ -148,7 +155,7 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
     op !== IBV_WR_FLUSH;
 
   // Control segment.
-  dv.setBigUint64(off + CTRL_WR_ID, wr.wr_id, true);
+  put64(mem, off + CTRL_WR_ID, wr.wr_id);
   CTRL_OPCODE.set(dv, off, op);
   CTRL_FLAGS.set(dv, off, inline ? flags : flags & ~IBV_SEND_INLINE);
   CTRL_WQE_INDEX.set(dv, off, pi & 0xffff);
@@ -202,7 +209,7 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
   } else if (op === IBV_WR_RDMA_WRITE || op === IBV_WR_RDMA_WRITE_WITH_IMM || op === IBV_WR_RDMA_READ) {
     const rdma = typeof wr.wr === 'object' && wr.wr !== null ? wr.wr.rdma : undefined;
     if (typeof rdma !== 'object' || rdma === null || !isU64(rdma.remote_addr) || !isU32(rdma.rkey)) return errno.EINVAL;
-    dv.setBigUint64(off + RADDR_ADDR, rdma.remote_addr, true);
+    put64(mem, off + RADDR_ADDR, rdma.remote_addr);
     RADDR_RKEY.set(dv, off + WqeOff.RADDR, rdma.rkey);
   }
 
@@ -210,7 +217,7 @@ function writeSendWqe(qp: ModelQp, wr: ibv_send_wr, off: number, pi: number): nu
   const data = off + qp.sqDataOff;
   if (!inline) {
     CTRL_NUM_DS.set(dv, off, ns);
-    return ns === 0 || writeDataSegs(dv, data, sgl!, ns) ? 0 : errno.EINVAL;
+    return ns === 0 || writeDataSegs(mem, data, sgl!, ns) ? 0 : errno.EINVAL;
   }
   CTRL_NUM_DS.set(dv, off, 0);
   let total = 0;
@@ -358,16 +365,17 @@ function postSend(ibqp: ibv_qp, wr: ibv_send_wr, bad_wr: BadWr<ibv_send_wr> | un
 }
 
 /** Validate and write one receive WR (RQ layout) at `off`. */
-function writeRecvWqe(dv: DataView, wr: ibv_recv_wr, off: number, maxSge: number): number {
+function writeRecvWqe(mem: HostMemory, wr: ibv_recv_wr, off: number, maxSge: number): number {
+  const dv = mem.dv;
   if (typeof wr !== 'object') return errno.EINVAL;
   const ns = wr.num_sge;
   if (typeof ns !== 'number' || (ns & 0xff) !== ns || ns > maxSge) return errno.EINVAL;
   const sgl = wr.sg_list;
   if (ns > 0 && (!Array.isArray(sgl) || sgl.length < ns)) return errno.EINVAL;
   if (!isU64(wr.wr_id)) return errno.EINVAL;
-  dv.setBigUint64(off + RECV_WR_ID, wr.wr_id, true);
+  put64(mem, off + RECV_WR_ID, wr.wr_id);
   RECV_NUM_DS.set(dv, off, ns);
-  return ns === 0 || writeDataSegs(dv, off + WqeOff.RECV_DATA, sgl!, ns) ? 0 : errno.EINVAL;
+  return ns === 0 || writeDataSegs(mem, off + WqeOff.RECV_DATA, sgl!, ns) ? 0 : errno.EINVAL;
 }
 
 export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ibv_recv_wr>): number {
@@ -382,14 +390,14 @@ export function model_post_recv(ibqp: ibv_qp, wr: ibv_recv_wr, bad_wr?: BadWr<ib
   if (typeof wr !== 'object' || wr === null || qp.state === IBV_QPS_RESET || qp.destroyed || qp.context.closed || noRq) {
     rc = errno.EINVAL;
   } else {
-    const dv = qp.context.mem.dv;
+    const mem = qp.context.mem;
     // `next` ends the list at null (or left out); anything else must be a WR.
     while (cur !== null && cur !== undefined) {
       if ((pi - qp.rqCi) >>> 0 >= qp.rqSize) {
         rc = errno.ENOMEM;
         break;
       }
-      rc = writeRecvWqe(dv, cur, qp.rqRingOff + ((pi & qp.rqMask) << qp.rqLogStride), qp.maxRecvSge);
+      rc = writeRecvWqe(mem, cur, qp.rqRingOff + ((pi & qp.rqMask) << qp.rqLogStride), qp.maxRecvSge);
       if (rc !== 0) break;
       pi = (pi + 1) >>> 0;
       cur = cur.next;
@@ -438,7 +446,7 @@ export function model_post_srq_recv(ibsrq: ibv_srq, wr: ibv_recv_wr, bad_wr?: Ba
       // nextWqeIndex (the free list) is left as it is.
       dv.setBigUint64(off + SRQ_WR_ID, cur.wr_id, true);
       SRQ_NUM_DS.set(dv, off, ns);
-      if (ns > 0 && !writeDataSegs(dv, off + WqeOff.RECV_DATA, sgl!, ns)) {
+      if (ns > 0 && !writeDataSegs(srq.context.mem, off + WqeOff.RECV_DATA, sgl!, ns)) {
         rc = errno.EINVAL;
         break;
       }
