@@ -152,6 +152,8 @@ export function failHead(nic: NicCore, q: QpCtx, w: SendWqe, status: number, cou
 function fetch(nic: NicCore, q: QpCtx, qp: number): void {
   const { mem, tables: t, caps } = nic.env;
   const limit = Math.max(1, caps.device.maxQpWr);
+  if (q.window.length >= limit || q.sqError) return;
+  const maxMsg = caps.ports[q.portNum - 1]?.maxMsgSz ?? 0x800000;
   while (q.window.length < limit && !q.sqError) {
     const addr = sqPeek(mem, t, qp);
     if (addr < 0) return;
@@ -177,7 +179,6 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
       return;
     }
     const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
-    const maxMsg = caps.ports[q.portNum - 1]?.maxMsgSz ?? 0x800000;
     if (w.length > maxMsg || (q.qpType === IBV_QPT_UD && w.length > q.mtu) || (isAtomic && w.length !== 8)) {
       failHead(nic, q, w, IBV_WC_LOC_LEN_ERR);
       return;
