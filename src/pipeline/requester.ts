@@ -53,7 +53,7 @@ import { bswap32, connectedPath, udPath } from './paths.js';
 import { psnAdd } from './psn.js';
 import { paceRate, type QpCtx } from './qp-ctx.js';
 import { localAckTimeoutNs } from './timer-tables.js';
-import { readSendWqe, SendWqe, WqeStatus } from './work-requests.js';
+import { readSendWqe, releaseSendWqe, SendWqe, WqeStatus } from './work-requests.js';
 
 /** Packets between two AckReq bits on a long message (rxe: RXE_MAX_PKT_PER_ACK). */
 const MAX_PKT_PER_ACK = 64;
@@ -120,10 +120,17 @@ export function wcOpcodeOf(op: number): number {
   }
 }
 
-/** Writes the send completion of `w` (always for errors, else when signaled). */
+/**
+ * Writes the send completion of `w` (always for errors, else when signaled)
+ * and gives `w` back for reuse: the caller has taken it out of the window
+ * (or never put it there) and does not touch it again.
+ */
 export function completeSend(nic: NicCore, q: QpCtx, w: SendWqe, status: number): void {
   w.status = WqeStatus.DONE;
-  if (status === IBV_WC_SUCCESS && !w.signaled && !q.sqSigAll) return;
+  if (status === IBV_WC_SUCCESS && !w.signaled && !q.sqSigAll) {
+    releaseSendWqe(w);
+    return;
+  }
   const f = nic.cqe();
   f.wrIdLo = w.wrIdLo;
   f.wrIdHi = w.wrIdHi;
@@ -132,6 +139,7 @@ export function completeSend(nic: NicCore, q: QpCtx, w: SendWqe, status: number)
   f.byteLen = w.length;
   f.qpNum = q.qpn;
   f.wqeCounter = w.counter & 0xffff;
+  releaseSendWqe(w);
   nic.complete(q.sendCqn, f);
 }
 

@@ -52,15 +52,41 @@ export const enum WqeStatus {
 
 const NO_SGES: readonly Sge[] = Object.freeze([]);
 
-/** The `n` data segments at `off`, in an array of exactly that size (a WQE has one or two, not a grown array's 16 slots). */
-function readSges(dv: DataView, off: number, n: number): readonly Sge[] {
+/**
+ * The `n` data segments at `off`, in an array of exactly that size (a WQE
+ * has one or two, not a grown array's 16 slots); `reuse`, a retired WQE's
+ * list, is refilled when it has that size.
+ */
+function readSges(dv: DataView, off: number, n: number, reuse: readonly Sge[] = NO_SGES): readonly Sge[] {
   if (n === 0) return NO_SGES;
+  if (reuse.length === n) {
+    for (let i = 0; i < n; i++) {
+      const s = off + i * 16;
+      const g = reuse[i] as Sge;
+      g.addr = D.addr.getNum(dv, s);
+      g.length = D.length.get(dv, s) >>> 0;
+      g.lkey = D.lkey.get(dv, s) >>> 0;
+    }
+    return reuse;
+  }
   const sges = new Array<Sge>(n);
   for (let i = 0; i < n; i++) {
     const s = off + i * 16;
     sges[i] = { addr: D.addr.getNum(dv, s), length: D.length.get(dv, s) >>> 0, lkey: D.lkey.get(dv, s) >>> 0 };
   }
   return sges;
+}
+
+/**
+ * Completed send WQEs, reused by the next fetch (per thread): no object,
+ * SGE list or SGE per post in steady state. A WQE goes back once its
+ * completion is written (requester.ts completeSend), when nothing refers
+ * to it any more.
+ */
+const wqePool: SendWqe[] = [];
+
+export function releaseSendWqe(w: SendWqe): void {
+  if (wqePool.length < 4096) wqePool.push(w);
 }
 
 function sgeBytes(sges: readonly Sge[]): number {
@@ -115,6 +141,39 @@ export class SendWqe {
    */
   rdSlot = false;
 
+  /** Every field back to its initial value (a pooled WQE's reuse); the SGE list is returned for refilling. */
+  reset(): readonly Sge[] {
+    const sges = this.sges;
+    this.counter = 0;
+    this.opcode = 0;
+    this.flags = 0;
+    this.wrIdLo = 0;
+    this.wrIdHi = 0;
+    this.imm = 0;
+    this.sges = NO_SGES;
+    this.inline = null;
+    this.length = 0;
+    this.remoteAddr = 0;
+    this.rkey = 0;
+    this.swapAdd = 0n;
+    this.compare = 0n;
+    this.feth = 0;
+    this.flushLength = 0;
+    this.bind = null;
+    this.xrcSrqn = 0;
+    this.remoteQpn = 0;
+    this.qkey = 0;
+    this.av = null;
+    this.firstPsn = 0;
+    this.npsn = 0;
+    this.hostAlign = -2;
+    this.sentPkts = 0;
+    this.readDone = 0;
+    this.status = WqeStatus.PENDING;
+    this.rdSlot = false;
+    return sges;
+  }
+
   get signaled(): boolean {
     return (this.flags & IBV_SEND_SIGNALED) !== 0;
   }
@@ -152,7 +211,9 @@ const B = BIND_SEG.f;
 export function readSendWqe(mem: HostMemory, addr: number, qpType: number, counter: number, maxSge: number, maxInline: number): SendWqe | null {
   const dv = mem.dv;
   const o = addr - mem.baseNum;
-  const w = new SendWqe();
+  const pooled = wqePool.pop();
+  const w = pooled ?? new SendWqe();
+  const oldSges = pooled ? pooled.reset() : NO_SGES;
   w.counter = counter;
   w.wrIdLo = dv.getUint32(o, true);
   w.wrIdHi = dv.getUint32(o + 4, true);
@@ -206,7 +267,7 @@ export function readSendWqe(mem: HostMemory, addr: number, qpType: number, count
   } else {
     const n = C.numDataSegs.get(dv, o);
     if (n > maxSge) return null;
-    w.sges = readSges(dv, dataOff, n);
+    w.sges = readSges(dv, dataOff, n, oldSges);
     w.length = sgeBytes(w.sges);
   }
   return w;
