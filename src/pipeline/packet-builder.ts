@@ -188,9 +188,10 @@ export class PathTemplate {
   /**
    * Starts a frame: sets the BTH and the opcode's extension headers and
    * returns the frame buffer and where in it the caller gathers the payload
-   * (`payloadOff`; `payload` makes a view of that place on request). Call `finish` after filling the payload. `payloadAlign`:
-   * the alignment mod 8 (byte offset in its buffer) of what the payload
-   * will be copied from, to give the payload the same; -1 for none.
+   * (`payloadOff`; `payload` makes a view of that place on request). Call
+   * `finish` after filling the payload. `payloadAlign`: the alignment mod 8
+   * (byte offset in its buffer) of what the payload will be copied from, to
+   * give the payload the same; -1 for none.
    */
   begin(opcode: number, psn: number, destQp: number, ackReq: number, se: number, payloadLen: number, payloadAlign = -1): Begun {
     const p = this.pkt;
