@@ -30,6 +30,11 @@ export function sqPending(mem: HostMemory, t: ContextTables, qp: number): number
 /** Host address of the next send WQE (counter sqConsumed), or -1 if none is posted. */
 export function sqPeek(mem: HostMemory, t: ContextTables, qp: number): number {
   if (sqPending(mem, t, qp) === 0) return -1;
+  return sqNextAddr(t, qp);
+}
+
+/** Host address of the send WQE at counter sqConsumed, posted or not: for a consumer that counted sqPending itself. */
+export function sqNextAddr(t: ContextTables, qp: number): number {
   const dv = t.dv;
   return ringEntryAddr(QPC.f.sqRingAddr.getNum(dv, qp), QPC.f.sqConsumed.get(dv, qp), QPC.f.sqLogSize.get(dv, qp), QPC.f.sqLogStride.get(dv, qp));
 }

@@ -41,7 +41,7 @@ import {
 } from '../device/abi/constants.js';
 import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
-import { sqAdvance, sqPeek } from '../device/queues.js';
+import { sqAdvance, sqNextAddr, sqPending } from '../device/queues.js';
 import { SEND_CTRL } from '../device/wqe.js';
 import { Op } from '../wire/index.js';
 import { txPriority } from './cc-params.js';
@@ -162,9 +162,9 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
   const limit = Math.max(1, caps.device.maxQpWr);
   if (q.window.length >= limit || q.sqError) return;
   const maxMsg = caps.ports[q.portNum - 1]?.maxMsgSz ?? 0x800000;
-  while (q.window.length < limit && !q.sqError) {
-    const addr = sqPeek(mem, t, qp);
-    if (addr < 0) return;
+  // The doorbell record read once per pass (an Atomics.load): WQEs posted meanwhile ring again.
+  for (let pending = sqPending(mem, t, qp); pending > 0 && q.window.length < limit && !q.sqError; pending--) {
+    const addr = sqNextAddr(t, qp);
     if (q.qpType !== IBV_QPT_UD && isLocalOp(SEND_CTRL.f.opcode.get(mem.dv, addr - mem.baseNum))) {
       // A bind or invalidation waits until every WQE before it has completed (local-ops.ts); the completer reschedules the QP.
       if (q.window.length > 0) return;
