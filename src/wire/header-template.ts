@@ -4,7 +4,7 @@
  * identification, UDP length) and the IP checksum that follows from them:
  * built once per path and copied, then patched, the routing headers cost a
  * 42-byte copy per packet instead of a field-by-field encode. The bytes are
- * exactly `encodePacket`'s (test/wire/header-template.test.ts checks that).
+ * exactly `encodePacket`'s (header-template.test.ts checks that).
  */
 import { ETH_MIN_FRAME, ethHeaderLength, writeEthernet } from './ethernet.js';
 import { writeIcrc, icrcRoceV2 } from './icrc.js';
