@@ -62,6 +62,12 @@ export function copyFromFrame(host: Uint8Array, hostOff: number, src: Uint8Array
   else for (let i = 0; i < n; i++) host[hostOff + i] = src[srcOff + i]!;
 }
 
+/** The other way: host memory into a buffer that is not host memory (a frame being built). */
+export function copyToFrame(dst: Uint8Array, dstOff: number, host: Uint8Array, hostOff: number, n: number): void {
+  if (n > SMALL_COPY) copyBytes(dst, dstOff, host, hostOff, n);
+  else for (let i = 0; i < n; i++) dst[dstOff + i] = host[hostOff + i]!;
+}
+
 /**
  * Copies `len` bytes of the message described by `sges`, starting `offset`
  * bytes into it, to `dst[dstOff..]`, which is not host memory (a frame).
@@ -92,11 +98,7 @@ export function gather(
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
-    if (n <= SMALL_COPY) {
-      // An 8 B WRITE: copyBytes' overlap check (a SharedArrayBuffer's `.buffer`, ~20 ns) is moot, dst is not host memory.
-      const u8 = mem.u8;
-      for (let k = 0; k < n; k++) dst[dstOff + k] = u8[host + k]!;
-    } else copyBytes(dst, dstOff, mem.u8, host, n);
+    copyToFrame(dst, dstOff, mem.u8, host, n);
     dstOff += n;
     left -= n;
     skip = 0;
