@@ -9,7 +9,7 @@ import { ContextTables } from '../device/contexts.js';
 import { HwCounters } from '../device/counters.js';
 import { Firmware } from '../device/firmware.js';
 import { HostMemory } from '../device/host-memory.js';
-import { Bar, DevStatus, setDeviceStatus } from '../device/registers.js';
+import { Bar, DevStatus, Reg, setDeviceStatus } from '../device/registers.js';
 import { InProcessCable, type CableEnd } from '../fabric/cable.js';
 import type { SwitchPortStats } from '../fabric/switch/switch.js';
 import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
@@ -327,6 +327,23 @@ export class DeviceHost {
     for (const d of this.devices) if (d.nic.busy()) return true;
     for (const w of this.wires) if (w.pending > 0) return true;
     return false;
+  }
+
+  /**
+   * True when a pass at `now` can do nothing: no doorbell rung since the
+   * last pass (every kind, commands too, sets DB_SUMMARY), no frame on a
+   * wire, no packet waiting to go and no transport timer due. Always false
+   * with ring cables or switches (their frames come with no doorbell).
+   * The inline runtime skips such passes: an empty poll of a CQ then costs
+   * a few loads instead of a pass (~0.5 µs for two devices).
+   */
+  quiet(now: number): boolean {
+    if (this.rings.length > 0 || this.fabric !== null) return false;
+    for (const w of this.wires) if (w.pending > 0) return false;
+    for (const d of this.devices) {
+      if (Atomics.load(d.bar.i32, Reg.DB_SUMMARY) !== 0 || d.nic.busy() || d.nic.nextDeadline() <= now) return false;
+    }
+    return true;
   }
 
   /** One pass over every device and cable; returns the work done (0 = idle). */
