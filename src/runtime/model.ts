@@ -267,8 +267,8 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
 /** Most device passes one inline service runs while frames keep arriving. */
 const INLINE_PASSES = 64;
 
-/** Longest an inline service skips passes for as quiet (DeviceHost.quiet), ns. */
-const QUIET_PASS_NS = 1_000_000;
+/** Most inline services in a row that skip their pass as quiet (DeviceHost.quiet). */
+const QUIET_SKIPS = 1024;
 
 /** All devices in the application's thread: they run when the driver rings or polls. */
 function startInline(
@@ -325,13 +325,15 @@ function startInline(
   // Another pass while the last one's deliveries left work behind (bounded): what a pass delivers is
   // answered before the driver reads the completion (an ACK queued in the last pass would wait for
   // the next call, and a program that closes its QP after its last completion would never send it).
-  let lastPass = Number.NEGATIVE_INFINITY;
+  let skipped = 0;
   const service = () => {
-    const now = host.clock.now();
-    // An empty poll of a CQ asks for a pass: skip it when nothing can have changed (a pass at least every
-    // QUIET_PASS_NS all the same, for what quiet() cannot see).
-    if (!passWanted && now - lastPass < QUIET_PASS_NS && host.quiet(now)) return;
-    lastPass = now;
+    // An empty poll of a CQ asks for a pass: skip it when nothing can have changed (but run one after
+    // QUIET_SKIPS skipped in a row all the same, for what quiet() cannot see).
+    if (!passWanted && skipped < QUIET_SKIPS && host.quiet()) {
+      skipped++;
+      return;
+    }
+    skipped = 0;
     passWanted = false;
     host.poll();
     for (let i = 1; i < INLINE_PASSES && host.unsettled(); i++) host.poll();
