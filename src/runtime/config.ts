@@ -88,6 +88,8 @@ export interface SwitchEntry {
 export interface ModelConfig {
   /** Worker threads that run the devices (0: run them in the application's thread). */
   workers: number;
+  /** How long an idle device engine (a worker) polls before it sleeps, µs (LoopTuning.spinNs; default 50). */
+  engineSpinUs?: number;
   devices: DeviceConfig[];
   cables: CableConfig[];
   /** Seed of everything random (realtime: the fault dice; the simulator takes strings and bigints too); default 1. */
@@ -339,6 +341,11 @@ export const ConfigSchema = strictObject({
       "worker threads that run the devices, 0..64; `0` runs them in the application's thread (they advance when the driver rings a doorbell or polls a CQ)",
     defaultText: '0 on a machine with at most 2 cores (`os.availableParallelism()`), else 1',
   }),
+  engineSpinUs: int(0, 1_000_000).optional().meta({
+    description:
+      'with workers: how long an idle device engine keeps polling for a doorbell before it sleeps, µs, 0..1000000. Longer: a doorbell within it is seen in under a µs instead of a ~50 µs wake-up, at the cost of a core kept busy that long after each burst of work (docs/pipeline.md, "Choosing the thread layout")',
+    defaultText: '50',
+  }),
   devices: list(DeviceSchema, 'a non-empty list of devices').min(1, { error: 'expected a non-empty list of devices' }).meta({ description: 'the devices' }),
   cables: list(CableSchema).default([]).meta({ description: 'what connects the ports', defaultText: 'none' }),
   profile: profileField('the profile of every device that names none'),
@@ -420,6 +427,7 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
   });
   return {
     workers: o.workers ?? defaultWorkers(),
+    ...(o.engineSpinUs === undefined ? {} : { engineSpinUs: o.engineSpinUs }),
     devices,
     cables,
     ...(o.seed === undefined ? {} : { seed: o.seed }),

@@ -13,7 +13,7 @@ import type { ModelConfig } from './config.js';
 import { DeviceHost, type FabricStats, type RingCable } from './device-host.js';
 import { createDevice, type DeviceOnHost } from './device-resources.js';
 import { type HostedSwitchSpec, hostedSwitches } from './realtime-switch.js';
-import { monotonicClock, type LoopTuning } from './run-loop.js';
+import { DEFAULT_TUNING, monotonicClock, type LoopTuning } from './run-loop.js';
 import { closeSocketsOnExit, createUdpCableShm, readUdpIoStats, type UdpCableShm, type UdpIoStats } from './udp-io.js';
 import { compiledWorker } from './worker-url.js';
 
@@ -167,7 +167,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
         udp,
         seed: config.seed,
         stop,
-        tuning: opts.tuning,
+        tuning: engineTuning(config, opts.tuning),
       },
     });
     t.on('message', (m: { type: string; message?: string }) => {
@@ -262,6 +262,17 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
       offExit();
     },
   };
+}
+
+/**
+ * The engines' loop tuning: the configuration's `engineSpinUs` (with a
+ * pass cap that lets it last: an idle pass is ≥ 10 ns), under what the
+ * caller's StartOptions say.
+ */
+export function engineTuning(config: ModelConfig, tuning: Partial<LoopTuning> | undefined): Partial<LoopTuning> | undefined {
+  const us = config.engineSpinUs;
+  if (us === undefined) return tuning;
+  return { spinNs: us * 1000, spinPasses: Math.max(DEFAULT_TUNING.spinPasses, us * 100), ...tuning };
 }
 
 /** Most device passes one inline service runs while frames keep arriving. */

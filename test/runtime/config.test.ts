@@ -132,3 +132,21 @@ describe('workers when the file names none', () => {
     for (const workers of [0, 1, 2]) expect(parseConfig({ ...c, workers }).workers).toBe(workers);
   });
 });
+
+describe('engineSpinUs', () => {
+  const c = () => two(port('02:00:00:00:00:01', ['192.0.2.1']), port('02:00:00:00:00:02', ['192.0.2.2']));
+  it('is absent unless named (the engines keep their 50 µs); a named value 0..1000000 is kept', () => {
+    expect(parseConfig(c()).engineSpinUs).toBeUndefined();
+    for (const us of [0, 50, 1000, 1_000_000]) expect(parseConfig({ ...c(), engineSpinUs: us }).engineSpinUs).toBe(us);
+  });
+
+  it.each([
+    [-1, /^f\.json\.engineSpinUs: -1 is outside \[0, 1000000\]$/],
+    [1_000_001, /^f\.json\.engineSpinUs: 1000001 is outside \[0, 1000000\]$/],
+    [2.5, /^f\.json\.engineSpinUs: expected an integer/],
+    ['50us', /^f\.json\.engineSpinUs: /],
+  ])('refuses %j naming the key', (v, re) => {
+    expect(() => parseConfig({ ...c(), engineSpinUs: v }, 'f.json')).toThrow(ConfigError);
+    expect(() => parseConfig({ ...c(), engineSpinUs: v }, 'f.json')).toThrow(re);
+  });
+});
