@@ -95,7 +95,7 @@ import {
 import type { ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_mr, ibv_pd, ibv_qp, ibv_srq, ibv_xrcd } from '../src/driver/verbs/index.js';
 import { GetoptError, getopt_long, intArg, type OptionSpec } from './common/getopt.js';
 import { inet_ntop6 } from './common/inet.js';
-import { errText, idle, processIo, type Io } from './common/io.js';
+import { errText, PollWait, processIo, type Io } from './common/io.js';
 import { sprintf } from './common/printf.js';
 import { type MsgSocket, tcpAcceptMany, tcpConnect } from './common/sock.js';
 import { gid_to_wire_gid, pp_get_port_info, pp_mtu_to_enum, wire_gid_to_gid } from './pingpong.js';
@@ -614,6 +614,7 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
 
     const total = o.num_clients * o.num_tests;
     const wc = newWcArray(1);
+    const polls = new PollWait();
     let cnt = 0;
     while (cnt < total) {
       if (o.use_event && !(await events.next(io))) return 1;
@@ -625,9 +626,10 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
         }
         if (ne === 0) {
           if (o.use_event) break;
-          await idle();
+          await polls.wait();
           continue;
         }
+        polls.progressed();
         const w = wc[0]!;
         if (w.status) {
           io.err(`Work completion error ${w.status}\n`);
@@ -657,11 +659,11 @@ export async function main(argv: string[], mo: MainOptions = {}): Promise<number
         io.err(`Error polling cq ${ne}\n`);
         return 1;
       }
-      if (ne === 0) await idle();
+      if (ne === 0) await polls.wait();
       else if (wc[0]!.status) {
         io.err(`Work completion error ${wc[0]!.status}\n`);
         return 1;
-      }
+      } else polls.progressed();
       n += ne;
     }
     events.ack();

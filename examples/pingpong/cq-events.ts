@@ -6,7 +6,7 @@
  */
 import { ibv_ack_cq_events, ibv_get_cq_event, ibv_poll_cq, ibv_req_notify_cq } from '../../src/driver/verbs/index.js';
 import type { ibv_comp_channel, ibv_cq, ibv_wc } from '../../src/driver/verbs/index.js';
-import { errText, idle, type Io } from '../common/io.js';
+import { errText, PollWait, type Io } from '../common/io.js';
 import { sprintf } from '../common/printf.js';
 
 export class CqEvents {
@@ -48,10 +48,11 @@ export class CqEvents {
 
 /**
  * Polls `cq` for up to `max` completions into `wc`: after an event one poll
- * (it may find none), else until at least one. -1 (the error printed) when
- * the poll fails.
+ * (it may find none), else until at least one, waiting between empty polls
+ * as PollWait does. -1 (the error printed) when the poll fails.
  */
 export async function pollSome(io: Io, cq: ibv_cq, max: number, wc: ibv_wc[], afterEvent: boolean): Promise<number> {
+  let polls: PollWait | null = null;
   for (;;) {
     const ne = ibv_poll_cq(cq, max, wc);
     if (ne < 0) {
@@ -59,7 +60,8 @@ export async function pollSome(io: Io, cq: ibv_cq, max: number, wc: ibv_wc[], af
       return -1;
     }
     if (afterEvent || ne >= 1) return ne;
-    await idle();
+    polls ??= new PollWait();
+    await polls.wait();
   }
 }
 
