@@ -24,7 +24,7 @@ async function hostWithClock(): Promise<{ host: DeviceHost; clock: { t: number; 
 
 describe('DeviceHost.quiet', () => {
   it('a fresh host after a pass is quiet; every doorbell kind on either device makes it not quiet until the next pass', async () => {
-    const { host, clock } = await hostWithClock();
+    const { host } = await hostWithClock();
     expect(host.quiet()).toBe(true);
     for (const d of host.devices) {
       for (const kind of [DbKind.SQ, DbKind.RQ, DbKind.SRQ, DbKind.CQ, DbKind.EQ]) {
