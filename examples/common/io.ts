@@ -44,18 +44,23 @@ export function idle(): Promise<void> {
 
 /**
  * Empty polls after a completion that are answered without an event-loop
- * turn: RNIC_POLL_SPIN, else 16 (docs/pipeline.md, "Choosing the thread
- * layout"). 0 takes a turn on every empty poll.
+ * turn: RNIC_POLL_SPIN (0..65536), else 16 (docs/pipeline.md, "Choosing the
+ * thread layout"). 0 takes a turn on every empty poll.
  */
 export function pollSpin(env: NodeJS.ProcessEnv = process.env): number {
   const v = env.RNIC_POLL_SPIN;
   if (v === undefined || v === '') return DEFAULT_POLL_SPIN;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`RNIC_POLL_SPIN: ${JSON.stringify(v)} is not a whole number of polls (0 or more)`);
+  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_POLL_SPIN) {
+    throw new RangeError(`RNIC_POLL_SPIN: ${JSON.stringify(v)} is not a whole number of polls from 0 to ${MAX_POLL_SPIN}`);
+  }
   return n;
 }
 
 export const DEFAULT_POLL_SPIN = 16;
+
+/** The spin stays bounded: this many polls without an event-loop turn is already milliseconds. */
+export const MAX_POLL_SPIN = 65536;
 
 /**
  * The wait between empty polls of a CQ. A turn of the event loop

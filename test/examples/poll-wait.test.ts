@@ -4,7 +4,7 @@
  * RNIC_POLL_SPIN, read with a one-line error for a bad value.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_POLL_SPIN, PollWait, pollSpin } from '../../examples/common/io.js';
+import { DEFAULT_POLL_SPIN, MAX_POLL_SPIN, PollWait, pollSpin } from '../../examples/common/io.js';
 
 /** Runs `w.wait()` `n` times; how many of them let a setImmediate queued before each one run first. */
 async function turnsIn(w: PollWait, n: number): Promise<number> {
@@ -68,9 +68,10 @@ describe('pollSpin (RNIC_POLL_SPIN)', () => {
     expect(pollSpin({ RNIC_POLL_SPIN: '' })).toBe(DEFAULT_POLL_SPIN);
     expect(pollSpin({ RNIC_POLL_SPIN: '0' })).toBe(0);
     expect(pollSpin({ RNIC_POLL_SPIN: '256' })).toBe(256);
+    expect(pollSpin({ RNIC_POLL_SPIN: String(MAX_POLL_SPIN) })).toBe(MAX_POLL_SPIN);
   });
 
-  it.each(['-1', '1.5', 'abc', '1e400', ' x'])('%j: a one-line error naming the variable', (v) => {
-    expect(() => pollSpin({ RNIC_POLL_SPIN: v })).toThrow(`RNIC_POLL_SPIN: ${JSON.stringify(v)} is not a whole number of polls (0 or more)`);
+  it.each(['-1', '1.5', 'abc', '1e400', ' x', '65537'])('%j: a one-line error naming the variable and the range', (v) => {
+    expect(() => pollSpin({ RNIC_POLL_SPIN: v })).toThrow(`RNIC_POLL_SPIN: ${JSON.stringify(v)} is not a whole number of polls from 0 to 65536`);
   });
 });
