@@ -7,20 +7,7 @@ import { parseScenario } from '../../src/scenario/scenario.js';
 import { runScenario } from '../../src/scenario/scenario-runner.js';
 import { buffer, closeHosts, guardDamage, GUARD_BYTES, openHosts } from '../../src/scenario/scenario-setup.js';
 import { currentModel, startSimModel, stopModel } from '../../src/boot.js';
-
-const ALL_RC = [
-  { op: 'send', size: 3000 },
-  { op: 'write', size: 40, inline: true, signaled: false },
-  { op: 'cmp_swap' },
-  { op: 'read', size: 5000 },
-  { op: 'send_imm', size: 0 },
-  { op: 'fetch_add', signaled: false },
-  { op: 'write_imm', size: 1500 },
-  { op: 'read', size: 0 },
-  { op: 'write', size: 12000 },
-  { op: 'fetch_add' },
-  { op: 'send', size: 64, inline: true },
-];
+import { ALL_RC } from './all-ops.js';
 
 function mixed(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -8,20 +8,7 @@ import { generateScenario } from '../../src/campaign/generator.js';
 import { parseScenario } from '../../src/scenario/scenario.js';
 import { runScenario } from '../../src/scenario/scenario-runner.js';
 import { decodePacket, OPCODES, readPcap } from '../../src/wire/index.js';
-
-const ALL_OPS = [
-  { op: 'send', size: 3000 },
-  { op: 'write', size: 40, inline: true, signaled: false },
-  { op: 'cmp_swap' },
-  { op: 'read', size: 5000 },
-  { op: 'send_imm', size: 0 },
-  { op: 'fetch_add', signaled: false },
-  { op: 'write_imm', size: 1500 },
-  { op: 'read', size: 0 },
-  { op: 'write', size: 12000 },
-  { op: 'fetch_add' },
-  { op: 'send', size: 64, inline: true },
-];
+import { ALL_RC } from './all-ops.js';
 
 function xrcScenario(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -34,8 +21,8 @@ function xrcScenario(extra: Record<string, unknown> = {}): Record<string, unknow
       { name: 'rc', mtu: 512, timeout: 6 },
     ],
     traffic: [
-      { qp: 'x0', depth: 4, recvDepth: 2, recvStartNs: '20us', wrs: ALL_OPS },
-      { qp: 'x1', depth: 3, wrs: [...ALL_OPS].reverse() },
+      { qp: 'x0', depth: 4, recvDepth: 2, recvStartNs: '20us', wrs: ALL_RC },
+      { qp: 'x1', depth: 3, wrs: [...ALL_RC].reverse() },
       { qp: 'rc', from: 'b', op: 'send', size: 2000, count: 20, depth: 4 },
     ],
     ...extra,
