@@ -53,19 +53,14 @@ export function copyBytes(dst: Uint8Array, dstOff: number, src: Uint8Array, srcO
 }
 
 /**
- * copyBytes into host memory from a buffer that is not host memory (a
- * frame, a response's bytes): a few bytes go by a loop without copyBytes'
- * overlap check (reading a SharedArrayBuffer view's `.buffer` costs ~20 ns).
+ * copyBytes between host memory and a buffer that is not host memory (a
+ * frame, a response's bytes), either way: the two never overlap, so a few
+ * bytes go by a loop without copyBytes' overlap check (reading a
+ * SharedArrayBuffer view's `.buffer` costs ~20 ns).
  */
-export function copyFromFrame(host: Uint8Array, hostOff: number, src: Uint8Array, srcOff: number, n: number): void {
-  if (n > SMALL_COPY) copyBytes(host, hostOff, src, srcOff, n);
-  else for (let i = 0; i < n; i++) host[hostOff + i] = src[srcOff + i]!;
-}
-
-/** The other way: host memory into a buffer that is not host memory (a frame being built). */
-export function copyToFrame(dst: Uint8Array, dstOff: number, host: Uint8Array, hostOff: number, n: number): void {
-  if (n > SMALL_COPY) copyBytes(dst, dstOff, host, hostOff, n);
-  else for (let i = 0; i < n; i++) dst[dstOff + i] = host[hostOff + i]!;
+export function copyDisjoint(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number, n: number): void {
+  if (n > SMALL_COPY) copyBytes(dst, dstOff, src, srcOff, n);
+  else for (let i = 0; i < n; i++) dst[dstOff + i] = src[srcOff + i]!;
 }
 
 /**
@@ -98,7 +93,7 @@ export function gather(
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
-    copyToFrame(dst, dstOff, mem.u8, host, n);
+    copyDisjoint(dst, dstOff, mem.u8, host, n);
     dstOff += n;
     left -= n;
     skip = 0;
@@ -159,7 +154,7 @@ export function scatter(
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
-    copyFromFrame(mem.u8, host, src, srcOff + pos, n);
+    copyDisjoint(mem.u8, host, src, srcOff + pos, n);
     pos += n;
     skip = 0;
   }

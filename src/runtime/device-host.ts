@@ -19,7 +19,7 @@ import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
 import type { NicClock } from '../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, type PcapWriter, takeAsBuilt } from '../wire/index.js';
+import { LINKTYPE_ETHERNET, type PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
 import type { DeviceResources } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
@@ -62,7 +62,7 @@ export interface FabricStats {
  *   (`SealingEnd`) and the receiver checks it;
  * - 'copied': a ring to a model device port on another thread, nothing on
  *   the way: copied, so sealed before they go in (the deferred-ICRC mark
- *   is a WeakMap entry and does not cross threads); the check is skipped;
+ *   is a property of the frame's view and does not cross threads); the check is skipped;
  * - 'as-built': an in-process wire between two model device ports, nothing
  *   on the way: the frame object itself reaches the far device, which
  *   takes it as built, so its ICRC may stay deferred (`NicEnv.deferIcrc`)
@@ -183,8 +183,7 @@ export class DeviceHost {
     end.onReceive((f) => {
       ref.dev.nic.receive(ref.portNum, f, asBuilt);
       // The NIC keeps nothing of a frame once it is processed: recycle the buffer
-      // (and drop its deferred-ICRC mark now, which keeps the marks' WeakMap small).
-      if (carriage === 'as-built') takeAsBuilt(f);
+      // (its deferred-ICRC mark lives on this view, which goes with it).
       releaseFrame(f);
       // A frame from a socket arrives on the event loop: wake a sleeping loop to send what it caused.
       this.wake();

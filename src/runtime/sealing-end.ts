@@ -3,10 +3,9 @@
  * device taking the frame object as built (a UDP socket, a switch, a fault
  * rule, a ring to another thread): it computes a deferred ICRC
  * (wire/lazy-icrc.ts) before the frame goes in, so whatever is past it
- * reads a complete frame. The frame's mark goes with it (`sealBeforeChange`):
- * past this end nobody takes a frame as built, and a small marks table is
- * cheaper for the garbage collector. Costs a WeakMap look-up when nothing
- * is pending.
+ * reads a complete frame. The frame's mark ends with it (`sealBeforeChange`):
+ * past this end nobody takes a frame as built. Costs a property read when
+ * nothing is pending.
  */
 import type { CableEnd, CableStats, FrameHandler } from '../fabric/cable.js';
 import { sealBeforeChange } from '../wire/index.js';
