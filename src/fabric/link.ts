@@ -155,6 +155,29 @@ export const Verdict = Object.freeze({
  */
 export type FaultHook = (frame: Uint8Array, nowNs: number) => Verdict;
 
+/**
+ * Told of each frame of one direction as it starts serialization, before
+ * any fault hook (a sender's capture and observers). It must not change the
+ * frame: a deferred ICRC stays deferred for it (wire/lazy-icrc.ts).
+ */
+export interface SerializeTap {
+  onSerialize(frame: Uint8Array, nowNs: number): void;
+}
+
+/**
+ * One direction's transmit side, for a sender that sends many frames: the
+ * same as `SimLink.queued(dir)`, `sendOwned(dir, ...)` and `unsend(dir, ...)`
+ * without looking the direction up each time.
+ */
+export interface LinkTransmitter {
+  /** Frames waiting behind the one being serialized. */
+  readonly queued: number;
+  /** `sendOwned` on the end that transmits in this direction. */
+  sendOwned(frame: Uint8Array): void;
+  /** See `SimLink.unsend`. */
+  unsend(frame: Uint8Array): boolean;
+}
+
 /** A direction: frames sent on end a travel `aToB`. */
 export type LinkDir = 'aToB' | 'bToA';
 
@@ -279,6 +302,16 @@ export class SimLink {
     this.#onStateChange?.(up);
   }
 
+  /** Sets (or with null clears) `dir`'s serialize tap (SerializeTap): it runs before the fault hook. */
+  setTap(dir: LinkDir, tap: SerializeTap | null): void {
+    this.#lane(dir).tap = tap;
+  }
+
+  /** `dir`'s transmit side (LinkTransmitter). */
+  transmitter(dir: LinkDir): LinkTransmitter {
+    return this.#lane(dir);
+  }
+
   /** Sets (or with null clears) the one listener told of setUp changes (a port's carrier). */
   onStateChange(handler: ((up: boolean) => void) | null): void {
     this.#onStateChange = handler;
@@ -385,7 +418,7 @@ export class SimLink {
 }
 
 /** One direction of a link. */
-class Lane {
+class Lane implements LinkTransmitter {
   readonly link: SimLink;
   readonly sched: EventScheduler;
   readonly from: SimEnd;
@@ -393,6 +426,7 @@ class Lane {
   readonly s = newLinkStats();
   hook: FaultHook | null = null;
   hookReadOnly = false;
+  tap: SerializeTap | null = null;
   pull: (() => Uint8Array | null) | null = null;
   afterTxDone: (() => void) | null = null;
   readonly #num: number;
@@ -489,6 +523,14 @@ class Lane {
     if (!this.#txDone.scheduled) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
   }
 
+  sendOwned(frame: Uint8Array): void {
+    if (this.link.closed) {
+      this.from.s.framesDropped++;
+      return;
+    }
+    this.send(frame, true);
+  }
+
   unsend(frame: Uint8Array): boolean {
     if (this.#q.last() !== frame) return false;
     this.#q.pop();
@@ -523,11 +565,13 @@ class Lane {
     let extraPs = 0;
     let copies = 1;
     let release: readonly Uint8Array[] | undefined;
-    if (this.hook !== null) {
-      // A hook that may change bytes sees (and may change) a complete frame: a deferred
-      // ICRC is computed first, which also ends the frame's standing as built.
-      if (!this.hookReadOnly) sealBeforeChange(frame);
-      const v = this.hook(frame, this.sched.now());
+    const hook = this.hook;
+    // A hook that may change bytes sees (and may change) a complete frame: a deferred
+    // ICRC is computed first, which also ends the frame's standing as built.
+    if (hook !== null && !this.hookReadOnly) sealBeforeChange(frame);
+    if (this.tap !== null) this.tap.onSerialize(frame, this.sched.now());
+    if (hook !== null) {
+      const v = hook(frame, this.sched.now());
       switch (v.kind) {
         case 'pass':
           break;
@@ -658,11 +702,7 @@ class SimEnd implements CableEnd {
 
   /** Sends a frame the caller gives away: the link keeps it as its own copy (no copy made). */
   sendOwned(frame: Uint8Array): void {
-    if (this.#link.closed) {
-      this.s.framesDropped++;
-      return;
-    }
-    this.lane.send(frame, true);
+    this.lane.sendOwned(frame);
   }
 
   onReceive(handler: FrameHandler | null): void {

@@ -31,7 +31,7 @@ import { Firmware } from '../../device/firmware.js';
 import { HostMemory } from '../../device/host-memory.js';
 import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, takeSummary } from '../../device/registers.js';
 import type { CableEnd } from '../../fabric/cable.js';
-import type { LinkDir, SimLink } from '../../fabric/link.js';
+import type { LinkDir, LinkTransmitter, SerializeTap, SimLink } from '../../fabric/link.js';
 import { TimedQueue } from '../../fabric/timed-queue.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { resolveCcParams } from '../../pipeline/cc-params.js';
@@ -142,14 +142,16 @@ class SimNic extends Nic {
  * yet started goes back to its lane when its priority is paused, so only
  * the frame on the wire finishes.
  */
-export class SimPort implements FrameSink {
+export class SimPort implements FrameSink, SerializeTap {
   readonly dev: SimDevice;
   readonly portNum: number;
   readonly eth: EthPort;
-  /** The link end this port transmits into, and the link's direction from here. */
+  /** The link end this port transmits into, and the link's direction from here (plug). */
   end: CableEnd | null = null;
   link: SimLink | null = null;
   dir: LinkDir = 'aToB';
+  /** The link's transmit side from here when `end` is that link's end (not another kind of cable). */
+  #line: LinkTransmitter | null = null;
   capture: PcapWriter | null = null;
   /** Frames dropped because the port has no cable. */
   dropped = 0;
@@ -168,6 +170,14 @@ export class SimPort implements FrameSink {
 
   get queued(): number {
     return this.#arb.size;
+  }
+
+  /** Plugs the port into `link`, transmitting on `end` in `dir`. */
+  plug(link: SimLink, dir: LinkDir, end: CableEnd): void {
+    this.link = link;
+    this.dir = dir;
+    this.end = end;
+    this.#line = end === (dir === 'aToB' ? link.a : link.b) ? link.transmitter(dir) : null;
   }
 
   /** Frames held in lanes the far end pauses now (they do not count against the device's transmit room). */
@@ -202,6 +212,7 @@ export class SimPort implements FrameSink {
     const now = sched.now();
     const arb = this.#arb;
     const pause = this.eth.pause;
+    const line = this.#line;
     let freed = 0;
     for (;;) {
       const lane = arb.pick(now, pause);
@@ -209,7 +220,7 @@ export class SimPort implements FrameSink {
         this.#wake(arb.nextNs(now, pause));
         break;
       }
-      if (this.link !== null && this.link.queued(this.dir) > 0) {
+      if (line !== null && line.queued > 0) {
         // The line has a frame waiting already: the link calls us back (lineFree) when that one starts,
         // unless it is of a lower priority than this one, which takes its place (strict priority:
         // only the frame on the wire is past the arbiter).
@@ -222,8 +233,8 @@ export class SimPort implements FrameSink {
       if (this.end === null) {
         this.dropped++;
         releaseFrame(frame);
-      } else if (this.link !== null && this.end === (this.dir === 'aToB' ? this.link.a : this.link.b)) {
-        this.link.sendOwned(this.dir, frame);
+      } else if (line !== null) {
+        line.sendOwned(frame);
       } else if (this.end.sendOwned) {
         // Not a simulator link (another kind of cable): the frame leaves with every byte computed.
         this.end.sendOwned(sealIcrc(frame));
@@ -231,7 +242,7 @@ export class SimPort implements FrameSink {
         this.end.send(sealIcrc(frame));
         releaseFrame(frame);
       }
-      if (this.link !== null && this.link.queued(this.dir) > 0) {
+      if (line !== null && line.queued > 0) {
         this.#waiting = frame;
         this.#waitingLane = lane;
       }
@@ -243,7 +254,7 @@ export class SimPort implements FrameSink {
   /** Puts the frame waiting for the line back in its lane if `lane` outranks it; returns whether it did. */
   #takeBackWaiting(lane: number, now: number): boolean {
     const w = this.#waiting;
-    if (w === null || this.#waitingLane >= lane || this.link === null || !this.link.unsend(this.dir, w)) return false;
+    if (w === null || this.#waitingLane >= lane || this.#line === null || !this.#line.unsend(w)) return false;
     this.#arb.unshift(this.#waitingLane, w, now);
     this.dev.fifoFrames++;
     this.#waiting = null;

@@ -28,9 +28,9 @@
 import type { HostMemory } from '../../device/host-memory.js';
 import type { HwCounters } from '../../device/counters.js';
 import { irqCount, type Bar } from '../../device/registers.js';
-import { carryOut, FaultInjector, type FaultRule, type FaultStats, PASS, type ResolvedFaultRule } from '../../fabric/faults.js';
+import { carryOut, FaultInjector, type FaultRule, type FaultStats, type ResolvedFaultRule } from '../../fabric/faults.js';
 
-import { type FaultHook, resolveSimLinkParams, SimLink, type SimLinkStats, WIRE_PRIORITY } from '../../fabric/link.js';
+import { resolveSimLinkParams, SimLink, type SimLinkStats, WIRE_PRIORITY } from '../../fabric/link.js';
 import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
 import { DEFAULT_SWITCH_CONFIG } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
@@ -305,12 +305,10 @@ export class SimModel implements RunningModel {
   }
 
   #plug(p: SimPort, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a'): void {
-    p.link = link;
-    p.dir = dir;
+    p.plug(link, dir, end);
     link.onTxDone(dir, () => p.lineFree());
     // A PAUSE quantum is 512 bit times at this link's rate.
     p.eth.pause.setLinkRate(link.params.linkRate);
-    p.end = end;
     const rxDir = fdir === 'a->b' ? 'b->a' : 'a->b';
     if (faults?.rules.some((r) => r.on === 'rx')) {
       // `on: rx` rules: the frame has crossed the link; its fate is decided as this port takes it
@@ -326,18 +324,9 @@ export class SimModel implements RunningModel {
     } else {
       end.onReceive((f) => p.onReceive(f));
     }
-    // The hook sees each frame as it starts serialization: the port's transmit tap, then the faults.
-    const hook: FaultHook = faults
-      ? (f, ns) => {
-          p.onSerialize(f, ns);
-          return faults.apply(f, ns, fdir);
-        }
-      : (f, ns) => {
-          p.onSerialize(f, ns);
-          return PASS;
-        };
-    // Without faults the hook is the capture tap only: it never changes a frame.
-    link.setFaultHook(dir, hook, { readOnly: faults === null });
+    // The port sees each frame as it starts serialization (its capture and observers), then the faults.
+    link.setTap(dir, p);
+    if (faults) link.setFaultHook(dir, (f, ns) => faults.apply(f, ns, fdir));
   }
 
   // ---- time --------------------------------------------------------------
