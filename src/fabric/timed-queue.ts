@@ -115,7 +115,9 @@ export class TimedQueue {
     this.#items.copyWithin(0, this.#head, this.#tail);
     this.#at.copyWithin(0, this.#head, this.#tail);
     this.#tag.copyWithin(0, this.#head, this.#tail);
-    this.#items.fill(undefined, n, this.#tail);
+    // Only the moved items' old slots hold references: shift cleared every slot below the head
+    // (compaction runs with head >= tail - head, so they do not overlap the new ones).
+    this.#items.fill(undefined, this.#head, this.#tail);
     this.#head = 0;
     this.#tail = n;
   }

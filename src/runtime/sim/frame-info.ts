@@ -5,7 +5,7 @@
  * PFC) has `bthOffset` -1. The full decoder (src/wire) stays the authority:
  * this only has to agree with what the pipeline itself builds.
  */
-import { OPCODES } from '../../wire/index.js';
+import { OPCODE_HEADER_LENGTH, OPCODES, Position } from '../../wire/index.js';
 
 const ETH_HEADER = 14;
 const VLAN_TAG = 4;
@@ -50,10 +50,10 @@ export function bthOffset(f: Uint8Array): number {
 
 /** Payload bytes of the RoCE packet whose BTH is at `bth` (headers, pad and ICRC excluded). */
 export function payloadLength(f: Uint8Array, bth: number): number {
-  const info = OPCODES[f[bth]!];
-  if (!info) return 0;
+  const headerLength = OPCODE_HEADER_LENGTH[f[bth]!]!;
+  if (headerLength === 0) return 0;
   const pad = (f[bth + 1]! >> 4) & 3;
-  const n = f.length - bth - info.headerLength - pad - ICRC;
+  const n = f.length - bth - headerLength - pad - ICRC;
   return n > 0 ? n : 0;
 }
 
@@ -66,3 +66,31 @@ export function bthPsn(f: Uint8Array, bth: number): number {
 export function bthDestQp(f: Uint8Array, bth: number): number {
   return (f[bth + 5]! << 16) | (f[bth + 6]! << 8) | f[bth + 7]!;
 }
+
+/** What the transmit path's DMA model does for a frame of each BTH opcode (TX_DMA_CLASS). */
+export const enum TxDma {
+  /** Not a request, a read response or an atomic ACK (ACKs, NAKs, unknown opcodes): no DMA. */
+  NONE = 0,
+  /** A request opening a message (FIRST, ONLY): the WQE is fetched first. */
+  REQUEST_FIRST = 1,
+  /** A later request packet of a message: after the message's WQE. */
+  REQUEST_LATER = 2,
+  READ_RESPONSE = 3,
+  ATOMIC_ACK = 4,
+  /** Or-ed in: the opcode may carry payload (gathered by DMA). */
+  PAYLOAD = 8,
+}
+
+/** TxDma per opcode byte: one load per frame instead of the opcode table's object. */
+export const TX_DMA_CLASS: Uint8Array = Uint8Array.from({ length: 256 }, (_, code) => {
+  const info = OPCODES[code];
+  if (info === undefined) return TxDma.NONE;
+  const payload = info.payload ? TxDma.PAYLOAD : 0;
+  if (info.isRequest) {
+    const first = info.position === Position.FIRST || info.position === Position.ONLY || info.position === Position.SINGLE;
+    return (first ? TxDma.REQUEST_FIRST : TxDma.REQUEST_LATER) | payload;
+  }
+  if (info.kind === 'read-response') return TxDma.READ_RESPONSE | payload;
+  if (info.kind === 'atomic-ack') return TxDma.ATOMIC_ACK | payload;
+  return TxDma.NONE;
+});

@@ -39,9 +39,9 @@ import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/et
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
-import { OPCODES, Position, type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
+import { type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
 import type { DeviceResources } from '../device-resources.js';
-import { bthDestQp, bthOffset, payloadLength } from './frame-info.js';
+import { bthDestQp, bthOffset, payloadLength, TX_DMA_CLASS, TxDma } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
 import type { SimRuntimeParams } from './sim-params.js';
 import { CONTROL_LANE, TxArbiter } from './tx-arbiter.js';
@@ -564,35 +564,32 @@ export class SimDevice {
     const nowPs = this.sched.now() * 1000;
     let readyPs = nowPs;
     const bth = bthOffset(frame);
-    if (bth >= 0) {
-      const info = OPCODES[frame[bth]!];
-      if (info !== undefined) {
-        if (info.isRequest) {
-          const qp = bthDestQp(frame, bth);
-          let issuePs: number;
-          if (info.position === Position.FIRST || info.position === Position.ONLY || info.position === Position.SINGLE) {
-            // WQE fetches have their own read queue (a device prefetches WQEs): they do not wait behind payload.
-            issuePs = nowPs + this.#pcieReadPs + ceilDiv(this.ctx.params.wqeBytes * 8, this.#dmaNum, this.#dmaDen);
-            this.#wqeAt.set(qp, issuePs);
-          } else {
-            const w = this.#wqeAt.get(qp) ?? 0;
-            issuePs = w > nowPs ? w : nowPs;
-          }
-          const len = info.payload ? payloadLength(frame, bth) : 0;
-          readyPs = len > 0 ? this.#dmaRead(issuePs, len) : issuePs;
-          if (spacingPs >= 0) {
-            // A paced QP: the DMA may bunch its packets (a message's first waits for its WQE); the MAC keeps the gaps.
-            const prev = this.#pacedReadyPs.get(qp);
-            if (spacingPs > 0 && prev !== undefined && readyPs < prev + spacingPs) readyPs = prev + spacingPs;
-            this.#pacedReadyPs.set(qp, readyPs);
-          }
-        } else if (info.kind === 'read-response') {
-          const len = payloadLength(frame, bth);
-          if (len > 0) readyPs = this.#dmaRead(nowPs, len);
-        } else if (info.kind === 'atomic-ack') {
-          readyPs = this.#dmaRead(nowPs, 8);
-        }
+    const cls = bth >= 0 ? TX_DMA_CLASS[frame[bth]!]! : TxDma.NONE;
+    const kind = cls & ~TxDma.PAYLOAD;
+    if (kind === TxDma.REQUEST_FIRST || kind === TxDma.REQUEST_LATER) {
+      const qp = bthDestQp(frame, bth);
+      let issuePs: number;
+      if (kind === TxDma.REQUEST_FIRST) {
+        // WQE fetches have their own read queue (a device prefetches WQEs): they do not wait behind payload.
+        issuePs = nowPs + this.#pcieReadPs + ceilDiv(this.ctx.params.wqeBytes * 8, this.#dmaNum, this.#dmaDen);
+        this.#wqeAt.set(qp, issuePs);
+      } else {
+        const w = this.#wqeAt.get(qp) ?? 0;
+        issuePs = w > nowPs ? w : nowPs;
       }
+      const len = cls & TxDma.PAYLOAD ? payloadLength(frame, bth) : 0;
+      readyPs = len > 0 ? this.#dmaRead(issuePs, len) : issuePs;
+      if (spacingPs >= 0) {
+        // A paced QP: the DMA may bunch its packets (a message's first waits for its WQE); the MAC keeps the gaps.
+        const prev = this.#pacedReadyPs.get(qp);
+        if (spacingPs > 0 && prev !== undefined && readyPs < prev + spacingPs) readyPs = prev + spacingPs;
+        this.#pacedReadyPs.set(qp, readyPs);
+      }
+    } else if (kind === TxDma.READ_RESPONSE) {
+      const len = payloadLength(frame, bth);
+      if (len > 0) readyPs = this.#dmaRead(nowPs, len);
+    } else if (kind === TxDma.ATOMIC_ACK) {
+      readyPs = this.#dmaRead(nowPs, 8);
     }
     return Math.ceil((readyPs + this.#txStagePs) / 1000);
   }
