@@ -13,7 +13,12 @@
  * beside the scheduler's no-queue loop (bench/sim.bench.ts) measured in the
  * same run, which scales with the machine's speed at the moment.
  *
- * The first round is a warm-up (JIT) and is not counted.
+ * Warm-up rounds (JIT) come first and are not counted: V8 needs ~100 k
+ * frames of this stream, over several fresh models (each new model's
+ * closures and objects deoptimize some of the code compiled for the last),
+ * before a round's CPU per frame settles; a 3 ms warm-up left the counted
+ * rounds 1.5-4x slower than the settled rate. The first warm-up round's
+ * rate is reported too (`coldHopsPerCpuSec`).
  */
 import { crc32 } from 'node:zlib';
 import { startSimModel, stopModel } from '../src/boot.js';
@@ -27,8 +32,10 @@ export interface SimStreamOptions {
   messageBytes?: number;
   /** Virtual time per round, ms. */
   simulatedMs?: number;
-  /** Counted rounds (after one warm-up). */
+  /** Counted rounds (after the warm-up). */
   rounds?: number;
+  /** Uncounted rounds first, each of simulatedMs (default 6). */
+  warmUpRounds?: number;
 }
 
 export interface Spread {
@@ -44,6 +51,8 @@ export interface SimStreamResult {
   readonly hopsPerSec: Spread;
   /** The same per CPU second of the process (the machine is shared: wall time includes waiting for a core). */
   readonly hopsPerCpuSec: Spread;
+  /** The first warm-up round's packet-hops per CPU second: the code not yet compiled (a short run's rate). */
+  readonly coldHopsPerCpuSec: number;
   readonly wallMsPerSimMs: Spread;
   readonly eventsPerFrame: number;
   readonly virtualGbps: number;
@@ -137,7 +146,12 @@ export async function benchSimStream(opts: SimStreamOptions = {}): Promise<SimSt
   const size = opts.messageBytes ?? 65536;
   const simulatedMs = opts.simulatedMs ?? 5;
   const rounds = opts.rounds ?? 5;
-  await simStreamRound(size, 3); // warm-up (JIT)
+  const warmUp = opts.warmUpRounds ?? 6;
+  let cold = Number.NaN;
+  for (let r = 0; r < warmUp; r++) {
+    const w = await simStreamRound(size, simulatedMs);
+    if (r === 0) cold = (w.frames / w.cpuMs) * 1000;
+  }
   const rs: Round[] = [];
   for (let r = 0; r < rounds; r++) rs.push(await simStreamRound(size, simulatedMs));
   const noQueue = benchScheduler(10, 200).baselinePerSec;
@@ -150,6 +164,7 @@ export async function benchSimStream(opts: SimStreamOptions = {}): Promise<SimSt
     key: `sim-stream-write-${size}`,
     hopsPerSec: spread(rs.map((r) => (r.frames / r.wallMs) * 1000)),
     hopsPerCpuSec: spread(rs.map((r) => (r.frames / r.cpuMs) * 1000)),
+    coldHopsPerCpuSec: cold,
     wallMsPerSimMs: spread(rs.map((r) => r.wallMs / (r.simNs / 1e6))),
     eventsPerFrame: events / frames,
     virtualGbps: (last.bytes * 8) / last.simNs,
@@ -192,6 +207,7 @@ export function printSimStream(results: readonly SimStreamResult[], vsBaseline: 
     console.log(r.name);
     console.log(`  packet-hops/s       ${fmtSpread(r.hopsPerSec, fmtK).padEnd(30)} ${vsBaseline(r.key, r.hopsPerSec.median, r.noQueuePerSec)}`);
     console.log(`  per CPU second      ${fmtSpread(r.hopsPerCpuSec, fmtK).padEnd(30)} ${vsBaseline(`${r.key}-cpu`, r.hopsPerCpuSec.median, r.noQueuePerSec)}`);
+    console.log(`  first warm-up round ${fmtK(r.coldHopsPerCpuSec)} per CPU second (before the JIT settles)`);
     console.log(`  wall ms per sim ms  ${fmtSpread(r.wallMsPerSimMs, (x) => x.toFixed(2))}`);
     console.log(`  events per frame    ${r.eventsPerFrame.toFixed(2)}   (${r.virtualGbps.toFixed(1)} Gb/s virtual)`);
     console.log(

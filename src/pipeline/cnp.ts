@@ -5,7 +5,7 @@
  * 0, P_Key 0xFFFF, 16 zero reserved bytes, the ICRC; UDP source port 0;
  * DSCP `cnp_dscp`, ECT(0) when the device marks ECN.
  */
-import { Ecn, encodePacket, newPacket, type Packet } from '../wire/index.js';
+import { Ecn, encodePacket, internetChecksum, markIcrcPending, newPacket, type Packet } from '../wire/index.js';
 
 /** Its ICRC left pending for the runtime to seal (NicEnv.deferIcrc, wire/lazy-icrc.ts). */
 const DEFERRED = { deferIcrc: true } as const;
@@ -30,6 +30,56 @@ export function buildCnp(rx: Packet, srcMac: Uint8Array, destQp: number, dscp: n
     becn: 1,
   });
   return deferIcrc ? encodePacket(p, undefined, 0, DEFERRED) : encodePacket(p);
+}
+
+/** A RoCE v2 / IPv4 CNP's layout: Ethernet, a 20-byte IPv4 header, UDP, BTH, 16 reserved bytes, the ICRC. */
+const IP_OFF = 14;
+const BTH_OFF = IP_OFF + 20 + 8;
+const ICRC_OFF = BTH_OFF + 12 + 16;
+const CNP_V4_BYTES = ICRC_OFF + 4;
+
+/**
+ * buildCnp for one NIC, for the frames it defers the ICRC of (the
+ * simulator's): an IPv4 CNP is a copy of the last one built for the same
+ * QP with its IP identification and header checksum patched, when every
+ * other field (addresses, DSCP, ECN) matches; the encoder runs only for a
+ * QP's first CNP or when a field changed. Same bytes as buildCnp
+ * (cnp.test.ts). An incast sends thousands of CNPs; the encoder's packet
+ * objects made them the device model's largest cost there.
+ */
+export class CnpBuilder {
+  /** Per destination QP, its last IPv4 CNP (no mark, ICRC field zero). */
+  readonly #last = new Map<number, Uint8Array>();
+
+  build(rx: Packet, srcMac: Uint8Array, destQp: number, dscp: number, ect: boolean, ipId: number, deferIcrc: boolean): Uint8Array {
+    if (!deferIcrc || rx.ipv4 === null || rx.eth === null) return buildCnp(rx, srcMac, destQp, dscp, ect, ipId, deferIcrc);
+    const t = this.#last.get(destQp);
+    if (t !== undefined && sameFields(t, rx, srcMac, dscp, ect)) {
+      const f = t.slice();
+      f[IP_OFF + 4] = (ipId >>> 8) & 0xff;
+      f[IP_OFF + 5] = ipId & 0xff;
+      f[IP_OFF + 10] = 0;
+      f[IP_OFF + 11] = 0;
+      const sum = internetChecksum(f, IP_OFF, 20);
+      f[IP_OFF + 10] = sum >>> 8;
+      f[IP_OFF + 11] = sum & 0xff;
+      markIcrcPending(f, false, IP_OFF, BTH_OFF, ICRC_OFF);
+      return f;
+    }
+    const f = buildCnp(rx, srcMac, destQp, dscp, ect, ipId, true);
+    // A copy carries no mark (wire/lazy-icrc.ts) and keeps its zero ICRC field.
+    if (f.length === CNP_V4_BYTES && (f[IP_OFF]! & 0x0f) === 5) this.#last.set(destQp, f.slice());
+    return f;
+  }
+}
+
+/** Whether CNP `t` has the addresses, DSCP and ECN of a CNP answering `rx` (IPv4). */
+function sameFields(t: Uint8Array, rx: Packet, srcMac: Uint8Array, dscp: number, ect: boolean): boolean {
+  const peerMac = rx.eth!.src;
+  const ip = rx.ipv4!;
+  for (let i = 0; i < 6; i++) if (t[i] !== peerMac[i] || t[6 + i] !== srcMac[i]) return false;
+  for (let i = 0; i < 4; i++) if (t[IP_OFF + 12 + i] !== ip.dst[i] || t[IP_OFF + 16 + i] !== ip.src[i]) return false;
+  return t[IP_OFF + 1] === (((dscp & 0x3f) << 2) | (ect ? Ecn.ECT0 : Ecn.NOT_ECT));
 }
 
 /** The IP ECN field of a decoded RoCE v2 packet (Not-ECT for other framings). */

@@ -11,7 +11,7 @@ import type { Packet } from '../wire/index.js';
 import type { CcParams } from './cc-params.js';
 import type { CcEventKind, CcSample, CongestionControl } from './cc/congestion-control.js';
 import { Dcqcn } from './cc/dcqcn.js';
-import { buildCnp } from './cnp.js';
+import { CnpBuilder } from './cnp.js';
 import type { NicCore } from './core.js';
 import type { QpCtx } from './qp-ctx.js';
 
@@ -22,6 +22,7 @@ export class Congestion {
   readonly #nic: NicCore;
   readonly #params: CcParams;
   readonly #algo: CongestionControl;
+  readonly #cnps = new CnpBuilder();
   /** QPs with a flow (its timers) or waiting out their pacing. */
   readonly #timed = new Set<QpCtx>();
   #observer: CcObserver | null = null;
@@ -48,7 +49,7 @@ export class Congestion {
     if (now - q.lastCnpNs < cc.min_time_between_cnps * 1000) return;
     q.lastCnpNs = now;
     const destQp = q.qpType === IBV_QPT_UD ? (p.deth?.srcQp ?? 0) : q.destQpn;
-    const frame = buildCnp(p, nic.port(portNum).mac, destQp, cc.cnp_dscp, cc.ecn, nic.nextIpId(portNum), nic.env.deferIcrc === true);
+    const frame = this.#cnps.build(p, nic.port(portNum).mac, destQp, cc.cnp_dscp, cc.ecn, nic.nextIpId(portNum), nic.env.deferIcrc === true);
     ctr[Ctr.NP_CNP_SENT]!++;
     nic.transmit(portNum, frame, cc.cnp_802p_prio);
   }
