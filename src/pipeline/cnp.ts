@@ -40,21 +40,29 @@ const CNP_V4_BYTES = ICRC_OFF + 4;
 
 /**
  * buildCnp for one NIC, for the frames it defers the ICRC of (the
- * simulator's): an IPv4 CNP is a copy of the last one built for the same
- * QP with its IP identification and header checksum patched, when every
- * other field (addresses, DSCP, ECN) matches; the encoder runs only for a
+ * simulator's): an IPv4 CNP is a copy of the last one the same local QP
+ * sent, its IP identification and header checksum patched, when every
+ * other field (addresses, destination QP, DSCP, ECN) matches; the encoder runs only for a
  * QP's first CNP or when a field changed. Same bytes as buildCnp
  * (cnp.test.ts). An incast sends thousands of CNPs; the encoder's packet
  * objects made them the device model's largest cost there.
  */
 export class CnpBuilder {
-  /** Per destination QP, its last IPv4 CNP (no mark, ICRC field zero). */
+  /** Per local QP number, its last IPv4 CNP (no mark, ICRC field zero). */
   readonly #last = new Map<number, Uint8Array>();
+  #encoded = 0;
 
-  build(rx: Packet, srcMac: Uint8Array, destQp: number, dscp: number, ect: boolean, ipId: number, deferIcrc: boolean): Uint8Array {
+  /** CNPs that went through the encoder (the rest were patched copies). */
+  get encoded(): number {
+    return this.#encoded;
+  }
+
+  /** buildCnp(rx, srcMac, ...) for a packet that reached local QP `qpn`. */
+  build(qpn: number, rx: Packet, srcMac: Uint8Array, destQp: number, dscp: number, ect: boolean, ipId: number, deferIcrc: boolean): Uint8Array {
+    this.#encoded++;
     if (!deferIcrc || rx.ipv4 === null || rx.eth === null) return buildCnp(rx, srcMac, destQp, dscp, ect, ipId, deferIcrc);
-    const t = this.#last.get(destQp);
-    if (t !== undefined && sameFields(t, rx, srcMac, dscp, ect)) {
+    const t = this.#last.get(qpn);
+    if (t !== undefined && sameFields(t, rx, srcMac, destQp, dscp, ect)) {
       const f = t.slice();
       f[IP_OFF + 4] = (ipId >>> 8) & 0xff;
       f[IP_OFF + 5] = ipId & 0xff;
@@ -64,21 +72,23 @@ export class CnpBuilder {
       f[IP_OFF + 10] = sum >>> 8;
       f[IP_OFF + 11] = sum & 0xff;
       markIcrcPending(f, false, IP_OFF, BTH_OFF, ICRC_OFF);
+      this.#encoded--;
       return f;
     }
     const f = buildCnp(rx, srcMac, destQp, dscp, ect, ipId, true);
     // A copy carries no mark (wire/lazy-icrc.ts) and keeps its zero ICRC field.
-    if (f.length === CNP_V4_BYTES && (f[IP_OFF]! & 0x0f) === 5) this.#last.set(destQp, f.slice());
+    if (f.length === CNP_V4_BYTES && (f[IP_OFF]! & 0x0f) === 5) this.#last.set(qpn, f.slice());
     return f;
   }
 }
 
-/** Whether CNP `t` has the addresses, DSCP and ECN of a CNP answering `rx` (IPv4). */
-function sameFields(t: Uint8Array, rx: Packet, srcMac: Uint8Array, dscp: number, ect: boolean): boolean {
+/** Whether CNP `t` has the addresses, destination QP, DSCP and ECN of a CNP answering `rx` (IPv4). */
+function sameFields(t: Uint8Array, rx: Packet, srcMac: Uint8Array, destQp: number, dscp: number, ect: boolean): boolean {
   const peerMac = rx.eth!.src;
   const ip = rx.ipv4!;
   for (let i = 0; i < 6; i++) if (t[i] !== peerMac[i] || t[6 + i] !== srcMac[i]) return false;
   for (let i = 0; i < 4; i++) if (t[IP_OFF + 12 + i] !== ip.dst[i] || t[IP_OFF + 16 + i] !== ip.src[i]) return false;
+  if (((t[BTH_OFF + 5]! << 16) | (t[BTH_OFF + 6]! << 8) | t[BTH_OFF + 7]!) !== (destQp & 0xffffff)) return false;
   return t[IP_OFF + 1] === (((dscp & 0x3f) << 2) | (ect ? Ecn.ECT0 : Ecn.NOT_ECT));
 }
 

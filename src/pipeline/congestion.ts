@@ -49,7 +49,7 @@ export class Congestion {
     if (now - q.lastCnpNs < cc.min_time_between_cnps * 1000) return;
     q.lastCnpNs = now;
     const destQp = q.qpType === IBV_QPT_UD ? (p.deth?.srcQp ?? 0) : q.destQpn;
-    const frame = this.#cnps.build(p, nic.port(portNum).mac, destQp, cc.cnp_dscp, cc.ecn, nic.nextIpId(portNum), nic.env.deferIcrc === true);
+    const frame = this.#cnps.build(q.qpn, p, nic.port(portNum).mac, destQp, cc.cnp_dscp, cc.ecn, nic.nextIpId(portNum), nic.env.deferIcrc === true);
     ctr[Ctr.NP_CNP_SENT]!++;
     nic.transmit(portNum, frame, cc.cnp_802p_prio);
   }
