@@ -42,6 +42,9 @@ export interface FabricBenchResult {
 /** What issue 10 gives for ns-3's HPCC simulator on this machine's kind (packet-hops per wall second). */
 const NS3_HOPS_PER_SEC: Readonly<Record<string, number>> = { 'incast-8to1': 640_000, 'incast-64to1': 430_000 };
 
+/** Packet-hops run uncounted first: V8 needs ~100 k frames over fresh models before a round's cost settles (sim-stream.bench.ts). */
+const WARM_UP_HOPS = 100_000;
+
 function spread(xs: number[]): Spread {
   const s = [...xs].sort((a, b) => a - b);
   return { min: s[0]!, median: s[s.length >> 1]!, max: s[s.length - 1]! };
@@ -58,7 +61,8 @@ async function oneRound(s: Scenario) {
 export async function benchFabric(file: string, rounds: number): Promise<FabricBenchResult> {
   const s0 = loadScenario(file);
   const s: Scenario = { ...s0, capture: [], output: { ...s0.output, plots: false } };
-  await oneRound(s); // warm-up (JIT)
+  // Warm-up (JIT): rounds until WARM_UP_HOPS have run (the 8:1 incast is ~17 k hops a round; one left its counted rounds 1.5-4x apart).
+  for (let hops = 0; hops < WARM_UP_HOPS; ) hops += (await oneRound(s)).r.packetHops;
   const rs = [];
   for (let i = 0; i < rounds; i++) rs.push(await oneRound(s));
   const noQueue = benchScheduler(10, 200).baselinePerSec;
