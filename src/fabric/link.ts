@@ -164,6 +164,11 @@ export interface SerializeTap {
   onSerialize(frame: Uint8Array, nowNs: number): void;
 }
 
+/** Told from a link's txDone event that the transmitter has started its next frame (SimLink.onTxDone). */
+export interface TxDoneListener {
+  lineFree(): void;
+}
+
 /**
  * One direction's transmit side, for a sender that sends many frames: the
  * same as `SimLink.queued(dir)`, `sendOwned(dir, ...)` and `unsend(dir, ...)`
@@ -351,8 +356,8 @@ export class SimLink {
    * waiting behind the one on the wire queues its next one from here, in
    * the same event, rather than in an event of its own at the same instant.
    */
-  onTxDone(dir: LinkDir, handler: (() => void) | null): void {
-    this.#lane(dir).afterTxDone = handler;
+  onTxDone(dir: LinkDir, listener: TxDoneListener | null): void {
+    this.#lane(dir).afterTxDone = listener;
   }
 
   /** The pull source of `dir` has a frame now: start it if the line is idle (see setPull). */
@@ -428,7 +433,7 @@ class Lane implements LinkTransmitter {
   hookReadOnly = false;
   tap: SerializeTap | null = null;
   pull: (() => Uint8Array | null) | null = null;
-  afterTxDone: (() => void) | null = null;
+  afterTxDone: TxDoneListener | null = null;
   readonly #num: number;
   readonly #den: number;
   readonly #propPs: number;
@@ -555,7 +560,7 @@ class Lane implements LinkTransmitter {
     this.#startTx(frame, this.#busyUntilPs > sentPs ? this.#busyUntilPs : sentPs);
     if (this.#q.length > 0 || this.pull !== null) this.sched.schedule(this.#txDone, ceilNs(this.#busyUntilPs));
     // After the start, with the lane consistent again: the sender may queue its next frame now.
-    if (this.afterTxDone !== null) this.afterTxDone();
+    if (this.afterTxDone !== null) this.afterTxDone.lineFree();
   }
 
   /** Serializes `frame` (the link's own copy) from `startPs`. */

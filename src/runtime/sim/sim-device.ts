@@ -31,7 +31,7 @@ import { Firmware } from '../../device/firmware.js';
 import { HostMemory } from '../../device/host-memory.js';
 import { Bar, DbKind, DevStatus, drainDoorbells, ringDoorbell, setDeviceStatus, takeSummary } from '../../device/registers.js';
 import type { CableEnd } from '../../fabric/cable.js';
-import type { LinkDir, LinkTransmitter, SerializeTap, SimLink } from '../../fabric/link.js';
+import type { LinkDir, LinkTransmitter, SerializeTap, SimLink, TxDoneListener } from '../../fabric/link.js';
 import { TimedQueue } from '../../fabric/timed-queue.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { resolveCcParams } from '../../pipeline/cc-params.js';
@@ -91,8 +91,6 @@ export interface SimDeviceContext {
   readonly params: SimRuntimeParams;
   /** A CQE or EQE landed in host memory, or an interrupt fired: wake whoever waits. */
   changed(): void;
-  /** The frame observer, or null (checked per frame; nothing is built without one). */
-  observer(): FrameObserver | null;
 }
 
 /** Doorbell kinds that have slots (CMD has none: commands are served at once). */
@@ -142,7 +140,7 @@ class SimNic extends Nic {
  * yet started goes back to its lane when its priority is paused, so only
  * the frame on the wire finishes.
  */
-export class SimPort implements FrameSink, SerializeTap {
+export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
   readonly dev: SimDevice;
   readonly portNum: number;
   readonly eth: EthPort;
@@ -265,7 +263,7 @@ export class SimPort implements FrameSink, SerializeTap {
   onSerialize(frame: Uint8Array, ns: number): void {
     if (frame === this.#waiting) this.#waiting = null;
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
-    const obs = this.dev.ctx.observer();
+    const obs = this.dev.observer;
     // An observer reading `frame` sees the ICRC as on the wire; one reading `headers` costs no CRC (lazy-icrc.ts).
     if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns));
   }
@@ -284,7 +282,7 @@ export class SimPort implements FrameSink, SerializeTap {
   onReceive(frame: Uint8Array): void {
     const ns = this.dev.sched.now();
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
-    const obs = this.dev.ctx.observer();
+    const obs = this.dev.observer;
     if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns));
     if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
     else this.dev.rxPush(this.portNum, frame);
@@ -320,6 +318,12 @@ export class SimDevice {
   framesBuilt = 0;
   /** Doorbells taken from the driver and written back later. */
   doorbells = 0;
+  /**
+   * The model's frame observer, or null (read per frame; nothing is built
+   * without one). A field the model sets, not a callback: a call through a
+   * closure made per model would be a new call target for every model.
+   */
+  observer: FrameObserver | null = null;
 
   readonly #pollEv: SimEvent;
   readonly #timerEv: SimEvent;

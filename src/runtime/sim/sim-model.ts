@@ -141,7 +141,6 @@ export class SimModel implements RunningModel {
   readonly #captures: PcapWriter[] = [];
   #observers: FrameObserver[] = [];
   #ccObservers: CongestionObserver[] = [];
-  #observer: FrameObserver | null = null;
   #changes = 0;
   #stopped = false;
   #driving = false;
@@ -166,7 +165,6 @@ export class SimModel implements RunningModel {
         // A batch run for a poll (step, runToChange) ends at the first change.
         if (this.#batch) this.scheduler.interrupt();
       },
-      observer: () => this.#observer,
     };
     this.#made = config.devices.map(createDevice);
     this.#devs = this.#made.map((d, i) => new SimDevice(d.resources, i, ctx));
@@ -306,7 +304,7 @@ export class SimModel implements RunningModel {
 
   #plug(p: SimPort, link: SimLink, dir: 'aToB' | 'bToA', end: SimLink['a'], faults: FaultInjector | null, fdir: 'a->b' | 'b->a'): void {
     p.plug(link, dir, end);
-    link.onTxDone(dir, () => p.lineFree());
+    link.onTxDone(dir, p);
     // A PAUSE quantum is 512 bit times at this link's rate.
     p.eth.pause.setLinkRate(link.params.linkRate);
     const rxDir = fdir === 'a->b' ? 'b->a' : 'a->b';
@@ -561,7 +559,7 @@ export class SimModel implements RunningModel {
 
   #updateObserver(): void {
     const list = this.#observers;
-    this.#observer =
+    const obs: FrameObserver | null =
       list.length === 0
         ? null
         : list.length === 1
@@ -569,6 +567,7 @@ export class SimModel implements RunningModel {
           : (e) => {
               for (const f of list) f(e);
             };
+    for (const d of this.#devs) d.observer = obs;
   }
 
   #capture(p: SimPort, w: PcapWriter | null): void {
