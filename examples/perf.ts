@@ -594,12 +594,9 @@ export function computeBwReport(
   ticksPerSec: number,
 ): BwReport {
   const n = tposted.length;
-  const formatFactor = a.report_gbits ? 125000000 : 0x100000;
-  const sum = (tcompleted[n - 1] as number) - (tposted[0] as number);
-  const bw_avg = (a.size * n * ticksPerSec) / (sum * formatFactor);
-  const msgRate_avg = (n * ticksPerSec) / (sum * 1000000);
-  let bw_peak = 0;
+  const r = bwAverageReport(a, n, tposted[0] as number, tcompleted[n - 1] as number, ticksPerSec);
   if (!a.noPeak) {
+    const formatFactor = a.report_gbits ? 125000000 : 0x100000;
     let opt = Infinity;
     const q = a.cq_mod;
     for (let i = 0; i < n; i++) {
@@ -613,9 +610,28 @@ export function computeBwReport(
         if (t < opt) opt = t;
       }
     }
-    bw_peak = opt > 0 && Number.isFinite(opt) ? (a.size * ticksPerSec) / (opt * formatFactor) : bw_avg;
+    r.bw_peak = opt > 0 && Number.isFinite(opt) ? (a.size * ticksPerSec) / (opt * formatFactor) : r.bw_avg;
   }
-  return { size: a.size, iters: n, bw_peak, bw_avg, msgRate_avg };
+  return r;
+}
+
+/**
+ * The report without a peak (-N, or above PEAK_ITERS_LIMIT): `n` messages
+ * from the first post at `firstPosted` to the last completion at
+ * `lastCompleted`, all perftest keeps then.
+ */
+export function bwAverageReport(
+  a: { size: number; report_gbits: boolean },
+  n: number,
+  firstPosted: number,
+  lastCompleted: number,
+  ticksPerSec: number,
+): BwReport {
+  const formatFactor = a.report_gbits ? 125000000 : 0x100000;
+  const sum = lastCompleted - firstPosted;
+  const bw_avg = (a.size * n * ticksPerSec) / (sum * formatFactor);
+  const msgRate_avg = (n * ticksPerSec) / (sum * 1000000);
+  return { size: a.size, iters: n, bw_peak: 0, bw_avg, msgRate_avg };
 }
 
 /**
@@ -1271,8 +1287,16 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
   const n = side.qps.length;
   const timed = p.duration > 0;
   const total = timed ? Infinity : p.iters * n;
-  const tposted: number[] = [];
-  const tcompleted: number[] = [];
+  // Per-message times only where the peak needs them; otherwise, as in perftest, the first post and the last completion.
+  const keepTimes = !timed && !p.noPeak;
+  const tposted = new Float64Array(keepTimes ? total : 0);
+  const tcompleted = new Float64Array(keepTimes ? total : 0);
+  let totscnt = 0;
+  let firstPosted = 0;
+  let lastCompleted = 0;
+  // A WR's wr_id names the signaled WR that completes it (its group of cq_mod): one BigInt per CQE, not per post.
+  const groupEnd = new Array<number>(n).fill(-1);
+  const groupId = new Array<bigint>(n).fill(0n);
   const scnt = new Array<number>(n).fill(0);
   const ccnt = new Array<number>(n).fill(0);
   const inl = inlineFlag(p, size);
@@ -1306,11 +1330,17 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
           for (let m = 0; m < list; m++) {
             const k = k0 + m;
             const wr = chain[m] as ibv_send_wr;
-            const signaled = k % p.cq_mod === p.cq_mod - 1 || (!timed && k === p.iters - 1);
-            wr.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | inl;
-            wr.wr_id = bwWrId(i, k);
-            if (!timed) tposted.push(t0);
+            if (k > (groupEnd[i] as number)) {
+              const last = k - (k % p.cq_mod) + p.cq_mod - 1;
+              groupEnd[i] = timed ? last : Math.min(last, p.iters - 1);
+              groupId[i] = bwWrId(i, groupEnd[i] as number);
+            }
+            wr.send_flags = (k === groupEnd[i] ? IBV_SEND_SIGNALED : 0) | inl;
+            wr.wr_id = groupId[i] as bigint;
           }
+          if (totscnt === 0) firstPosted = t0;
+          if (keepTimes) tposted.fill(t0, totscnt, totscnt + list);
+          totscnt += list;
           const r = ibv_post_send(side.qps[i] as ibv_qp, chain[0] as ibv_send_wr, {});
           if (r) fail(run, ` Couldn't post send: qp ${i} scnt=${k0} (${errnoName(r)})`);
           scnt[i] = k0 + list;
@@ -1332,11 +1362,10 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
       const upTo = (id % 0x100000000) + 1;
       const done = upTo - (ccnt[i] as number);
       ccnt[i] = upTo;
-      for (let m = 0; m < done; m++) {
-        if (!timed) tcompleted.push(t);
-        totccnt++;
-        rowCount++;
-      }
+      if (keepTimes) tcompleted.fill(t, totccnt, totccnt + done);
+      totccnt += done;
+      rowCount += done;
+      lastCompleted = t;
     }
     if (timed && !p.run_infinitely) {
       // -D: count what completes between the margins, as perftest's SAMPLE state does
@@ -1368,6 +1397,7 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
     const secs = Math.max(t - from, 1) / sec;
     return { size, iters: count, bw_peak: 0, bw_avg: (size * count) / secs / (p.report_gbits ? 125000000 : 0x100000), msgRate_avg: count / secs / 1e6 };
   }
+  if (!keepTimes) return bwAverageReport({ size, report_gbits: p.report_gbits }, totscnt, firstPosted, lastCompleted, run.env.ticksPerSec);
   return computeBwReport({ size, cq_mod: p.cq_mod, noPeak: p.noPeak, report_gbits: p.report_gbits }, tposted, tcompleted, run.env.ticksPerSec);
 }
 

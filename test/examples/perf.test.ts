@@ -10,6 +10,7 @@ import {
   RESULT_LINE,
   bwHeader,
   bwRow,
+  bwAverageReport,
   computeBwReport,
   computeLatReport,
   defaultParams,
@@ -274,6 +275,8 @@ describe('perf report arithmetic', () => {
     const g = computeBwReport({ size: 1000, cq_mod: 2, noPeak: true, report_gbits: true }, tposted, tcompleted, 1e9);
     expect(g.bw_avg).toBeCloseTo(160, 9); // 4000 bytes × 8 bits / 200 ns
     expect(g.bw_peak).toBe(0);
+    // Without a peak only the first post and the last completion count (what runBwClient keeps then).
+    expect(bwAverageReport({ size: 1000, report_gbits: true }, 4, 0, 200, 1e9)).toEqual(g);
     // Five messages, CQEs after messages 1, 3 and (the last, signaled) 4.
     const odd = computeBwReport({ size: 1, cq_mod: 2, noPeak: false, report_gbits: true }, [0, 1, 2, 3, 4], [20, 20, 40, 40, 41], 1e9);
     // windows at cq_mod boundaries are 10 ns a message at best; the window to the last CQE is 41 ns / 5
