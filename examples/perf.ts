@@ -1297,6 +1297,7 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
   // A WR's wr_id names the signaled WR that completes it (its group of cq_mod): one BigInt per CQE, not per post.
   const groupEnd = new Array<number>(n).fill(-1);
   const groupId = new Array<bigint>(n).fill(0n);
+  const badWr: { wr: ibv_send_wr | null } = { wr: null }; // one for every post, as perftest's &bad_wr
   const scnt = new Array<number>(n).fill(0);
   const ccnt = new Array<number>(n).fill(0);
   const inl = inlineFlag(p, size);
@@ -1341,7 +1342,7 @@ async function runBwClient(side: Side, p: PerfParams, size: number, run: Run, io
           if (totscnt === 0) firstPosted = t0;
           if (keepTimes) tposted.fill(t0, totscnt, totscnt + list);
           totscnt += list;
-          const r = ibv_post_send(side.qps[i] as ibv_qp, chain[0] as ibv_send_wr, {});
+          const r = ibv_post_send(side.qps[i] as ibv_qp, chain[0] as ibv_send_wr, badWr);
           if (r) fail(run, ` Couldn't post send: qp ${i} scnt=${k0} (${errnoName(r)})`);
           scnt[i] = k0 + list;
         }

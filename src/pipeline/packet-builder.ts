@@ -8,6 +8,7 @@
 import { IBV_GID_TYPE_ROCE_V1 } from '../device/abi/constants.js';
 import type { PortAttrs } from '../device/capabilities.js';
 import {
+  clearIcrcMark,
   encodePacket,
   EtherType,
   Hdr,
@@ -76,23 +77,35 @@ const SLACK = 8;
 const DISJOINT = { viewsDisjoint: true } as const;
 /** The same, the ICRC left for the runtime to seal when something reads the bytes (wire/lazy-icrc.ts). */
 const DISJOINT_DEFERRED = { viewsDisjoint: true, deferIcrc: true } as const;
-const pool: ArrayBuffer[] = [];
-const smallPool: ArrayBuffer[] = [];
+/**
+ * Released frame views (not just their buffers): a view that fits the next
+ * frame (same start and length: every packet of a steady stream) is reused,
+ * sparing a typed-array view (~100 B of garbage) per packet.
+ */
+const pool: Uint8Array[] = [];
+const smallPool: Uint8Array[] = [];
 
 /** A frame of `len` bytes starting `start` (0..7) bytes into a pooled buffer (at 0 when unpooled). */
 export function acquireFrame(len: number, start = 0): Uint8Array {
-  if (len <= SMALL_FRAME_BYTES) return new Uint8Array(smallPool.pop() ?? new ArrayBuffer(SMALL_FRAME_BYTES + SLACK), start, len);
   if (len > POOL_FRAME_BYTES) return new Uint8Array(len);
-  return new Uint8Array(pool.pop() ?? new ArrayBuffer(POOL_FRAME_BYTES + SLACK), start, len);
+  const v = len <= SMALL_FRAME_BYTES ? smallPool.pop() : pool.pop();
+  if (v === undefined) return new Uint8Array(new ArrayBuffer(len <= SMALL_FRAME_BYTES ? SMALL_FRAME_BYTES + SLACK : POOL_FRAME_BYTES + SLACK), start, len);
+  if (v.byteOffset !== start || v.length !== len) return new Uint8Array(v.buffer, start, len);
+  clearIcrcMark(v);
+  return v;
 }
 
-/** Gives a frame's buffer back; frames not from the pool are left to the GC. */
+/**
+ * Gives a frame back (the caller and everyone it handed the frame to are
+ * done with it: the view itself may be the next frame); frames not from
+ * the pool are left to the GC.
+ */
 export function releaseFrame(frame: Uint8Array): void {
   const b = frame.buffer;
   if (b instanceof SharedArrayBuffer) return;
   if (b.byteLength === SMALL_FRAME_BYTES + SLACK) {
-    if (smallPool.length < 8192) smallPool.push(b as ArrayBuffer);
-  } else if (b.byteLength === POOL_FRAME_BYTES + SLACK && pool.length < 4096) pool.push(b as ArrayBuffer);
+    if (smallPool.length < 8192) smallPool.push(frame);
+  } else if (b.byteLength === POOL_FRAME_BYTES + SLACK && pool.length < 4096) pool.push(frame);
 }
 
 function isZeroMac(m: Uint8Array): boolean {

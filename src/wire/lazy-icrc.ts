@@ -23,9 +23,10 @@
  *
  * The mark is a property of the frame's view (not a WeakMap entry: a
  * WeakMap set per frame cost ~6 % of the simulator's time, and its
- * entries are extra work for the collector). A recycled buffer gets a new
- * view per frame, so a mark cannot outlive its frame. A copy carries no
- * mark: seal the original before copying it.
+ * entries are extra work for the collector). A recycled view starts over
+ * unmarked (`clearIcrcMark`, pipeline/packet-builder.ts acquireFrame), so a
+ * mark cannot outlive its frame. A copy carries no mark: seal the original
+ * before copying it.
  */
 import { icrcRoceV1, icrcRoceV2, writeIcrc } from './icrc.js';
 
@@ -48,6 +49,11 @@ const ENDED = -1;
  */
 export function markIcrcPending(frame: Uint8Array, v1: boolean, ipOff: number, bthOff: number, icrcOff: number): void {
   (frame as Marked)[MARK] = icrcOff * 0x20000 + (v1 ? 0x10000 : 0) + bthOff * 0x100 + ipOff;
+}
+
+/** A recycled frame view starts over as if new: no mark (`takeAsBuilt` false, nothing to seal). */
+export function clearIcrcMark(frame: Uint8Array): void {
+  if ((frame as Marked)[MARK] !== undefined) (frame as Marked)[MARK] = undefined;
 }
 
 /** True while `frame`'s ICRC field is not computed (the bytes there are zero). */
