@@ -39,6 +39,11 @@ export function sqNextAddr(t: ContextTables, qp: number): number {
   return ringEntryAddr(QPC.f.sqRingAddr.getNum(dv, qp), QPC.f.sqConsumed.get(dv, qp), QPC.f.sqLogSize.get(dv, qp), QPC.f.sqLogStride.get(dv, qp));
 }
 
+/** sqNextAddr as an offset into host memory (`mem.u8`): a small integer, where the address would be a boxed double. */
+export function sqNextOff(mem: HostMemory, t: ContextTables, qp: number): number {
+  return sqNextAddr(t, qp) - mem.baseNum;
+}
+
 /** Retire the send WQE sqPeek returned. Returns its counter (for the CQE's wqeCounter). */
 export function sqAdvance(t: ContextTables, qp: number): number {
   const n = QPC.f.sqConsumed.get(t.dv, qp);

@@ -347,7 +347,7 @@ export class Nic implements NicCore {
     if (naks.length > 0) this.schedule(q);
     for (let addr = sqPeek(mem, t, off); addr >= 0; addr = sqPeek(mem, t, off)) {
       const counter = sqAdvance(t, off);
-      const w = readSendWqe(mem, addr, q.qpType, counter, 255, 1 << 16) ?? new SendWqe();
+      const w = readSendWqe(mem, addr - mem.baseNum, q.qpType, counter, 255, 1 << 16) ?? new SendWqe();
       completeSend(this, q, w, IBV_WC_WR_FLUSH_ERR);
       ctr[Ctr.REQ_CQE_FLUSH_ERROR]!++;
     }

@@ -41,7 +41,7 @@ import {
 } from '../device/abi/constants.js';
 import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
-import { sqAdvance, sqNextAddr, sqPending } from '../device/queues.js';
+import { sqAdvance, sqNextOff, sqPending } from '../device/queues.js';
 import { SEND_CTRL } from '../device/wqe.js';
 import { Op } from '../wire/index.js';
 import { txPriority } from './cc-params.js';
@@ -164,11 +164,11 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
   const maxMsg = caps.ports[q.portNum - 1]?.maxMsgSz ?? 0x800000;
   // The doorbell record read once per pass (an Atomics.load): WQEs posted meanwhile ring again.
   for (let pending = sqPending(mem, t, qp); pending > 0 && q.window.length < limit && !q.sqError; pending--) {
-    const addr = sqNextAddr(t, qp);
-    if (q.qpType !== IBV_QPT_UD && isLocalOp(SEND_CTRL.f.opcode.get(mem.dv, addr - mem.baseNum))) {
+    const o = sqNextOff(mem, t, qp);
+    if (q.qpType !== IBV_QPT_UD && isLocalOp(SEND_CTRL.f.opcode.get(mem.dv, o))) {
       // A bind or invalidation waits until every WQE before it has completed (local-ops.ts); the completer reschedules the QP.
       if (q.window.length > 0) return;
-      const w = readSendWqe(mem, addr, q.qpType, sqAdvance(t, qp), q.maxSendSge, q.maxInline)!;
+      const w = readSendWqe(mem, o, q.qpType, sqAdvance(t, qp), q.maxSendSge, q.maxInline)!;
       const status = executeLocalOp(t, w, q.qpn, q.pdn);
       if (status !== IBV_WC_SUCCESS) {
         failHead(nic, q, w, status);
@@ -178,11 +178,9 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
       continue;
     }
     const counter = sqAdvance(t, qp);
-    const w = readSendWqe(mem, addr, q.qpType, counter, q.maxSendSge, q.maxInline);
+    const w = readSendWqe(mem, o, q.qpType, counter, q.maxSendSge, q.maxInline);
     if (!w || !opcodeAllowed(q.qpType, w.opcode)) {
-      const bad =
-        w ??
-        Object.assign(new SendWqe(), { counter, wrIdLo: mem.dv.getUint32(addr - mem.baseNum, true), wrIdHi: mem.dv.getUint32(addr - mem.baseNum + 4, true) });
+      const bad = w ?? Object.assign(new SendWqe(), { counter, wrIdLo: mem.dv.getUint32(o, true), wrIdHi: mem.dv.getUint32(o + 4, true) });
       failHead(nic, q, bad, IBV_WC_LOC_QP_OP_ERR);
       return;
     }

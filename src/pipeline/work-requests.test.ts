@@ -46,7 +46,7 @@ describe('SendWqe reuse', () => {
         DATA_SEG.f.length.set(mem.dv, d, s.length);
         DATA_SEG.f.lkey.set(mem.dv, d, s.lkey);
       });
-      const w = readSendWqe(mem, slot, IBV_QPT_RC, i, 4, 64)!;
+      const w = readSendWqe(mem, o, IBV_QPT_RC, i, 4, 64)!;
       if (w === last) reused++;
       expect(w.wrIdLo).toBe(i);
       expect(w.counter).toBe(i);

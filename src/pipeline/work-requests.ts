@@ -207,10 +207,13 @@ const U = UD_SEG.f;
 const D = DATA_SEG.f;
 const B = BIND_SEG.f;
 
-/** Reads the send WQE at host address `addr` (number). Returns null if the segment count is impossible. */
-export function readSendWqe(mem: HostMemory, addr: number, qpType: number, counter: number, maxSge: number, maxInline: number): SendWqe | null {
+/**
+ * Reads the send WQE at offset `o` of host memory (`mem.u8`; an offset, not
+ * the address, which would be a boxed double per call). Returns null if
+ * the segment count is impossible.
+ */
+export function readSendWqe(mem: HostMemory, o: number, qpType: number, counter: number, maxSge: number, maxInline: number): SendWqe | null {
   const dv = mem.dv;
-  const o = addr - mem.baseNum;
   const pooled = wqePool.pop();
   const w = pooled ?? new SendWqe();
   const oldSges = pooled ? pooled.reset() : NO_SGES;
