@@ -1,7 +1,52 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../../test/seeded.js';
 import { CABLE_STATS, InProcessCable } from './cable.js';
 
 describe('InProcessCable', () => {
+  it('its frame ring delivers as a plain FIFO would (seeded: 2,000 runs of sends, owned sends, drains, sends from handlers, growth past 64)', () => {
+    for (let seed = 1; seed <= 2000; seed++) {
+      const r = seededRandom(seed);
+      const cable = new InProcessCable();
+      // The reference: one FIFO of [receiving end, id]; a drain delivers what was queued when it began.
+      const ref: [number, number][] = [];
+      const got: [number, number][] = [];
+      const want: [number, number][] = [];
+      let id = 0;
+      const send = (from: 0 | 1) => {
+        const f = Uint8Array.of(id & 0xff, id >>> 8);
+        ref.push([from === 0 ? 1 : 0, id++]);
+        const end = from === 0 ? cable.a : cable.b;
+        if (r() < 0.5) end.send(f);
+        else end.sendOwned!(f);
+      };
+      const onFrame = (to: 0 | 1) => (f: Uint8Array) => {
+        got.push([to, f[0]! | (f[1]! << 8)]);
+        if (r() < 0.2) send(r() < 0.5 ? 0 : 1);
+      };
+      cable.a.onReceive(onFrame(0));
+      cable.b.onReceive(onFrame(1));
+      const steps = 1 + Math.floor(r() * 60);
+      for (let s = 0; s < steps; s++) {
+        if (r() < 0.7) {
+          const burst = Math.floor(r() * (r() < 0.1 ? 300 : 8));
+          for (let k = 0; k < burst; k++) send(r() < 0.5 ? 0 : 1);
+        } else {
+          const n = ref.length;
+          want.push(...ref.splice(0, n));
+          expect(cable.drain()).toBe(n);
+        }
+        expect(cable.pending).toBe(ref.length);
+      }
+      while (ref.length > 0) {
+        const n = ref.length;
+        want.push(...ref.splice(0, n));
+        expect(cable.drain()).toBe(n);
+      }
+      expect(got).toEqual(want);
+      expect(cable.pending).toBe(0);
+    }
+  });
+
   it('delivers copies, in order, only from drain()', () => {
     const cable = new InProcessCable();
     const gotB: Uint8Array[] = [];

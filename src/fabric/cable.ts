@@ -117,9 +117,15 @@ export interface InProcessCableOptions {
 export class InProcessCable {
   readonly a: CableEnd;
   readonly b: CableEnd;
-  /** Frames in send order; `to` is the receiving end (0 = a, 1 = b). */
-  #queue: { to: 0 | 1; frame: Uint8Array }[] = [];
+  /**
+   * Frames in send order, a ring of `#frames.length` (a power of two) slots
+   * from `#head`; `#to` holds each one's receiving end (0 = a, 1 = b). A ring,
+   * not an array of `{ to, frame }`: no object per frame, no array per drain.
+   */
+  #frames: (Uint8Array | null)[] = new Array<Uint8Array | null>(64).fill(null);
+  #to = new Uint8Array(64);
   #head = 0;
+  #count = 0;
   readonly #ends: [InProcessEnd, InProcessEnd];
   readonly #onQueued: (() => void) | null;
 
@@ -134,7 +140,7 @@ export class InProcessCable {
 
   /** Frames waiting for `drain()`. */
   get pending(): number {
-    return this.#queue.length - this.#head;
+    return this.#count;
   }
 
   /**
@@ -144,28 +150,40 @@ export class InProcessCable {
    * inside one drain.
    */
   drain(): number {
-    const stop = this.#queue.length;
     let delivered = 0;
-    while (this.#head < stop) {
-      const item = this.#queue[this.#head]!;
-      this.#queue[this.#head] = undefined as never;
-      this.#head++;
-      if (this.#ends[item.to].deliver(item.frame)) delivered++;
-    }
-    if (this.#head === this.#queue.length) {
-      this.#queue = [];
-      this.#head = 0;
-    } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
+    for (let stop = this.#count; stop > 0; stop--) {
+      const i = this.#head;
+      const frame = this.#frames[i]!;
+      this.#frames[i] = null;
+      this.#head = (i + 1) & (this.#frames.length - 1);
+      this.#count--;
+      if (this.#ends[this.#to[i]!]!.deliver(frame)) delivered++;
     }
     return delivered;
   }
 
   /** @internal */
   enqueue(from: 0 | 1, frame: Uint8Array): void {
-    const wasEmpty = this.pending === 0;
-    this.#queue.push({ to: from === 0 ? 1 : 0, frame });
+    const wasEmpty = this.#count === 0;
+    let cap = this.#frames.length;
+    if (this.#count === cap) {
+      // Full: double the ring, the queued frames first in order.
+      const frames = new Array<Uint8Array | null>(cap * 2).fill(null);
+      const to = new Uint8Array(cap * 2);
+      for (let k = 0; k < cap; k++) {
+        const j = (this.#head + k) & (cap - 1);
+        frames[k] = this.#frames[j]!;
+        to[k] = this.#to[j]!;
+      }
+      this.#frames = frames;
+      this.#to = to;
+      this.#head = 0;
+      cap *= 2;
+    }
+    const i = (this.#head + this.#count) & (cap - 1);
+    this.#frames[i] = frame;
+    this.#to[i] = from === 0 ? 1 : 0;
+    this.#count++;
     if (wasEmpty && this.#onQueued) this.#onQueued();
   }
 
