@@ -39,9 +39,19 @@ export function sqNextAddr(t: ContextTables, qp: number): number {
   return ringEntryAddr(QPC.f.sqRingAddr.getNum(dv, qp), QPC.f.sqConsumed.get(dv, qp), QPC.f.sqLogSize.get(dv, qp), QPC.f.sqLogStride.get(dv, qp));
 }
 
-/** sqNextAddr as an offset into host memory (`mem.u8`): a small integer, where the address would be a boxed double. */
-export function sqNextOff(mem: HostMemory, t: ContextTables, qp: number): number {
-  return sqNextAddr(t, qp) - mem.baseNum;
+/**
+ * Offset into host memory (`mem.u8`) of the send WQE at counter sqConsumed,
+ * given the ring's offset (`sqRingOff`, the same for the QP's life): a
+ * consumer taking several WQEs reads the ring's geometry once, and an
+ * offset is a small integer where an address is a boxed double.
+ */
+export function sqNextOff(t: ContextTables, qp: number, ringOff: number, logSize: number, logStride: number): number {
+  return ringEntryAddr(ringOff, QPC.f.sqConsumed.get(t.dv, qp), logSize, logStride);
+}
+
+/** Offset into host memory of the QP's send ring (sqNextOff's `ringOff`). */
+export function sqRingOff(mem: HostMemory, t: ContextTables, qp: number): number {
+  return QPC.f.sqRingAddr.getNum(t.dv, qp) - mem.baseNum;
 }
 
 /** Retire the send WQE sqPeek returned. Returns its counter (for the CQE's wqeCounter). */

@@ -280,14 +280,20 @@ export class Nic implements NicCore {
     return { q: this.qpAt(qpn, off), off };
   }
 
+  private lastQpn = -1;
+  private lastQp: QpCtx | undefined = undefined;
+
   /** `qp` for a QP whose context slot `off` the caller has just looked up (a received packet's: no second lookup, no object). */
   private qpAt(qpn: number, off: number): QpCtx {
     const t = this.env.tables;
-    let q = this.qps.get(qpn);
+    // The last QP looked up, kept: a stream's packets name one QP (a Map lookup fewer per packet).
+    let q = qpn === this.lastQpn ? this.lastQp : this.qps.get(qpn);
     if (!q) {
       this.qps.set(qpn, (q = new QpCtx(qpn)));
       q.rank = this.nextRank++;
     }
+    this.lastQpn = qpn;
+    this.lastQp = q;
     // UD has no path MTU attribute: its messages are bounded by the port's MTU (rxe get_mtu).
     if (q.refresh(t, off) && q.qpType === IBV_QPT_UD) q.mtu = this.env.caps.ports[q.portNum - 1]?.activeMtu ?? q.mtu;
     this.handleFlags(q, off);
@@ -300,6 +306,10 @@ export class Nic implements NicCore {
     const q = this.qps.get(qpn);
     if (!q) return;
     this.qps.delete(qpn);
+    if (qpn === this.lastQpn) {
+      this.lastQpn = -1;
+      this.lastQp = undefined;
+    }
     this.timed.delete(q);
     this.congestion.forget(q);
   }

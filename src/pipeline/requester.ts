@@ -41,7 +41,7 @@ import {
 } from '../device/abi/constants.js';
 import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
-import { sqAdvance, sqNextOff, sqPending } from '../device/queues.js';
+import { sqAdvance, sqNextOff, sqPending, sqRingOff } from '../device/queues.js';
 import { SEND_CTRL } from '../device/wqe.js';
 import { Op } from '../wire/index.js';
 import { txPriority } from './cc-params.js';
@@ -163,8 +163,11 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
   if (q.window.length >= limit || q.sqError) return;
   const maxMsg = caps.ports[q.portNum - 1]?.maxMsgSz ?? 0x800000;
   // The doorbell record read once per pass (an Atomics.load): WQEs posted meanwhile ring again.
+  const ringOff = sqRingOff(mem, t, qp);
+  const logSize = QPC.f.sqLogSize.get(t.dv, qp);
+  const logStride = QPC.f.sqLogStride.get(t.dv, qp);
   for (let pending = sqPending(mem, t, qp); pending > 0 && q.window.length < limit && !q.sqError; pending--) {
-    const o = sqNextOff(mem, t, qp);
+    const o = sqNextOff(t, qp, ringOff, logSize, logStride);
     if (q.qpType !== IBV_QPT_UD && isLocalOp(SEND_CTRL.f.opcode.get(mem.dv, o))) {
       // A bind or invalidation waits until every WQE before it has completed (local-ops.ts); the completer reschedules the QP.
       if (q.window.length > 0) return;
