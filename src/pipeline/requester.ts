@@ -368,7 +368,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
     }
     const cc = q.cc;
     const rate = paceRate(q);
-    const paced = rate < nic.port(portNum).linkRateBps;
+    const paced = rate !== Infinity && rate < nic.port(portNum).linkRateBps; // no rate (no CC, no limit): no port lookup
     if (paced && now * 1000 < q.nextSendPs) {
       q.paceWait = true;
       break;
