@@ -32,6 +32,22 @@ export async function ensurePeerModel(err: (s: string) => void = (s) => process.
   return true;
 }
 
+/**
+ * Whether the example's own parser refuses `args` (a usage mistake) or
+ * asks for its help text: the example then answers alone, with no model
+ * started and no two-hosts role taken (another process holding both roles
+ * must not turn a usage mistake's exit 2 into a "both roles taken" 1).
+ */
+export function answersWithoutModel(parse: (argv: readonly string[]) => unknown, args: readonly string[]): boolean {
+  try {
+    parse(args);
+    return false;
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    return code === 'EXAMPLE_USAGE' || code === 'EXAMPLE_HELP';
+  }
+}
+
 const SIGNALS: Record<string, number> = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 };
 
 /**

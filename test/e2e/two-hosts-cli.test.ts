@@ -196,4 +196,29 @@ describe('two rnic processes on one host', () => {
     }
     expect(frames()).toBeGreaterThan(0);
   });
+
+  it.each([
+    ['perf', 'write_bw', '--bogus'],
+    ['rc_pingpong', '--bogus'],
+    ['srq_pingpong', '--bogus'],
+    ['xsrq_pingpong', '--bogus'],
+  ])(
+    'with both host roles held by other processes, `rnic %s ... --bogus` is still a usage mistake (exit 2), no model started',
+    { timeout: HANG_MS },
+    async (...args) => {
+      const held = mkdtempSync(join(tmpdir(), 'rnic-cli2-held-'));
+      try {
+        const ports = (env.RNIC_TWO_HOSTS_PORTS as string).split(',')[0];
+        // This test's own process is alive: its PID holds both roles.
+        for (const role of ['A', 'B']) writeFileSync(join(held, `rnic-model-two-hosts-${ports}-${role}.pid`), String(process.pid));
+        const r = await rnic(args, { ...env, TMPDIR: held }).done;
+        expect({ code: r.code, out: r.out }).toEqual({ code: 2, out: '' });
+        expect(r.err).toContain("unrecognized option '--bogus'");
+        expect(r.err).not.toContain('host roles');
+        expect(r.err).not.toContain('host A of two');
+      } finally {
+        rmSync(held, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -1,9 +1,9 @@
 /** `rnic perf`: perftest-style bandwidth and latency tests (examples/perf.ts). */
-import { main, usage } from '../../../examples/perf.js';
+import { main, parsePerfArgs, usage } from '../../../examples/perf.js';
 import type { Command } from '../command.js';
 import { ensureModel } from '../../boot.js';
 import { loadConfig } from '../../runtime/config.js';
-import { ensurePeerModel } from '../peer-model.js';
+import { answersWithoutModel, ensurePeerModel } from '../peer-model.js';
 import { PROFILE_USAGE, takeProfileFlag, withProfile } from '../profile-flag.js';
 
 const NAME = 'rnic perf';
@@ -14,6 +14,7 @@ export const perfCommand: Command = {
   // Without --loopback it talks to a peer process: without RNIC_CONFIG, the two-hosts loopback default.
   run: async (args) => {
     const { profile, rest } = takeProfileFlag(args);
+    if (answersWithoutModel(parsePerfArgs, rest)) return main(rest, { argv0: NAME });
     if (rest.includes('--loopback')) {
       if (profile !== undefined && process.env.RNIC_NO_MODEL !== '1') ensureModel(withProfile(loadConfig(), profile));
       return main(rest, { argv0: NAME });
