@@ -45,6 +45,8 @@ export interface PendingResponse {
   left: number;
   total: number;
   sent: number;
+  /** READ: the key it reads through, checked again before each packet (0 for the rest). */
+  rkey: number;
   orig: bigint;
 }
 
@@ -133,6 +135,9 @@ export class QpCtx {
   writeHostOff = -1;
   writeLeft = 0;
   writeLength = 0;
+  /** WRITE in progress: its RETH's rkey and the VA of the next byte (each later packet checks the key again). */
+  writeRkey = 0;
+  writeVa = 0;
   /** The opcode class of the message in progress: 0 none, 1 send, 2 write. */
   inMessage = 0;
   readonly resources: ResponderResource[] = [];

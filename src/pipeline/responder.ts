@@ -53,11 +53,11 @@ function queueAck(q: QpCtx, psn: number): void {
     last.syndrome = Syndrome.ACK_UNLIMITED;
     return;
   }
-  q.responses.push({ kind: 'ack', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+  q.responses.push({ kind: 'ack', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
 }
 
 function queueNak(q: QpCtx, psn: number, syndrome: number): void {
-  q.responses.push({ kind: 'nak', psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+  q.responses.push({ kind: 'nak', psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
 }
 
 /**
@@ -142,6 +142,18 @@ function fatal(nic: NicCore, q: QpCtx, psn: number, syndrome: number, recvStatus
   q.inMessage = 0;
   nic.asyncEvent(q.recvCqn, event, q.qpn);
   nic.fail(q);
+}
+
+/**
+ * The key of a READ being answered stopped working mid-response (the MR was
+ * deregistered, the window invalidated): no more of that memory goes out.
+ * The responder NAKs the PSN of the packet it cannot send (remote access
+ * error, as for a bad key up front) and the QP goes to ERR.
+ */
+export function readKeyGone(nic: NicCore, q: QpCtx, psn: number): void {
+  q.responses.length = 0;
+  nic.ctr(q.portNum)[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
+  fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
 }
 
 function saveResource(q: QpCtx, r: ResponderResource): void {
@@ -369,6 +381,8 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, pos: 
       }
       q.writeHostOff = off;
     }
+    q.writeRkey = r.rkey;
+    q.writeVa = va;
     q.inMessage = 2;
   }
   const len = p.payloadLength;
@@ -379,8 +393,21 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, pos: 
     return false;
   }
   if (len > 0) {
+    if (pos === Position.MIDDLE || pos === Position.LAST) {
+      // The key again: once ibv_dereg_mr (or an invalidation) has returned, no byte may
+      // land in that memory, even mid-message (it may be freed and someone else's by now).
+      const off = remoteOffset(mem, t, q.pdn, q.qpn, q.writeRkey, q.writeVa, len, IBV_ACCESS_REMOTE_WRITE);
+      if (off < 0) {
+        ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;
+        if (rc) fatal(nic, q, psn, Syndrome.NAK_REMOTE_ACCESS, IBV_WC_LOC_PROT_ERR, IBV_EVENT_QP_ACCESS_ERR);
+        else dropUcMessage(q);
+        return false;
+      }
+      q.writeHostOff = off;
+    }
     copyDisjoint(mem.u8, q.writeHostOff, p.payloadBytes, p.payloadAt, len);
     q.writeHostOff += len;
+    q.writeVa += len;
     q.writeLeft -= len;
   }
   if (last) {
@@ -418,7 +445,7 @@ function handleRead(nic: NicCore, q: QpCtx, p: ScratchPacket): number {
   const n = Math.max(1, Math.ceil(r.dmaLength / q.mtu));
   saveResource(q, { kind: 'read', firstPsn: psn, lastPsn: psnAdd(psn, n - 1), va, rkey: r.rkey, length: r.dmaLength, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff; // rxe counts a READ when it starts (C9-148)
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: r.dmaLength, total: r.dmaLength, sent: 0, orig: 0n });
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: r.dmaLength, total: r.dmaLength, sent: 0, rkey: r.rkey, orig: 0n });
   return n;
 }
 
@@ -442,7 +469,7 @@ function handleAtomic(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   const orig = executeAtomic(mem.sab, off, (p.bth.opcode & 0x1f) === Op.RC_COMPARE_SWAP, a.swapAdd, a.compare);
   saveResource(q, { kind: 'atomic', firstPsn: psn, lastPsn: psn, va, rkey: a.rkey, length: 8, orig });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig });
+  q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig });
   return true;
 }
 
@@ -470,7 +497,7 @@ function handleAtomicWrite(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   else copyBytes(mem.u8, off, p.payload, 0, 8);
   saveResource(q, { kind: 'atomic-write', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: 8, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
   return true;
 }
 
@@ -504,7 +531,7 @@ function handleFlush(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   }
   saveResource(q, { kind: 'flush', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: len, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
   return true;
 }
 
@@ -557,7 +584,17 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
     const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, q.qpn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
     if (hostOff < 0) return;
     abandonResponses(q, psn);
-    q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: reth.dmaLength, total: reth.dmaLength, sent: 0, orig: 0n });
+    q.responses.push({
+      kind: 'read',
+      psn,
+      syndrome: Syndrome.ACK_UNLIMITED,
+      hostOff,
+      left: reth.dmaLength,
+      total: reth.dmaLength,
+      sent: 0,
+      rkey: reth.rkey,
+      orig: 0n,
+    });
     return;
   }
   if (info.kind === 'atomic-write' || info.kind === 'flush') {
@@ -565,14 +602,14 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
     const r = q.resources.find((x) => x.kind === info.kind && x.firstPsn === psn);
     if (r) {
       abandonResponses(q, psn);
-      q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: 0n });
+      q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
     }
     return;
   }
   if (info.kind === 'atomic') {
     const r = q.resources.find((x) => x.kind === 'atomic' && x.firstPsn === psn);
     if (r) abandonResponses(q, psn);
-    if (r) q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, orig: r.orig });
+    if (r) q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: r.orig });
     return;
   }
   // SEND / WRITE: acknowledge again up to the last PSN we have (ePSN - 1).

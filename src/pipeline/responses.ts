@@ -4,6 +4,7 @@ import type { NicCore } from './core.js';
 import { copyBytes } from './dma.js';
 import { connectedPath } from './paths.js';
 import { psnAdd } from './psn.js';
+import { readKeyGone } from './responder.js';
 import type { QpCtx } from './qp-ctx.js';
 
 /**
@@ -34,6 +35,11 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, single
     } else {
       // READ: FIRST (AETH) / MIDDLE / LAST (AETH), or ONLY (AETH), one PSN each.
       const n = Math.min(q.mtu, r.left);
+      // The key again before each packet: once ibv_dereg_mr has returned, that memory is not read.
+      if (n > 0 && nic.env.tables.mrByKey(r.rkey) < 0) {
+        readKeyGone(nic, q, psnAdd(r.psn, r.sent));
+        continue;
+      }
       const first = r.sent === 0;
       const last = r.left <= q.mtu;
       const op =
