@@ -14,9 +14,11 @@ import { bool, firstIssue, schemaRef, int, list, numberOrText, oneOf, paramsObje
 import { CC_PARAMS, resolveCcParams } from '../pipeline/cc-params.js';
 import type { SwitchConfig } from '../fabric/switch/config.js';
 import { PROFILE_NAMES, type ProfileSpec } from '../pipeline/profiles.js';
+import { FabricError } from '../fabric/cable.js';
 import { ConfigError } from './config-error.js';
 import type { HostAddresses } from './switch-routes.js';
 import { duration, rate, resolveSwitchConfig, SwitchSchema } from './switch-schema.js';
+import { checkUdpAddresses, endpointText, type UdpEndpoint } from './udp-cable.js';
 
 export interface PortConfig {
   /** Station MAC, 'xx:xx:xx:xx:xx:xx'. */
@@ -264,8 +266,13 @@ const WireCableSchema = strictObject({
 const UdpCableSchema = strictObject({
   kind: z.literal('udp'),
   port: matching(PORT_REF, 'DEVICE:PORT').meta({ description: 'the port, `"DEVICE:PORT"` (or `"SWITCH:PORT"`)' }),
-  local: text().meta({ description: "where we bind, `'a.b.c.d:port'` or `'[v6]:port'`" }),
-  remote: text().meta({ description: "where frames go: the peer's own bound address" }),
+  local: text().meta({
+    description:
+      "where we bind, `'a.b.c.d:port'` or `'[v6]:port'`: a literal address (no name lookup), port 0 for a free one; no two cables of a file bind the same address",
+  }),
+  remote: text().meta({
+    description: "where frames go: the peer's own bound address, of local's family; not port 0, multicast, broadcast or unspecified",
+  }),
   socketBufferBytes: parsed(numberOrText(), socketBufferSize).optional().meta({
     description:
       'SO_RCVBUF / SO_SNDBUF asked of the OS, bytes or `"4MiB"`, 1 KiB..1 GiB. Linux grants at most `net.core.rmem_max` / `wmem_max` (raise it with `sysctl -w net.core.rmem_max=…` for more). 4 MiB holds a 64 KiB `write_bw` run with no socket drop (they are counted: `rxSocketDrops`)',
@@ -401,6 +408,8 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
     used.add(ref);
     return p;
   };
+  /** Local addresses bound so far (port 0 picks a free port, so it never clashes), by the cable that binds it. */
+  const bound = new Map<string, number>();
   const cables = o.cables.map((c, i): CableConfig => {
     const path = `${source}.cables[${i}]`;
     const faults = c.faults === undefined ? {} : { faults: c.faults };
@@ -413,6 +422,19 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
     const onSwitch = use(c.port, `${path}.port`) === null;
     if (c.hosts !== undefined && !onSwitch) fail(`${path}.hosts`, `only a switch port's cable names the hosts beyond it (${c.port} is a device port)`);
     if (c.burstBytes !== undefined && c.rate === undefined) fail(`${path}.burstBytes`, 'only a paced cable (one with a rate) has a burst');
+    let local: UdpEndpoint;
+    try {
+      local = checkUdpAddresses(c.local, c.remote).local;
+    } catch (e) {
+      if (!(e instanceof FabricError)) throw e;
+      fail(`${path}.${e.message.startsWith('local') ? 'local' : 'remote'}`, e.message);
+    }
+    if (local.port !== 0) {
+      const key = endpointText(local);
+      const other = bound.get(key);
+      if (other !== undefined) fail(`${path}.local`, `${key} is already the local address of cables[${other}]: two sockets cannot bind one address`);
+      bound.set(key, i);
+    }
     return {
       kind: 'udp',
       port: c.port,

@@ -118,6 +118,29 @@ export function parseUdpEndpoint(text: unknown, what: string, allowPortZero = fa
   return { address: host, port, family };
 }
 
+/**
+ * The addresses of a cable, checked as `open` checks them but without a
+ * socket (the configuration checks them up front). Throws
+ * FABRIC_BAD_ADDRESS; the message starts with the field at fault, 'local'
+ * or 'remote'.
+ */
+export function checkUdpAddresses(localText: unknown, remoteText: unknown): { local: UdpEndpoint; remote: UdpEndpoint } {
+  const local = parseUdpEndpoint(localText, 'local', true);
+  if (isMulticastOrBroadcast(local)) badAddress('local', localText, 'cannot bind a multicast or broadcast address');
+  const remote = parseUdpEndpoint(remoteText, 'remote');
+  if (local.family !== remote.family) {
+    badAddress('remote', remoteText, `is IPv${remote.family} but local ${JSON.stringify(localText)} is IPv${local.family}`);
+  }
+  if (isUnspecified(remote)) badAddress('remote', remoteText, 'the unspecified address cannot be sent to');
+  if (isMulticastOrBroadcast(remote)) badAddress('remote', remoteText, 'multicast and broadcast peers are not supported (QEMU mcast= mode is not implemented)');
+  return { local, remote };
+}
+
+/** The text an endpoint is bound by, to find two cables binding one address ('[v6]:port' canonical). */
+export function endpointText(e: UdpEndpoint): string {
+  return e.family === 4 ? `${e.address}:${e.port}` : `[${canonical(e.address, 6)}]:${e.port}`;
+}
+
 function isUnspecified(e: UdpEndpoint): boolean {
   return e.family === 4 ? e.address === '0.0.0.0' : isAllZeroV6(e.address);
 }
@@ -227,15 +250,7 @@ export class UdpCable implements CableEnd {
    * FABRIC_BAD_CONFIG, a failed bind with FABRIC_BIND_FAILED.
    */
   static async open(opts: UdpCableOptions): Promise<UdpCable> {
-    const local = parseUdpEndpoint(opts.local, 'local', true);
-    const remote = parseUdpEndpoint(opts.remote, 'remote');
-    if (local.family !== remote.family) {
-      badAddress('remote', opts.remote, `is IPv${remote.family} but local ${JSON.stringify(opts.local)} is IPv${local.family}`);
-    }
-    if (isUnspecified(remote)) badAddress('remote', opts.remote, 'the unspecified address cannot be sent to');
-    if (isMulticastOrBroadcast(remote))
-      badAddress('remote', opts.remote, 'multicast and broadcast peers are not supported (QEMU mcast= mode is not implemented)');
-    if (isMulticastOrBroadcast(local)) badAddress('local', opts.local, 'cannot bind a multicast or broadcast address');
+    const { local, remote } = checkUdpAddresses(opts.local, opts.remote);
     const max = opts.maxFrameBytes ?? JUMBO_FRAME_BYTES;
     if (!Number.isInteger(max) || max < ETH_HEADER_LENGTH || max > MAX_UDP_PAYLOAD) {
       throw new FabricError('FABRIC_BAD_CONFIG', `maxFrameBytes ${max} must be an integer in [${ETH_HEADER_LENGTH}, ${MAX_UDP_PAYLOAD}]`);

@@ -150,3 +150,44 @@ describe('engineSpinUs', () => {
     expect(() => parseConfig({ ...c(), engineSpinUs: v }, 'f.json')).toThrow(re);
   });
 });
+
+describe('parseConfig: UDP cable addresses, checked up front (not when the socket binds)', () => {
+  const udp = (...cables: Record<string, unknown>[]) => ({
+    devices: [
+      { name: 'rnic0', ports: [port('02:00:00:00:00:01', ['192.0.2.1'])] },
+      { name: 'rnic1', ports: [port('02:00:00:00:00:02', ['192.0.2.2'])] },
+    ],
+    cables: cables.map((c, i) => ({ kind: 'udp', port: `rnic${i}:1`, ...c })),
+  });
+
+  it('accepts literal IPv4 and IPv6 addresses, a local port 0, and two cables on port 0', () => {
+    const c = parseConfig(udp({ local: '127.0.0.1:0', remote: '127.0.0.1:5000' }, { local: '[::1]:0', remote: '[0:0::1]:5001' }));
+    expect(c.cables).toHaveLength(2);
+    expect(parseConfig(udp({ local: '127.0.0.1:0', remote: '127.0.0.1:5000' }, { local: '127.0.0.1:0', remote: '127.0.0.1:5001' })).cables).toHaveLength(2);
+  });
+
+  it.each([
+    [{ local: 'localhost:5000', remote: '127.0.0.1:5001' }, /^f\.json\.cables\[0\]\.local: local address "localhost:5000": host "localhost" is not a literal/],
+    [{ local: '127.0.0.1', remote: '127.0.0.1:5001' }, /^f\.json\.cables\[0\]\.local: .*missing ':port'$/],
+    [{ local: '127.0.0.1:70000', remote: '127.0.0.1:5001' }, /^f\.json\.cables\[0\]\.local: .*port "70000" is not 0\.\.65535$/],
+    [{ local: '::1:5000', remote: '127.0.0.1:5001' }, /^f\.json\.cables\[0\]\.local: .*must be in brackets/],
+    [{ local: '224.0.0.1:5000', remote: '127.0.0.1:5001' }, /^f\.json\.cables\[0\]\.local: .*multicast or broadcast/],
+    [{ local: '127.0.0.1:5000', remote: '127.0.0.1:0' }, /^f\.json\.cables\[0\]\.remote: .*port 0 is only allowed for the local address$/],
+    [{ local: '127.0.0.1:5000', remote: '[::1]:5001' }, /^f\.json\.cables\[0\]\.remote: .*is IPv6 but local "127\.0\.0\.1:5000" is IPv4$/],
+    [{ local: '127.0.0.1:5000', remote: '0.0.0.0:5001' }, /^f\.json\.cables\[0\]\.remote: .*the unspecified address cannot be sent to$/],
+    [{ local: '127.0.0.1:5000', remote: '255.255.255.255:5001' }, /^f\.json\.cables\[0\]\.remote: .*multicast and broadcast peers/],
+    [{ local: '127.0.0.1:5000', remote: 'peer:5001' }, /^f\.json\.cables\[0\]\.remote: .*not a literal IPv4 or IPv6 address/],
+  ])('%j: one line naming the field', (cable, re) => {
+    expect(() => parseConfig(udp(cable), 'f.json')).toThrow(ConfigError);
+    expect(() => parseConfig(udp(cable), 'f.json')).toThrow(re);
+  });
+
+  it('two cables binding one local address: the second is refused, naming the first', () => {
+    const both = udp({ local: '127.0.0.1:5000', remote: '127.0.0.1:5001' }, { local: '127.0.0.1:5000', remote: '127.0.0.1:5002' });
+    expect(() => parseConfig(both, 'f.json')).toThrow(
+      /^f\.json\.cables\[1\]\.local: 127\.0\.0\.1:5000 is already the local address of cables\[0\]: two sockets cannot bind one address$/,
+    );
+    const v6 = udp({ local: '[::1]:5000', remote: '[::1]:5001' }, { local: '[0::1]:5000', remote: '[::1]:5002' });
+    expect(() => parseConfig(v6, 'f.json')).toThrow(/^f\.json\.cables\[1\]\.local: \[::1\]:5000 is already the local address of cables\[0\]/);
+  });
+});
