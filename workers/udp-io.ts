@@ -142,7 +142,16 @@ class Pump {
 
 let pumps: Pump[] = [];
 try {
-  const opened = await Promise.all(cables.map((c) => UdpCable.open(c.options)));
+  const settled = await Promise.allSettled(cables.map((c) => UdpCable.open(c.options)));
+  const failed = settled.findIndex((r) => r.status === 'rejected');
+  if (failed >= 0) {
+    // The sockets that did bind go too: nothing would ever close them, and a model started again would find its ports taken.
+    for (const r of settled) if (r.status === 'fulfilled') r.value.close();
+    const e = (settled[failed] as PromiseRejectedResult).reason as Error & { code?: string };
+    const label = cables[failed]!.label;
+    throw Object.assign(new Error(label ? `${label}: ${e.message}` : e.message), { code: e.code });
+  }
+  const opened = settled.map((r) => (r as PromiseFulfilledResult<UdpCable>).value);
   pumps = opened.map((u, i) => new Pump(u, cables[i]!));
   for (const p of pumps) p.publish();
   post({

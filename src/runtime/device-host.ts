@@ -289,7 +289,7 @@ export class DeviceHost {
     // before the socket is bound (an ARP request, say) waits in the TX ring.
     // Last, and the only part that waits: the I/O thread starts and binds
     // (tens of ms; seconds on a loaded machine). The loop may run meanwhile.
-    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm; pace?: PaceSettings }[] = [];
+    const udp: { options: { local: string; remote: string; socketBufferBytes?: number }; shm: UdpCableShm; pace?: PaceSettings; label: string }[] = [];
     cables.forEach((c, i) => {
       if (c.kind !== 'udp') return;
       if (!this.isHere(c.port)) return;
@@ -298,7 +298,7 @@ export class DeviceHost {
       const end = UdpIoThread.end(shm);
       this.plugRing(c.port, end, this.faulty(end, this.injectors.get(c) ?? null, 'a->b'));
       const pace = c.rate === undefined ? {} : { pace: { rate: c.rate, burstBytes: c.burstBytes ?? DEFAULT_BURST_BYTES } };
-      udp.push({ options, shm, ...pace });
+      udp.push({ options, shm, ...pace, label: `cables[${i}] (${c.port})` });
     });
     if (udp.length > 0) {
       this.cabling = UdpIoThread.open(udp);

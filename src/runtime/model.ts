@@ -35,9 +35,11 @@ export interface RunningModel {
   /** Starts or stops a port's capture at run time ('rnic0:1', a path or null). */
   setCapture(port: string, path: string | null): Promise<void>;
   /**
-   * Resolves when every cable is up (a UDP cable's socket bound). The
-   * devices answer their driver before that; a frame sent to a peer whose
-   * socket is not bound yet is lost, as on a link that is not up.
+   * Resolves when every cable is up (a UDP cable's socket bound); rejects
+   * when one cannot come up (FABRIC_BIND_FAILED naming the cable: its
+   * address in use, not of this host). The devices answer their driver
+   * before that; a frame sent to a peer whose socket is not bound yet is
+   * lost, as on a link that is not up.
    */
   cabled?: Promise<void>;
   /** The switches' port counters and every device port's own (PFC pause counters among them); realtime runtime only. */
@@ -81,6 +83,12 @@ async function irqWait(bar: Bar, vector: number, seen: number): Promise<number> 
   } finally {
     if (alive) clearInterval(alive);
   }
+}
+
+/** An engine's 'CODE: message' as an error with that code. */
+function engineError(text: string): Error {
+  const m = /^([A-Z][A-Z0-9_]*): (.*)$/s.exec(text);
+  return Object.assign(new Error(m ? m[2]! : text), { code: m ? m[1]! : 'ERROR' });
 }
 
 /** `p`, with the process kept alive while it is pending (the engines and I/O threads are unref'd). */
@@ -174,11 +182,13 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
       if (m.type === 'error') process.emitWarning(`rnic-model device engine: ${m.message}`);
     });
     engineCabled.push(
-      new Promise<void>((resolve) => {
-        const on = (m: { type: string }) => {
+      new Promise<void>((resolve, reject) => {
+        const on = (m: { type: string; message?: string }) => {
           if (m.type !== 'ready' && m.type !== 'error' && m.type !== 'stopped') return;
           t.off('message', on);
-          resolve();
+          // An error before 'ready' is a cable that could not come up (a UDP port in use, say).
+          if (m.type === 'error') reject(engineError(m.message ?? ''));
+          else resolve();
         };
         t.on('message', on);
         t.once('exit', () => resolve());
@@ -201,6 +211,7 @@ export function startModel(config: ModelConfig, opts: StartOptions = {}): Runnin
     }),
   );
   const cabled = Promise.all(engineCabled).then(() => {});
+  cabled.catch(() => {}); // reported by the warning above; rejects only for whoever awaits `cabled`
   return {
     config,
     devices,
@@ -385,7 +396,7 @@ function startInline(
       return host.fabricStats();
     },
     get cabled() {
-      return keptAlive(ready.catch(() => {}));
+      return keptAlive(ready);
     },
     udpStats: () => udpStatsOf(config, udpShm),
     async stop() {

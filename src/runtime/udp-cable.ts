@@ -79,6 +79,13 @@ export const UDP_CABLE_STATS: readonly StatDecl[] = Object.freeze([
   },
 ]);
 
+/** What the usual bind failures mean for a cable. */
+const BIND_ERRORS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'another socket is bound to it: a second model process with the same file, a VM or an older run still up',
+  EADDRNOTAVAIL: 'not an address of this host',
+  EACCES: 'permission denied: ports below 1024 need privileges',
+};
+
 /** The default SO_RCVBUF / SO_SNDBUF request: 4 MiB (Linux caps it at net.core.rmem_max / wmem_max). */
 export const DEFAULT_SOCKET_BUFFER_BYTES = 4 << 20;
 
@@ -267,7 +274,8 @@ export class UdpCable implements CableEnd {
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
         sock.close();
-        const e = new FabricError('FABRIC_BIND_FAILED', `cannot bind UDP ${opts.local}: ${err.code ?? ''} ${err.message}`.replace(/ {2,}/g, ' '));
+        const why = err.code === undefined ? err.message : `${err.code}${BIND_ERRORS[err.code] ? ` (${BIND_ERRORS[err.code]})` : ''}`;
+        const e = new FabricError('FABRIC_BIND_FAILED', `cannot bind UDP ${opts.local}: ${why}`);
         (e as { cause?: unknown }).cause = err;
         reject(e);
       };

@@ -27,6 +27,8 @@ export interface UdpIoCable {
   exit: SharedArrayBuffer;
   /** Pace sending to this rate (the cable's `rate`); absent: line rate. */
   pace?: PaceSettings;
+  /** Which cable of the configuration it is ('cables[1] (rnic1:1)'), for its errors. */
+  label?: string;
 }
 
 /**
@@ -144,9 +146,10 @@ export class UdpIoThread {
   }
 
   /** Starts the thread and binds every socket; resolves once they are bound. */
-  static async open(cables: { options: UdpCableOptions; shm: UdpCableShm; pace?: PaceSettings }[]): Promise<UdpIoThread> {
+  static async open(cables: { options: UdpCableOptions; shm: UdpCableShm; pace?: PaceSettings; label?: string }[]): Promise<UdpIoThread> {
     const posted: UdpIoCable[] = cables.map((c) => ({
       ...(c.pace ? { pace: c.pace } : {}),
+      ...(c.label ? { label: c.label } : {}),
       options: { socketBufferBytes: DEFAULT_SOCKET_BUFFER_BYTES, ...c.options },
       rx: c.shm.rx,
       tx: c.shm.tx,
