@@ -125,7 +125,7 @@ export class ModelContext implements ibv_context {
     this.async_fd = nextFd++;
     this.gone = new Promise((r) => (this.markGone = r));
     waitReady(h);
-    this.cmd = new CommandChannel(h.mem, h.bar, h.serviceInline);
+    this.cmd = outOfMemory(() => new CommandChannel(h.mem, h.bar, h.serviceInline));
     try {
       const d = model_cmd_or_throw(this, Cmd.QUERY_DEVICE, {}, 'ibv_open_device');
       const n = (k: string) => d[k] as number;
@@ -155,7 +155,7 @@ export class ModelContext implements ibv_context {
         this.ports.push(port);
         model_port_gids(this, p);
       }
-      const ring = h.mem.alloc(EQE_SIZE << MODEL_EQ_LOG_SIZE, 4096);
+      const ring = outOfMemory(() => h.mem.alloc(EQE_SIZE << MODEL_EQ_LOG_SIZE, 4096));
       this.eqRingAddr = ring.addrNum;
       this.eqRingOff = ring.addrNum - h.mem.baseNum;
       const r = model_cmd(this, Cmd.CREATE_EQ, { ringAddr: ring.addr, logSize: MODEL_EQ_LOG_SIZE, intVector: this.vector });
@@ -235,6 +235,19 @@ export function model_neigh_source(ctx: ModelContext, portNum: number): NeighSou
     ownMac: port?.mac ?? null,
     resolveMac: h.resolveMac ? (p, g) => h.resolveMac!(p, g) : undefined,
   };
+}
+
+/**
+ * ibv_open_device's allocations (mailbox, EQ ring) in host memory: a full
+ * memory is ENOMEM, as the other verbs report it, not a DeviceError.
+ */
+function outOfMemory<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'DEV_ERR_NO_MEMORY') throw e;
+    throw new VerbsError(errno.ENOMEM, `ibv_open_device: ${(e as Error).message} (the device's host memory: its \`memory\` setting)`);
+  }
 }
 
 /** Throws EINVAL (as a VerbsError) for a closed context. */

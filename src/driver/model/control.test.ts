@@ -321,6 +321,27 @@ describe('PDs, MRs and buffers', () => {
     expect(zero.length).toBe(0);
     rnic_free_buf(ctx, zero);
   });
+
+  it('ibv_open_device with host memory full is ENOMEM naming the memory setting, as the other verbs (not a DeviceError)', () => {
+    const bufs: Uint8Array[] = [];
+    for (let size = 1 << 26; size >= 4096; ) {
+      try {
+        bufs.push(rnic_alloc_buf(ctx, size, 4096));
+      } catch {
+        size >>= 1;
+      }
+    }
+    let err: unknown = null;
+    try {
+      ibv_close_device(ibv_open_device(h.dev));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(VerbsError);
+    expect(err).toMatchObject({ errno: errno.ENOMEM, message: expect.stringMatching(/^ibv_open_device: .*its `memory` setting\)$/) });
+    for (const b of bufs) rnic_free_buf(ctx, b);
+    ibv_close_device(ibv_open_device(h.dev));
+  });
 });
 
 describe('CQs', () => {
