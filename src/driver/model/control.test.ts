@@ -322,6 +322,21 @@ describe('PDs, MRs and buffers', () => {
     rnic_free_buf(ctx, zero);
   });
 
+  it('ibv_dealloc_pd with an AH of the PD left is EBUSY (the kernel counts AHs as PD users), then 0 once it is destroyed', () => {
+    const pd = ibv_alloc_pd(ctx);
+    const other = ibv_alloc_pd(ctx);
+    const attr = newAhAttr();
+    attr.is_global = 1;
+    attr.port_num = 1;
+    attr.grh.dgid = ownGid(1);
+    attr.grh.sgid_index = 1;
+    const ah = ibv_create_ah(pd, attr);
+    expect(ibv_dealloc_pd(pd)).toBe(errno.EBUSY);
+    expect(ibv_dealloc_pd(other)).toBe(0);
+    expect(ibv_destroy_ah(ah)).toBe(0);
+    expect(ibv_dealloc_pd(pd)).toBe(0);
+  });
+
   it('ibv_open_device with host memory full is ENOMEM naming the memory setting, as the other verbs (not a DeviceError)', () => {
     const bufs: Uint8Array[] = [];
     for (let size = 1 << 26; size >= 4096; ) {

@@ -36,6 +36,9 @@ export function model_dealloc_pd(ibpd: ibv_pd): number {
   if (!(pd instanceof ModelPd)) return errno.EINVAL;
   const ctx = pd.context;
   if (pd.destroyed || ctx.closed) return errno.EINVAL;
+  // Address handles live in the driver (no firmware reference), but count as the PD's users as in
+  // the kernel (rdma_create_ah takes a PD reference): EBUSY while one is left.
+  for (const ah of ctx.ahs) if (ah.pd === pd) return errno.EBUSY;
   const r = model_cmd(ctx, Cmd.DEALLOC_PD, { pdn: pd.pdn });
   if (r.errno) return r.errno;
   pd.destroyed = true;
