@@ -15,7 +15,7 @@ import { decodePacket, encodePacket } from '../../wire/packet.js';
 import { newPacket } from '../../wire/build.js';
 import { resolveSimLinkParams, SimLink } from '../link.js';
 import { DEFAULT_SWITCH_CONFIG, type SwitchConfig } from './config.js';
-import { Switch } from './switch.js';
+import { LEARNT_CAPACITY, Switch } from './switch.js';
 
 const MAC = (i: number): Uint8Array => Uint8Array.of(2, 0, 0, 0, 0, i + 1);
 const IP = (i: number): Uint8Array => Uint8Array.of(10, 0, 0, i + 1);
@@ -306,6 +306,24 @@ describe('forwarding', () => {
     }
     const per = [0, 1, 2, 3].map((p) => [...portOf.values()].filter((x) => x === p).length);
     for (const n of per) expect(Math.abs(n - 1000)).toBeLessThan(120);
+  });
+
+  it(`learns at most ${LEARNT_CAPACITY} forged source addresses; what it learnt first stays routed`, () => {
+    const r = rig(2, cfg({ pfc: { enabled: false } }));
+    const forged = (k: number) => Uint8Array.of(198, 18, k >> 8, k & 0xff);
+    const roce = (srcMac: Uint8Array, dstMac: Uint8Array, srcIp: Uint8Array, dstIp: Uint8Array) =>
+      encodePacket(newPacket('roce-v2', 0x04, { srcMac, dstMac, srcIp, dstIp, psn: 0, destQp: 17, payload: new Uint8Array(8) }));
+    for (let k = 0; k < LEARNT_CAPACITY + 1000; k++) {
+      r.sw.receive(1, roce(MAC(1), MAC(0), forged(k), IP(0)));
+      r.sched.runUntil(r.sched.now() + 100);
+    }
+    const to = (k: number) => roce(MAC(0), MAC(1), IP(0), forged(k));
+    const before = r.sw.stats(1).enqueuedFrames;
+    r.sw.receive(0, to(0));
+    r.sw.receive(0, to(LEARNT_CAPACITY - 1));
+    expect(r.sw.stats(1).enqueuedFrames - before, 'the first learnt are routed').toBe(2);
+    r.sw.receive(0, to(LEARNT_CAPACITY));
+    expect(r.sw.stats(0).droppedNoRoute, 'past the capacity nothing was learnt').toBe(1);
   });
 
   it('drops what it has no route for, and counts it', () => {

@@ -148,6 +148,9 @@ interface Port {
   readonly refreshAt: Float64Array;
 }
 
+/** Most source addresses a switch learns (routes it was given do not count). */
+export const LEARNT_CAPACITY = 4096;
+
 export class Switch {
   readonly name: string;
   readonly config: SwitchConfig;
@@ -284,7 +287,8 @@ export class Switch {
 
   #forward(inp: Port, frame: Uint8Array, l3: number, et: number, pcp: number): void {
     const sk = srcKey(frame, l3, et);
-    if (!this.#routes.has(sk)) {
+    // Bounded: a flood of forged sources must not grow the table without end (it stops learning, routes stay).
+    if (!this.#routes.has(sk) && this.#learnt.size < LEARNT_CAPACITY) {
       this.#routes.set(sk, [inp.index]);
       this.#learnt.add(sk);
     }
