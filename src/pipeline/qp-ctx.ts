@@ -45,8 +45,10 @@ export interface PendingResponse {
   left: number;
   total: number;
   sent: number;
-  /** READ: the key it reads through, checked again before each packet (0 for the rest). */
+  /** READ: the key, the VA of the next byte and the PD it reads through, checked again before each packet (0 for the rest). */
   rkey: number;
+  va: number;
+  pdn: number;
   orig: bigint;
 }
 

@@ -53,11 +53,11 @@ function queueAck(q: QpCtx, psn: number): void {
     last.syndrome = Syndrome.ACK_UNLIMITED;
     return;
   }
-  q.responses.push({ kind: 'ack', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
+  q.responses.push({ kind: 'ack', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
 }
 
 function queueNak(q: QpCtx, psn: number, syndrome: number): void {
-  q.responses.push({ kind: 'nak', psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
+  q.responses.push({ kind: 'nak', psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
 }
 
 /**
@@ -445,7 +445,19 @@ function handleRead(nic: NicCore, q: QpCtx, p: ScratchPacket): number {
   const n = Math.max(1, Math.ceil(r.dmaLength / q.mtu));
   saveResource(q, { kind: 'read', firstPsn: psn, lastPsn: psnAdd(psn, n - 1), va, rkey: r.rkey, length: r.dmaLength, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff; // rxe counts a READ when it starts (C9-148)
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff, left: r.dmaLength, total: r.dmaLength, sent: 0, rkey: r.rkey, orig: 0n });
+  q.responses.push({
+    kind: 'read',
+    psn,
+    syndrome: Syndrome.ACK_UNLIMITED,
+    hostOff,
+    left: r.dmaLength,
+    total: r.dmaLength,
+    sent: 0,
+    rkey: r.rkey,
+    va,
+    pdn: q.pdn,
+    orig: 0n,
+  });
   return n;
 }
 
@@ -469,7 +481,7 @@ function handleAtomic(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   const orig = executeAtomic(mem.sab, off, (p.bth.opcode & 0x1f) === Op.RC_COMPARE_SWAP, a.swapAdd, a.compare);
   saveResource(q, { kind: 'atomic', firstPsn: psn, lastPsn: psn, va, rkey: a.rkey, length: 8, orig });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig });
+  q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig });
   return true;
 }
 
@@ -497,7 +509,7 @@ function handleAtomicWrite(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   else copyBytes(mem.u8, off, p.payload, 0, 8);
   saveResource(q, { kind: 'atomic-write', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: 8, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
   return true;
 }
 
@@ -531,7 +543,7 @@ function handleFlush(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   }
   saveResource(q, { kind: 'flush', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: len, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
+  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
   return true;
 }
 
@@ -593,6 +605,8 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
       total: reth.dmaLength,
       sent: 0,
       rkey: reth.rkey,
+      va,
+      pdn: q.pdn,
       orig: 0n,
     });
     return;
@@ -602,14 +616,15 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
     const r = q.resources.find((x) => x.kind === info.kind && x.firstPsn === psn);
     if (r) {
       abandonResponses(q, psn);
-      q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: 0n });
+      q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
     }
     return;
   }
   if (info.kind === 'atomic') {
     const r = q.resources.find((x) => x.kind === 'atomic' && x.firstPsn === psn);
     if (r) abandonResponses(q, psn);
-    if (r) q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, orig: r.orig });
+    if (r)
+      q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: r.orig });
     return;
   }
   // SEND / WRITE: acknowledge again up to the last PSN we have (ePSN - 1).

@@ -1,7 +1,8 @@
 /** The responder's transmit side: ACKs, NAKs, read responses and atomic ACKs, in order. */
+import { IBV_ACCESS_REMOTE_READ } from '../device/abi/constants.js';
 import { Op } from '../wire/index.js';
 import type { NicCore } from './core.js';
-import { copyBytes } from './dma.js';
+import { copyBytes, remoteOffset } from './dma.js';
 import { connectedPath } from './paths.js';
 import { psnAdd } from './psn.js';
 import { readKeyGone } from './responder.js';
@@ -35,10 +36,16 @@ export function responderTransmit(nic: NicCore, q: QpCtx, budget: number, single
     } else {
       // READ: FIRST (AETH) / MIDDLE / LAST (AETH), or ONLY (AETH), one PSN each.
       const n = Math.min(q.mtu, r.left);
-      // The key again before each packet: once ibv_dereg_mr has returned, that memory is not read.
-      if (n > 0 && nic.env.tables.mrByKey(r.rkey) < 0) {
-        readKeyGone(nic, q, psnAdd(r.psn, r.sent));
-        continue;
+      // The key again before each packet: once ibv_dereg_mr (or a rereg to other memory) has
+      // returned, the memory it named is not read.
+      if (n > 0) {
+        const off = remoteOffset(mem, nic.env.tables, r.pdn, q.qpn, r.rkey, r.va, n, IBV_ACCESS_REMOTE_READ);
+        if (off < 0) {
+          readKeyGone(nic, q, psnAdd(r.psn, r.sent));
+          continue;
+        }
+        r.hostOff = off;
+        r.va += n;
       }
       const first = r.sent === 0;
       const last = r.left <= q.mtu;

@@ -15,7 +15,10 @@ import {
   ibv_dealloc_pd,
   ibv_destroy_cq,
   ibv_destroy_qp,
+  ibv_rereg_mr,
+  IBV_REREG_MR_CHANGE_TRANSLATION,
   rnic_alloc_buf,
+  rnic_free_buf,
 } from '../../src/driver/verbs/index.js';
 import * as H from './harness.js';
 
@@ -117,6 +120,28 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
     expect(back.data.indexOf(0xee), 'first byte READ from the buffer after its dereg').toBe(-1);
     back.checkGuards();
     await stillWorks('after dereg under READ');
+  });
+
+  it('rereg the MR a peer is READing from to other memory, mid-response: the old buffer is not read after the rereg', async () => {
+    const big = 1 << 20;
+    const n = 6;
+    const { a } = H.makePair(f, IBV_QPT_RC, { maxSendWr: n });
+    const srcB = H.region(f.b, n * big, H.ALL_ACCESS, { fill: (i) => i % 0xee });
+    // The new memory holds the same bytes: every READ may complete, but none with a byte of the old buffer after the rereg.
+    const moved = rnic_alloc_buf(f.b.ctx, n * big, 4096);
+    moved.set(srcB.data);
+    f.b.cleanup.push(() => rnic_free_buf(f.b.ctx, moved));
+    const back = H.region(f.a, n * big);
+    for (let i = 0; i < n; i++)
+      H.postSend(a, H.wrRead({ wrId: BigInt(i), sge: [back.sge(i * big, big)], remote: { addr: srcB.at(i * big), rkey: srcB.rkey } }));
+    await H.poll1(a.scq, 'first READ', HANG_MS);
+    expect(ibv_rereg_mr(srcB.mr, IBV_REREG_MR_CHANGE_TRANSLATION, null, moved, 0)).toBe(0);
+    srcB.data.fill(0xee);
+    const wcs = await H.pollN(a.scq, n - 1, 'the rest', HANG_MS);
+    const firstBad = wcs.findIndex((w) => w.status !== IBV_WC_SUCCESS);
+    if (firstBad >= 0) for (const w of wcs.slice(firstBad + 1)) expect(w.status, H.wcText(w)).toBe(IBV_WC_WR_FLUSH_ERR);
+    expect(back.data.indexOf(0xee), 'first byte READ from the old buffer after the rereg').toBe(-1);
+    back.checkGuards();
   });
 
   it('ibv_close_device with READs outstanding: 0; nothing lands in memory the context had (now someone else’s)', async () => {
