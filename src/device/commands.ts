@@ -1465,6 +1465,8 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         else Atomics.and(t.i32, flagsW, ~QpFlag.EN_SQD_ASYNC_NOTIFY);
       }
       if (next !== cur) {
+        // Leaving SQD ends a drain still running (sq_draining reads 0, no SQ_DRAINED event).
+        if (cur === IBV_QPS_SQD) Atomics.and(t.i32, flagsW, ~QpFlag.SQ_DRAINING);
         if (next === IBV_QPS_RESET) {
           QPC.f.sqConsumed.set(dv, qp, 0);
           QPC.f.rqConsumed.set(dv, qp, 0);

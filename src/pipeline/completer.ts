@@ -22,6 +22,7 @@ import {
   IBV_WR_RDMA_READ,
 } from '../device/abi/constants.js';
 import { MrCheck } from '../device/contexts.js';
+import { sqDrainCheck } from './sq-drain.js';
 import { Ctr } from '../device/counters.js';
 import { aethType, AethType, aethValue, Op, type ScratchPacket, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
@@ -62,7 +63,10 @@ function ackThrough(nic: NicCore, q: QpCtx, psn: number): number {
     q.txIndex = Math.max(0, q.txIndex - retired);
   }
   // A retired WQE is progress: the retry budgets start again (rxe reset_retry_counters).
-  if (retired > 0) restoreRetries(q);
+  if (retired > 0) {
+    restoreRetries(q);
+    if (q.draining) sqDrainCheck(nic, q, nic.qpOff(q));
+  }
   return retired;
 }
 
@@ -324,6 +328,7 @@ function retire(nic: NicCore, q: QpCtx, w: SendWqe, psn: number, now: number): v
   progress(q, psn, now);
   // SENDs and WRITEs behind it that an earlier ACK covered complete now, in order.
   ackThrough(nic, q, q.ackedPsn);
+  if (q.draining) sqDrainCheck(nic, q, nic.qpOff(q));
   nic.schedule(q);
 }
 

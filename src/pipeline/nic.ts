@@ -24,6 +24,7 @@ import { Ctr } from '../device/counters.js';
 import { CqeFields, CqPush, cqArm, cqModerationExpired, cqPush } from '../device/cqe.js';
 import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
 import { serviceCommandDoorbell } from '../device/mailbox.js';
+import { sqDrainCheck } from './sq-drain.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
 import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
 import { DecodeScratch, decodePacket, type DecodeOptions, LINKTYPE_ETHERNET, OPCODES, type ScratchPacket, Transport } from '../wire/index.js';
@@ -333,6 +334,7 @@ export class Nic implements NicCore {
       t.qpClearFlags(off, QpFlag.FLUSH_PENDING);
       this.flush(q, off);
     }
+    if (flags & QpFlag.SQ_DRAINING) sqDrainCheck(this, q, off);
   }
 
   /**
@@ -485,10 +487,16 @@ export class Nic implements NicCore {
     if (!q && (flags & (QpFlag.RESET_PENDING | QpFlag.FLUSH_PENDING)) === QpFlag.RESET_PENDING) {
       // Nothing cached to drop: acknowledge the reset without allocating pipeline state.
       t.qpClearFlags(off, QpFlag.RESET_PENDING);
-    } else if (flags & (QpFlag.RESET_PENDING | QpFlag.FLUSH_PENDING)) {
+    } else if (flags & (QpFlag.RESET_PENDING | QpFlag.FLUSH_PENDING | QpFlag.SQ_DRAINING)) {
       this.qp(qpn);
     }
-    if (q && t.qpState(off) === IBV_QPS_RESET) q.clearTransport();
+    const state = t.qpState(off);
+    if (q && state === IBV_QPS_RESET) q.clearTransport();
+    if (q && state === IBV_QPS_RTS) {
+      // SQD → RTS: what was posted during the drain is fetched now (its doorbells were rung in SQD).
+      q.draining = false;
+      this.schedule(q);
+    }
   }
 
   /** The change list overflowed: look at every QP (bounded fallback, as before the list existed). */

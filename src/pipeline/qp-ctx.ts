@@ -115,6 +115,8 @@ export class QpCtx {
   sinceAckReq = 0;
   /** The QP hit a fatal error: flush when the window drains. */
   sqError = false;
+  /** SQD: the firmware's drain is running; each retirement checks whether it is over (sq-drain.ts). */
+  draining = false;
   /**
    * A retry (go-back-N) has started and no progress was seen since: further
    * implied NAKs (responses still in flight from before the retry) start no
@@ -234,6 +236,7 @@ export class QpCtx {
 
   /** Back to the state of a fresh QP (RESET). */
   clearTransport(): void {
+    this.draining = false;
     this.window.length = 0;
     this.txIndex = 0;
     this.rdAtomicOut = 0;

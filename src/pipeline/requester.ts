@@ -39,6 +39,7 @@ import {
   IBV_WR_BIND_MW,
   IBV_WR_LOCAL_INV,
 } from '../device/abi/constants.js';
+import { sqDrainCheck } from './sq-drain.js';
 import { MrCheck, QPC } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { sqAdvance, sqNextOff, sqPending, sqRingOff } from '../device/queues.js';
@@ -355,6 +356,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
   while (sent < budget && q.txIndex < q.window.length && !q.sqError) {
     const w = q.window[q.txIndex]!;
     if (w.status === WqeStatus.PENDING && w.sentPkts === 0) {
+      if (!w.started && state === IBV_QPS_SQD) break; // draining: no new message (sq-drain.ts)
       if (isReadOrAtomic(w.opcode) && !w.rdSlot && q.rdAtomicOut >= Math.max(1, q.maxRdAtomic)) break;
       if (w.fenced && q.txIndex > 0) break;
     }
@@ -375,6 +377,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
     }
     const len = sendPacket(nic, q, w, path, portNum, spacingFor(q, paced, now));
     if (len === 0) break;
+    w.started = true;
     if (paced) pace(q, len, now, rate);
     else if (cc !== null) cc.onSent(lineBytes(len), now);
     sent++;
@@ -396,6 +399,7 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
   if (q.reliable && q.ackDeadline === Infinity && hasUnacked(q)) {
     q.ackDeadline = now + localAckTimeoutNs(q.timeout);
   }
+  if (q.draining) sqDrainCheck(nic, q, qp);
   return sent;
 }
 

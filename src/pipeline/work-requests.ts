@@ -130,6 +130,8 @@ export class SendWqe {
   hostAlign = -2;
   /** Packets transmitted so far (the next one to send is index `sentPkts`). */
   sentPkts = 0;
+  /** Its first packet has been sent (a rewind to 0 keeps it begun): SQD finishes begun messages only (sq-drain.ts). */
+  started = false;
   /** READ: bytes of response received so far. */
   readDone = 0;
   status = WqeStatus.PENDING;
@@ -168,6 +170,7 @@ export class SendWqe {
     this.npsn = 0;
     this.hostAlign = -2;
     this.sentPkts = 0;
+    this.started = false;
     this.readDone = 0;
     this.status = WqeStatus.PENDING;
     this.rdSlot = false;
