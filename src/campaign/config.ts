@@ -347,7 +347,8 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
       kinds,
       perSeed,
       rate,
-      delayNs: range(fo.delayNs, p('faults.delayNs'), d.faults.delayNs, 0, 1e12, true),
+      // A delay rule needs at least 1 ns (the scenario's fault checker refuses 0).
+      delayNs: range(fo.delayNs, p('faults.delayNs'), d.faults.delayNs, 1, 1e12, true),
       reorderDepth: range(fo.reorderDepth, p('faults.reorderDepth'), d.faults.reorderDepth, 1, 4096),
       duplicateCopies: range(fo.duplicateCopies, p('faults.duplicateCopies'), d.faults.duplicateCopies, 1, 64),
     },
