@@ -80,6 +80,13 @@ export interface RunScenarioOptions {
   log?: (line: string) => void;
   /** Told of every frame a fault rule acted on (which rule, and the frame by its BTH), at the end of the run. */
   onFault?: (hit: FaultHit) => void;
+  /**
+   * Record which frames the faults acted on, so that a stall or a WR left
+   * outstanding says how many of its QP's frames were hurt meanwhile (default
+   * true; the campaign's judging runs turn it off: it costs per frame, and a
+   * failed seed is replayed with it).
+   */
+  faultHits?: boolean;
   /** A progress line (virtual time reached, events per wall second), every few seconds of a long run. */
   progress?: (line: string) => void;
 }
@@ -458,17 +465,17 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const faultSink: { current: ((h: FaultHit) => void) | null } = { current: null };
   const linkEnds = new Map(s.links.map((l) => [l.name, { a: l.a, b: l.b }]));
   const judgeExhaustion = s.traffic.some((t) => t.expect === 'success-or-exhausted') && s.links.some((l) => l.faults.length > 0);
-  const settleFaults =
-    opts.onFault || judgeExhaustion
-      ? recordFaults(
-          sim,
-          (h) => {
-            opts.onFault?.(h);
-            faultSink.current?.(h);
-          },
-          unobserve,
-        )
-      : () => {};
+  const faultHits = opts.onFault !== undefined || judgeExhaustion || (opts.faultHits !== false && s.links.some((l) => l.faults.length > 0));
+  const settleFaults = faultHits
+    ? recordFaults(
+        sim,
+        (h) => {
+          opts.onFault?.(h);
+          faultSink.current?.(h);
+        },
+        unobserve,
+      )
+    : () => {};
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
   const verify: string[] = [];
   const stalls: StallReport[] = [];
@@ -498,6 +505,16 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (!xs) faultTimes.set(key, (xs = []));
       xs.push(h.ns);
     };
+    /** Fault hits on a stream's frames (its requests, its responses) in [from, to]: tells a reader of a stall or a leftover whether the faults can explain it. */
+    const faultsOn = (st: Stream, from: number, to: number, what: string): string => {
+      if (!faultHits) return '';
+      settleFaults();
+      let n = 0;
+      for (const key of [`${st.resp.dev.name}/${st.resp.qp.qp_num}/req`, `${st.req.dev.name}/${st.req.qp.qp_num}/resp`])
+        for (const ns of faultTimes.get(key) ?? []) if (ns >= from && ns <= to) n++;
+      return `; faults acted on ${n} of its frames ${what}`;
+    };
+    const ms = (ns: number): string => `${(ns / 1e6).toFixed(3)} ms`;
     const exhaustion = (st: Stream, wr: number, status: number, now: number): Exhaustion | null => {
       if (!st.rc) return null;
       settleFaults(); // the last frame's hit is reported only when the port sends again
@@ -883,7 +900,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
             : null,
         };
         stalls.push(r);
-        finding(st, 'stall', 'stalled (watchdog)', { op: w?.op ?? '' });
+        const hurt = faultsOn(st, st.lastProgressNs, now, 'in that time');
+        finding(st, 'stall', `stalled (watchdog): no progress for ${ms(now - st.lastProgressNs)} (since ${ms(st.lastProgressNs)})${hurt}`, { op: w?.op ?? '' });
         opts.log?.(
           `watchdog: ${st.t.qp} (${st.t.from}) made no progress for ${now - st.lastProgressNs} ns with ${r.outstanding} WRs outstanding; QP state ${r.state}`,
         );
@@ -935,7 +953,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     pollAll();
     settleFaults();
     for (const st of streams) {
-      if (st.retired < st.posted && !st.stalled) finding(st, 'outstanding', `${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy})`);
+      if (st.retired < st.posted && !st.stalled) {
+        const since = Math.max(0, st.lastProgressNs);
+        finding(
+          st,
+          'outstanding',
+          `${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy}); last progress at ${ms(since)}${faultsOn(st, since, sim.now(), 'since')}`,
+        );
+      }
       if (st.posted < st.t.count && !st.failed && !st.stalled)
         finding(st, 'unposted', `only ${st.posted} of ${st.t.count} WRs were posted before the run ended`);
       const errs = Object.entries(st.errors);

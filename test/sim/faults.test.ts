@@ -155,7 +155,10 @@ describe('the watchdog', () => {
     expect(r.stalls).toHaveLength(1);
     expect(r.stalls[0]).toMatchObject({ qp: 'q0', state: 'RTS', outstanding: 1, lastProgressNs: 0 });
     expect(r.stalls[0]!.atNs).toBe(2_000_000);
-    expect(r.verify).toContain('q0: stalled (watchdog)');
+    // The one drop (at 0) is the fault behind the stall, and the finding says so.
+    expect(r.verify, JSON.stringify(r.verify)).toContain(
+      'q0: stalled (watchdog): no progress for 2.000 ms (since 0.000 ms); faults acted on 1 of its frames in that time',
+    );
     expect(r.endNs).toBeLessThan(50_000_000);
   });
 
@@ -170,6 +173,10 @@ describe('the watchdog', () => {
     expect(r.endedBy).toBe('duration');
     expect(r.endNs).toBe(300_000);
     expect(r.verify.join('\n')).toContain('still outstanding');
+    // And how much of that the faults did: every ACK dropped since the WRITEs went out.
+    expect(r.verify.join('\n')).toMatch(
+      /^q0: 2 WRs still outstanding when the run ended \(duration\); last progress at 0\.\d{3} ms; faults acted on [1-9]\d* of its frames since$/m,
+    );
   });
 });
 
