@@ -76,8 +76,18 @@ function restoreRetries(q: QpCtx): void {
   q.rnrLeft = q.rnrRetry;
 }
 
+/**
+ * The responder took the request an RNR NAK refused (something acknowledges
+ * its PSN): the RNR wait is over, and the requester resends what is left now.
+ * Waited out, it would send nothing while the ACK timer spent retry_cnt.
+ */
+function endRnrWaitIfTaken(q: QpCtx): void {
+  if (q.rnrUntil !== 0 && psnCompare(q.ackedPsn, q.rnrPsn) >= 0) q.rnrUntil = 0;
+}
+
 function progress(q: QpCtx, psn: number, now: number): void {
   if (psnCompare(psn, q.ackedPsn) > 0) q.ackedPsn = psn;
+  endRnrWaitIfTaken(q);
   restoreRetries(q);
   q.retryStarted = false;
   q.ackDeadline = hasUnacked(q) ? now + localAckTimeoutNs(q.timeout) : Infinity;
@@ -225,6 +235,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
           if (d > 0) {
             ackThrough(nic, q, psnAdd(psn, -1));
             q.ackedPsn = psnAdd(psn, -1);
+            endRnrWaitIfTaken(q);
             restoreRetries(q);
           }
           if (!takeRetry(nic, q)) return;
@@ -331,6 +342,9 @@ function retire(nic: NicCore, q: QpCtx, w: SendWqe, psn: number, now: number): v
 export function completerTimeout(nic: NicCore, q: QpCtx, now: number): void {
   q.ackDeadline = Infinity;
   if (!hasUnacked(q)) return;
+  // Waiting out an RNR NAK nothing is resent, so nothing is overdue: the resend
+  // after the RNR timer arms the ACK timer again (requester.ts).
+  if (now < q.rnrUntil) return;
   // mlx5 local_ack_timeout_err: the timer expired and the retry limit is not exceeded (else retry_exceeded_err).
   if (!takeRetry(nic, q)) return;
   nic.ctr(q.portNum)[Ctr.LOCAL_ACK_TIMEOUT_ERR]!++;

@@ -249,4 +249,65 @@ describe('completer regressions under loss and reordering', () => {
     ]);
     expect(ctr(r, 'rnic0', 'local_ack_timeout_err')).toBe(0);
   });
+
+  it('an RNR wait ends when the NAKed request is taken: a NAK-sequence past it resends at once, and ACK timeouts during the wait spend no retries', async () => {
+    // Campaign default, seed 810828 (profile ibta, retry_cnt 3, timeout 1 = 8.2 µs), shrunk: a READ,
+    // then a 6-packet SEND whose receive is posted at 21.8 µs. The SEND gets an RNR NAK (PSN +1, RNR
+    // timer 240 µs); a delayed copy of that packet then reaches the responder after the receive is
+    // posted and it NAKs the next gap (PSN +2). Before the fix the requester kept waiting out the RNR
+    // timer, sending nothing, while three ACK timeouts spent retry_cnt: IBV_WC_RETRY_EXC_ERR at 58 µs.
+    const psn = 5611860;
+    const delay = (dir: string, opcode: number, p: number, after = 0) => ({
+      action: 'delay',
+      direction: dir,
+      match: { opcode, qpn: 2, psn: [p, p], ...(after ? { after } : {}), count: 1 },
+      delayNs: 15646,
+    });
+    const r = await run({
+      seed: 810828,
+      duration: '250ms',
+      profile: 'ibta',
+      qps: [
+        {
+          name: 'rc3',
+          mtu: 256,
+          psn_a: psn,
+          psn_b: 3892958,
+          timeout: 1,
+          retry_cnt: 3,
+          rnr_retry: 3,
+          min_rnr_timer: 9,
+          max_send_wr: 2,
+          max_recv_wr: 1,
+          cq_depth: 2,
+        },
+      ],
+      faults: [delay('a->b', 12, psn), delay('b->a', 17, psn + 1), delay('a->b', 0, psn + 1, 2), delay('a->b', 1, psn + 3, 2)],
+      traffic: [
+        {
+          qp: 'rc3',
+          from: 'a',
+          depth: 2,
+          wrs: [
+            { op: 'read', size: 1 },
+            { op: 'send', size: 1458 },
+          ],
+          recvDepth: 1,
+          recvStartNs: 21785,
+        },
+      ],
+    });
+    expect(r.verify).toEqual([]);
+    const tl = r.timeline.qps[0]!;
+    expect(tl.events.map((e) => [e.kind, e.psn])).toEqual([
+      ['nak-psn-seq', psn],
+      ['rnr-nak', psn + 1],
+      ['nak-psn-seq', psn + 2],
+    ]);
+    expect(tl.wrs.map((w) => w.status)).toEqual(['IBV_WC_SUCCESS', 'IBV_WC_SUCCESS']);
+    // Resent on the second NAK, not after the RNR timer (240 µs after the RNR NAK).
+    const rnrAt = tl.events[1]!.ns;
+    expect(tl.wrs[1]!.completedNs! - rnrAt).toBeLessThan(rnrTimerNs(9));
+    expect(ctr(r, 'rnic0', 'retry_exceeded_err')).toBe(0);
+  });
 });
