@@ -51,7 +51,8 @@ with switches (a scenario with a topology), also:
   --quiet         print nothing but errors
 
 Exit status: 0 when every check passed, 3 when one failed (a stalled queue
-pair, an unexpected completion status, data that differs), 1 on errors.`;
+pair, an unexpected completion status, data that differs), 2 on a bad option
+or scenario file (or RNIC_CONFIG), 1 on other errors.`;
 
 /** --seed: a non-negative safe integer, or a word (hashed, as a scenario's string seed). */
 export function parseSeed(v: string): number | string {
