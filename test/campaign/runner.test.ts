@@ -81,6 +81,33 @@ describe('mixed work requests', () => {
     }
   });
 
+  it('UD and UC receives are matched to their messages however the wire reorders and duplicates them (600 SENDs each, 0-byte ones among them)', async () => {
+    const sends = Array.from({ length: 600 }, (_, i) => ({ op: 'send', size: i % 7 === 0 ? 0 : 16 + (i % 5) }));
+    const r = await runScenario(
+      parseScenario({
+        seed: 5,
+        duration: '50ms',
+        qps: [
+          { name: 'ud0', type: 'UD', mtu: 1024 },
+          { name: 'uc0', type: 'UC', mtu: 1024 },
+        ],
+        faults: [
+          { action: 'reorder', probability: 0.2, reorderDepth: 8 },
+          { action: 'duplicate', probability: 0.1 },
+        ],
+        traffic: [
+          { qp: 'ud0', depth: 16, recvDepth: 64, wrs: sends },
+          { qp: 'uc0', depth: 16, recvDepth: 64, wrs: sends },
+        ],
+      }),
+    );
+    expect(r.verify).toEqual([]);
+    const ud = r.traffic.find((t) => t.qp === 'ud0')!;
+    expect(ud.ok).toBe(600);
+    expect(r.sim.links.l0!.faults!.held).toBeGreaterThan(100);
+    expect(r.sim.links.l0!.faults!.duplicated).toBeGreaterThan(50);
+  });
+
   it('a WR that must fail is a finding with its class parts: QP type, kind, status', async () => {
     const r = await runScenario(
       parseScenario({
