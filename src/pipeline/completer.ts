@@ -76,18 +76,8 @@ function restoreRetries(q: QpCtx): void {
   q.rnrLeft = q.rnrRetry;
 }
 
-/**
- * The responder took the request an RNR NAK refused (something acknowledges
- * its PSN): the RNR wait is over, and the requester resends what is left now.
- * Waited out, it would send nothing while the ACK timer spent retry_cnt.
- */
-function endRnrWaitIfTaken(q: QpCtx): void {
-  if (q.rnrUntil !== 0 && psnCompare(q.ackedPsn, q.rnrPsn) >= 0) q.rnrUntil = 0;
-}
-
 function progress(q: QpCtx, psn: number, now: number): void {
   if (psnCompare(psn, q.ackedPsn) > 0) q.ackedPsn = psn;
-  endRnrWaitIfTaken(q);
   restoreRetries(q);
   q.retryStarted = false;
   q.ackDeadline = hasUnacked(q) ? now + localAckTimeoutNs(q.timeout) : Infinity;
@@ -235,7 +225,6 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
           if (d > 0) {
             ackThrough(nic, q, psnAdd(psn, -1));
             q.ackedPsn = psnAdd(psn, -1);
-            endRnrWaitIfTaken(q);
             restoreRetries(q);
           }
           if (!takeRetry(nic, q)) return;
@@ -343,7 +332,8 @@ export function completerTimeout(nic: NicCore, q: QpCtx, now: number): void {
   q.ackDeadline = Infinity;
   if (!hasUnacked(q)) return;
   // Waiting out an RNR NAK nothing is resent, so nothing is overdue: the resend
-  // after the RNR timer arms the ACK timer again (requester.ts).
+  // after the RNR timer arms the ACK timer again (requester.ts). Counted, the
+  // timer spent retry_cnt while the requester could not send (campaign seed 810828).
   if (now < q.rnrUntil) return;
   // mlx5 local_ack_timeout_err: the timer expired and the retry limit is not exceeded (else retry_exceeded_err).
   if (!takeRetry(nic, q)) return;

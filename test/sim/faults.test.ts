@@ -250,12 +250,13 @@ describe('completer regressions under loss and reordering', () => {
     expect(ctr(r, 'rnic0', 'local_ack_timeout_err')).toBe(0);
   });
 
-  it('an RNR wait ends when the NAKed request is taken: a NAK-sequence past it resends at once, and ACK timeouts during the wait spend no retries', async () => {
+  it('ACK timeouts while the requester waits out an RNR NAK spend no retries (it sends nothing meanwhile)', async () => {
     // Campaign default, seed 810828 (profile ibta, retry_cnt 3, timeout 1 = 8.2 µs), shrunk: a READ,
     // then a 6-packet SEND whose receive is posted at 21.8 µs. The SEND gets an RNR NAK (PSN +1, RNR
     // timer 240 µs); a delayed copy of that packet then reaches the responder after the receive is
-    // posted and it NAKs the next gap (PSN +2). Before the fix the requester kept waiting out the RNR
-    // timer, sending nothing, while three ACK timeouts spent retry_cnt: IBV_WC_RETRY_EXC_ERR at 58 µs.
+    // posted and it NAKs the next gap (PSN +2), which arms the ACK timer while the requester still waits
+    // out the RNR timer, sending nothing. Before the fix three ACK timeouts in that wait spent
+    // retry_cnt: IBV_WC_RETRY_EXC_ERR at 58 µs. Now the resend after the RNR timer completes the SEND.
     const psn = 5611860;
     const delay = (dir: string, opcode: number, p: number, after = 0) => ({
       action: 'delay',
@@ -305,9 +306,9 @@ describe('completer regressions under loss and reordering', () => {
       ['nak-psn-seq', psn + 2],
     ]);
     expect(tl.wrs.map((w) => w.status)).toEqual(['IBV_WC_SUCCESS', 'IBV_WC_SUCCESS']);
-    // Resent on the second NAK, not after the RNR timer (240 µs after the RNR NAK).
+    // Completed by the resend after the RNR timer (240 µs after the RNR NAK), not before it.
     const rnrAt = tl.events[1]!.ns;
-    expect(tl.wrs[1]!.completedNs! - rnrAt).toBeLessThan(rnrTimerNs(9));
+    expect(tl.wrs[1]!.completedNs! - rnrAt).toBeGreaterThan(rnrTimerNs(9));
     expect(ctr(r, 'rnic0', 'retry_exceeded_err')).toBe(0);
   });
 });
