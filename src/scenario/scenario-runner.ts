@@ -407,6 +407,12 @@ function filler(i: number): number {
   return (i * 37 + 0x5a) & 0xff;
 }
 
+/** PSNs a READ request's responses take: its RETH DMA length over the path MTU (at least one). */
+function readPsns(h: Uint8Array, reth: number, mtu: number): number {
+  const len = ((h[reth + 12]! << 24) | (h[reth + 13]! << 16) | (h[reth + 14]! << 8) | h[reth + 15]!) >>> 0;
+  return Math.max(1, Math.ceil(len / mtu));
+}
+
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   return Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.length), Buffer.from(b.buffer, b.byteOffset, b.length)) === 0;
@@ -618,7 +624,10 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
             const w = requesters.get(e.deviceIndex * 0x1000000 + bthDestQp(e.headers, bth));
             if (!w) return;
             const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
-            w.lastTxPsn = psn;
+            // A READ request stands for all its response PSNs: resumed, it starts below the last of
+            // them, and that is a new round (seen as one only by its first PSN, a lone READ resuming
+            // round by round looked stuck).
+            w.lastTxPsn = info.kind === 'read-request' ? (psn + readPsns(e.headers, bth + info.offsets.reth, w.st.pair.spec.mtu) - 1) & 0xffffff : psn;
             if (!newRound) return;
             if (w.roundStart >= 0 && later(psn, w.roundStart)) progressAt(w, e.ns);
             w.roundStart = psn;
