@@ -74,8 +74,8 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Error codes of the checkers of the files a command reads: exit 2, like a bad option. */
-const BAD_INPUT: ReadonlySet<string> = new Set(['SCENARIO_INVALID', 'CONFIG_INVALID', 'CAMPAIGN_INVALID']);
+/** Error codes of the checkers of the files a command reads and of --fault: exit 2, like a bad option. */
+const BAD_INPUT: ReadonlySet<string> = new Set(['SCENARIO_INVALID', 'CONFIG_INVALID', 'CAMPAIGN_INVALID', 'FAULT_BAD_RULE']);
 
 // Output piped into `head` and the like: a closed pipe ends the command quietly.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {

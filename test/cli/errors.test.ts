@@ -98,6 +98,21 @@ describe('bad input files exit 2, as a bad option does', () => {
   });
 });
 
+describe('options found by the fuzz of every subcommand', () => {
+  it('rnic sim --fault with a bad spec exits 2 naming it (was 1)', () => {
+    const r = rnic(['sim', SCENARIO, '--quiet', '--fault', 'melt:p=1%']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rnic sim: FAULT_BAD_RULE: --fault #0 "melt:p=1%" \(action\): unknown action "melt"/);
+  });
+
+  it('rnic campaign --jobs above 256 is refused before any thread starts (4097 crashed V8 with SIGTRAP)', () => {
+    const r = rnic(['campaign', '--seeds', '1', '--jobs', '4097', '--quiet']);
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rnic campaign: --jobs: expected an integer in 1\.\.256, got "4097"\n/);
+  });
+});
+
 describe('rnic sim --seed', () => {
   it('takes a negative number as the value and refuses it naming --seed (not "argument is ambiguous")', () => {
     const r = rnic(['sim', SCENARIO, '--seed', '-1']);
