@@ -105,6 +105,18 @@ describe('options found by the fuzz of every subcommand', () => {
     expect(r.stderr).toMatch(/^rnic sim: FAULT_BAD_RULE: --fault #0 "melt:p=1%" \(action\): unknown action "melt"/);
   });
 
+  it('an empty --out or --json is refused (sim: mkdir ENOENT, exit 1; campaign --json: nothing written, silently)', () => {
+    for (const args of [
+      ['sim', SCENARIO, '--quiet', '--out', ''],
+      ['campaign', '--seeds', '1', '--jobs', '1', '--quiet', '--out', ''],
+      ['campaign', '--seeds', '1', '--jobs', '1', '--quiet', '--json', ''],
+    ]) {
+      const r = rnic(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(new RegExp(`^rnic ${args[0]}: --${args.at(-2)!.slice(2)}: an empty path\\n`));
+    }
+  });
+
   it('rnic campaign --jobs above 256 is refused before any thread starts (4097 crashed V8 with SIGTRAP)', () => {
     const r = rnic(['campaign', '--seeds', '1', '--jobs', '4097', '--quiet']);
     expect(r.signal).toBeNull();

@@ -145,6 +145,8 @@ async function campaignMain(args: string[]): Promise<number> {
       process.stdout.write(formatCampaign(campaign));
       return 0;
     }
+    // An empty path would fail at the first failure (--out) or write nothing, silently (--json).
+    for (const k of ['out', 'json'] as const) if (values[k] === '') throw new CliError(`--${k}: an empty path`);
     const outDir = values.out ?? join('campaign-failures', campaign.name);
     const quiet = values.quiet ?? false;
     const progress = new Progress(seeds, quiet ? null : (s) => process.stderr.write(s), process.stderr.isTTY === true);

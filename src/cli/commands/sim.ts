@@ -104,6 +104,7 @@ export const simCommand: Command = {
       const [first, ...rest] = scenario.links;
       scenario = { ...scenario, links: [{ ...first!, faults: [...first!.faults, ...extra] }, ...rest] };
     }
+    if (values.out === '') throw new CliError('--out: an empty path');
     const dir = values.out ?? join('sim-out', scenario.name.replace(/[^A-Za-z0-9_.-]+/g, '_'));
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'config.json'), JSON.stringify(scenario, null, 2) + '\n');
