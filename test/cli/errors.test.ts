@@ -117,6 +117,12 @@ describe('options found by the fuzz of every subcommand', () => {
     }
   });
 
+  it('rnic compare --fault-b with a bad spec names --fault-b, not --fault', () => {
+    const r = rnic(['compare', SCENARIO, '--fault-b', 'melt']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rnic compare: --fault-b #0 "melt" \(action\): unknown action "melt"/);
+  });
+
   it('rnic campaign --jobs above 256 is refused before any thread starts (4097 crashed V8 with SIGTRAP)', () => {
     const r = rnic(['campaign', '--seeds', '1', '--jobs', '4097', '--quiet']);
     expect(r.signal).toBeNull();
