@@ -17,7 +17,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimModel, stopModel } from '../../src/boot.js';
-import { ibv_destroy_qp, IBV_QPS_ERR, IBV_QPS_RTS, IBV_QPT_RC, IBV_WC_SUCCESS, rnic_read_counters } from '../../src/driver/verbs/index.js';
+import { ibv_destroy_qp, IBV_QPS_ERR, IBV_QPS_RTS, IBV_QPT_RC, IBV_QPT_UC, IBV_WC_SUCCESS, rnic_read_counters } from '../../src/driver/verbs/index.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import { Random } from '../../src/runtime/sim/random.js';
 import { decodePacket, encodePacket, Op, type Packet } from '../../src/wire/index.js';
@@ -212,5 +212,31 @@ describe('hostile requests in a live QP window', () => {
     target.checkGuards('target MR');
     beside.checkGuards('the MR beside it');
     expect(Object.keys(seen).length).toBe(KINDS.length);
+  });
+
+  it('UC: 400 WRITEs that do not fit (payload above the MTU, a RETH length against the payload, a MIDDLE alone, a bad R_Key) are dropped; the QP stays in RTS, memory unchanged', async () => {
+    const rnd = new Random('hostile-requests').fork('uc');
+    const before = target.data.slice();
+    const cqA = createCq(a, 64);
+    const cqB = createCq(b, 64);
+    const kinds: Kind[] = ['over-mtu', 'reth-longer', 'reth-shorter', 'middle-alone', 'bad-rkey', 'past-mr-end'];
+    for (let i = 0; i < 400; i++) {
+      const kind = kinds[i % kinds.length]!;
+      const va = createQp(a, IBV_QPT_UC, { sendCq: cqA, recvCq: cqA });
+      const vb = createQp(b, IBV_QPT_UC, { sendCq: cqB, recvCq: cqB });
+      const epsn = rnd.int(0x1000000);
+      connect(va, vb, { psnA: epsn, psnB: rnd.int(0x1000000) });
+      const d = decodePacket(forge(kind, rnd, vb.qp.qp_num, epsn));
+      if (!d.ok) throw new Error('forged frame does not decode');
+      // The RC opcode's UC twin (same operation bits, transport 0x20).
+      d.packet.bth.opcode = d.packet.bth.opcode === Op.RC_RDMA_WRITE_MIDDLE ? Op.UC_RDMA_WRITE_MIDDLE : Op.UC_RDMA_WRITE_ONLY;
+      expect(() => sim.injectFrame('rnic1:1', encodePacket(d.packet)), `UC case ${i} (${kind})`).not.toThrow();
+      await sim.sleep(20_000);
+      expect(qpState(vb.qp), `UC case ${i} (${kind})`).toBe(IBV_QPS_RTS);
+      expect(ibv_destroy_qp(va.qp)).toBe(0);
+      expect(ibv_destroy_qp(vb.qp)).toBe(0);
+    }
+    expect(Buffer.from(target.data).equals(Buffer.from(before)), 'target MR bytes').toBe(true);
+    target.checkGuards('target MR (UC)');
   });
 });
