@@ -24,7 +24,7 @@ export async function runJudged(json: ScenarioJson, source: string): Promise<Ver
   try {
     const s = parseScenario(json, source);
     // No capture while judging (it costs); the saved scenario keeps the default one for `rnic sim`.
-    const r = await runScenario({ ...s, capture: [] }, { faultHits: false });
+    const r = await runScenario({ ...s, capture: [] });
     return { ...judge(r, new Map(s.qps.map((q) => [q.name, q.type]))), eventsRun: r.eventsRun, virtualNs: r.endNs, crashed: null };
   } catch (e) {
     const msg = `${(e as { code?: string }).code ?? (e as Error).name}: ${(e as Error).message}`;

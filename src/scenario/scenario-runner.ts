@@ -82,9 +82,9 @@ export interface RunScenarioOptions {
   onFault?: (hit: FaultHit) => void;
   /**
    * Record which frames the faults acted on, so that a stall or a WR left
-   * outstanding says how many of its QP's frames were hurt meanwhile (default
-   * true; the campaign's judging runs turn it off: it costs per frame, and a
-   * failed seed is replayed with it).
+   * outstanding says how many of its QP's frames were hurt meanwhile. It
+   * costs per frame, so only `rnic sim` asks for it (a campaign's failed seed
+   * is replayed there); default false.
    */
   faultHits?: boolean;
   /** A progress line (virtual time reached, events per wall second), every few seconds of a long run. */
@@ -473,7 +473,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const faultSink: { current: ((h: FaultHit) => void) | null } = { current: null };
   const linkEnds = new Map(s.links.map((l) => [l.name, { a: l.a, b: l.b }]));
   const judgeExhaustion = s.traffic.some((t) => t.expect === 'success-or-exhausted') && s.links.some((l) => l.faults.length > 0);
-  const faultHits = opts.onFault !== undefined || judgeExhaustion || (opts.faultHits !== false && s.links.some((l) => l.faults.length > 0));
+  const faultHits = opts.onFault !== undefined || judgeExhaustion || (opts.faultHits === true && s.links.some((l) => l.faults.length > 0));
   const settleFaults = faultHits
     ? recordFaults(
         sim,

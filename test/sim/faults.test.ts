@@ -144,14 +144,17 @@ describe('seeded random loss', () => {
 
 describe('the watchdog', () => {
   it('a QP with no ACK timer (timeout 0) that lost a packet is reported with its state, and the run ends', async () => {
-    const r = await run({
-      seed: 1,
-      duration: '50ms',
-      watchdog: '2ms',
-      qps: [{ name: 'q0', timeout: 0 }],
-      faults: [{ action: 'drop', direction: 'a->b', match: { opcode: 'write', count: 1 } }],
-      traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 1 }],
-    });
+    const r = await run(
+      {
+        seed: 1,
+        duration: '50ms',
+        watchdog: '2ms',
+        qps: [{ name: 'q0', timeout: 0 }],
+        faults: [{ action: 'drop', direction: 'a->b', match: { opcode: 'write', count: 1 } }],
+        traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 1 }],
+      },
+      { faultHits: true },
+    );
     expect(r.stalls).toHaveLength(1);
     expect(r.stalls[0]).toMatchObject({ qp: 'q0', state: 'RTS', outstanding: 1, lastProgressNs: 0 });
     expect(r.stalls[0]!.atNs).toBe(2_000_000);
@@ -163,13 +166,16 @@ describe('the watchdog', () => {
   });
 
   it('the run ends at its duration whatever is still outstanding', async () => {
-    const r = await run({
-      seed: 1,
-      duration: '300us',
-      qps: [{ name: 'q0', timeout: 14 }],
-      faults: [{ action: 'drop', direction: 'b->a', match: { opcode: 'ack' } }],
-      traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 2 }],
-    });
+    const r = await run(
+      {
+        seed: 1,
+        duration: '300us',
+        qps: [{ name: 'q0', timeout: 14 }],
+        faults: [{ action: 'drop', direction: 'b->a', match: { opcode: 'ack' } }],
+        traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 2 }],
+      },
+      { faultHits: true },
+    );
     expect(r.endedBy).toBe('duration');
     expect(r.endNs).toBe(300_000);
     expect(r.verify.join('\n')).toContain('still outstanding');

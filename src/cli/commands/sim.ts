@@ -112,6 +112,8 @@ export const simCommand: Command = {
       captureWriter: (port, i) => openPcapFile(captureFile(dir, port, i), { linktype: LINKTYPE_ETHERNET, nanosecond: true }),
       log: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
       progress: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
+      // A stall or leftover WRs then say how many of their QP's frames the faults hit.
+      faultHits: true,
     });
     writeFileSync(
       join(dir, 'timeline.json'),
