@@ -45,6 +45,12 @@ export interface Campaign {
   /** First PSNs, each end of each QP, drawn from this range (default the whole 24-bit space). */
   readonly psn: Range;
   readonly mtus: readonly number[];
+  /**
+   * Source GID indices a QP draws from (the default hosts' GID table: 0, 1
+   * RoCE v1, v2 over the link-local IPv6 address; 2, 3 over the IPv4 address;
+   * 4, 5 over the IPv6 address).
+   */
+  readonly gids: readonly number[];
   readonly depth: Range;
   /** Receives kept posted (SEND, SEND_IMM, WRITE_IMM). */
   readonly recvDepth: Range;
@@ -98,6 +104,7 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
   signaled: 0.5,
   psn: [0, 0xffffff],
   mtus: [256, 512, 1024, 2048, 4096],
+  gids: [3],
   depth: [1, 16],
   recvDepth: [1, 16],
   timeout: [4, 10],
@@ -119,6 +126,9 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
   profile: { base: 'ibta', retryCnt7Infinite: true },
   explainExhaustion: true,
 } satisfies Campaign);
+
+/** Entries in a default host's GID table: the link-local GID, then each address, each as RoCE v1 and v2. */
+const GID_TABLE_SIZE = 2 * (1 + DEFAULT_CONFIG.devices[0]!.ports[0]!.ipv4.length + DEFAULT_CONFIG.devices[0]!.ports[0]!.ipv6.length);
 
 // ---- checking -------------------------------------------------------------
 
@@ -193,6 +203,7 @@ const TOP = [
   'signaled',
   'psn',
   'mtus',
+  'gids',
   'depth',
   'recvDepth',
   'timeout',
@@ -257,6 +268,15 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
       return m as number;
     });
   }
+  let gids = d.gids;
+  if (o.gids !== undefined) {
+    if (!Array.isArray(o.gids) || o.gids.length === 0) fail(p('gids'), `expected a list of GID indices, got ${JSON.stringify(o.gids)}`);
+    gids = o.gids.map((g, i) => {
+      if (!Number.isInteger(g) || (g as number) < 0 || (g as number) >= GID_TABLE_SIZE)
+        fail(p(`gids[${i}]`), `expected a GID index 0..${GID_TABLE_SIZE - 1} (the default hosts' GID table), got ${JSON.stringify(g)}`);
+      return g as number;
+    });
+  }
   const lo = o.lateRecv === undefined ? {} : obj(o.lateRecv, p('lateRecv'));
   onlyKeys(lo, ['probability', 'delayNs'], p('lateRecv'));
   const fo = o.faults === undefined ? {} : obj(o.faults, p('faults'));
@@ -310,6 +330,7 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
     signaled: prob(o.signaled, p('signaled'), d.signaled),
     psn: range(o.psn, p('psn'), d.psn, 0, 0xffffff),
     mtus,
+    gids,
     depth: range(o.depth, p('depth'), d.depth, 1, 256),
     recvDepth: range(o.recvDepth, p('recvDepth'), d.recvDepth, 1, 256),
     timeout: range(o.timeout, p('timeout'), d.timeout, 1, 31),
@@ -326,7 +347,8 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
       kinds,
       perSeed,
       rate,
-      delayNs: range(fo.delayNs, p('faults.delayNs'), d.faults.delayNs, 0, 1e12, true),
+      // A delay rule needs at least 1 ns (the scenario's fault checker refuses 0).
+      delayNs: range(fo.delayNs, p('faults.delayNs'), d.faults.delayNs, 1, 1e12, true),
       reorderDepth: range(fo.reorderDepth, p('faults.reorderDepth'), d.faults.reorderDepth, 1, 4096),
       duplicateCopies: range(fo.duplicateCopies, p('faults.duplicateCopies'), d.faults.duplicateCopies, 1, 64),
     },

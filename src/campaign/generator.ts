@@ -47,13 +47,22 @@ function size(r: Random, max: number, zero: number): number {
 }
 
 /** One QP of `type` (the k-th of its type) and the traffic it carries: attributes from `rq`, traffic from `rt`. */
-function generateQp(c: Campaign, type: QpType, k: number, rq: Random, rt: Random): { qp: Record<string, unknown>; items: Record<string, unknown>[] } {
+function generateQp(
+  c: Campaign,
+  type: QpType,
+  k: number,
+  rq: Random,
+  rt: Random,
+  rg: Random,
+): { qp: Record<string, unknown>; items: Record<string, unknown>[] } {
   const traffic: Record<string, unknown>[] = [];
   const name = `${type.toLowerCase()}${k}`;
   const mtu = choose(rq, c.mtus);
   const maxInline = pick(rq, c.maxInline);
   const rd = pick(rq, c.rdAtomic);
   const q: Record<string, unknown> = { name, type, mtu, psn_a: pick(rq, c.psn), psn_b: pick(rq, c.psn), max_inline_data: maxInline };
+  // A stream of its own (forked per QP), so that choosing GIDs leaves every other draw of a seed as it was.
+  if (c.gids.length > 1 || c.gids[0] !== 3) q.gid_index = choose(rg.fork(name), c.gids);
   if (isReliable(type)) {
     Object.assign(q, {
       timeout: pick(rq, c.timeout),
@@ -113,6 +122,7 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   const rq = root.fork('qps');
   const rt = root.fork('traffic');
   const rf = root.fork('faults');
+  const rg = root.fork('gids');
   const qps: Record<string, unknown>[] = [];
   const traffic: Record<string, unknown>[] = [];
   const types: [QpType, number, Random][] = [
@@ -125,7 +135,7 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   types.push(['XRC', pick(rx, c.qps.XRC), rx]);
   for (const [type, n, r] of types) {
     for (let k = 0; k < n; k++) {
-      const { qp, items } = generateQp(c, type, k, r, rt);
+      const { qp, items } = generateQp(c, type, k, r, rt, rg);
       qps.push(qp);
       traffic.push(...items);
     }

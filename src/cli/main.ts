@@ -69,9 +69,13 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     process.stderr.write(`rnic ${name}: ${errorLine(e)}\n`);
-    return 1;
+    // A bad input file (scenario, configuration, campaign) is bad usage too, as for compare and campaign.
+    return BAD_INPUT.has((e as { code?: string }).code ?? '') ? 2 : 1;
   }
 }
+
+/** Error codes of the checkers of the files a command reads and of --fault: exit 2, like a bad option. */
+const BAD_INPUT: ReadonlySet<string> = new Set(['SCENARIO_INVALID', 'CONFIG_INVALID', 'CAMPAIGN_INVALID', 'FAULT_BAD_RULE']);
 
 // Output piped into `head` and the like: a closed pipe ends the command quietly.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {

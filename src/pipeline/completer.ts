@@ -336,6 +336,10 @@ function retire(nic: NicCore, q: QpCtx, w: SendWqe, psn: number, now: number): v
 export function completerTimeout(nic: NicCore, q: QpCtx, now: number): void {
   q.ackDeadline = Infinity;
   if (!hasUnacked(q)) return;
+  // Waiting out an RNR NAK nothing is resent, so nothing is overdue: the resend
+  // after the RNR timer arms the ACK timer again (requester.ts). Counted, the
+  // timer spent retry_cnt while the requester could not send (campaign seed 810828).
+  if (now < q.rnrUntil) return;
   // mlx5 local_ack_timeout_err: the timer expired and the retry limit is not exceeded (else retry_exceeded_err).
   if (!takeRetry(nic, q)) return;
   nic.ctr(q.portNum)[Ctr.LOCAL_ACK_TIMEOUT_ERR]!++;

@@ -216,6 +216,15 @@ export function responderReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
     q.ePsn = psnAdd(psn, 1);
     return; // UC: MIDDLE/LAST without FIRST is dropped
   }
+  if ((info.kind === 'send' || info.kind === 'write') && !fitsMtu(p.payloadLength, pos, q.mtu)) {
+    // rxe check_length: a FIRST or MIDDLE carries exactly the path MTU, an ONLY at most it, a
+    // LAST 1 to it. RC: class C (invalid request, QP to ERR); UC: the message is dropped.
+    ctr[Ctr.RESP_LOCAL_LENGTH_ERROR]!++;
+    if (rc) return fatal(nic, q, psn, Syndrome.NAK_INVALID_REQUEST, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+    dropUcMessage(q);
+    q.ePsn = psnAdd(psn, 1);
+    return;
+  }
   let next = psnAdd(psn, 1);
   switch (info.kind) {
     case 'send':
@@ -268,6 +277,13 @@ function xrcTarget(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   q.pdn = SRQC.f.pdn.get(t.dv, srq);
   q.recvCqn = SRQC.f.cqn.get(t.dv, srq);
   return true;
+}
+
+/** A SEND or WRITE packet's payload against the path MTU, by its place in the message. */
+function fitsMtu(len: number, pos: Position, mtu: number): boolean {
+  if (pos === Position.FIRST || pos === Position.MIDDLE) return len === mtu;
+  if (pos === Position.LAST) return len > 0 && len <= mtu;
+  return len <= mtu;
 }
 
 function dropUcMessage(q: QpCtx): void {

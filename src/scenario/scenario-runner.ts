@@ -80,6 +80,13 @@ export interface RunScenarioOptions {
   log?: (line: string) => void;
   /** Told of every frame a fault rule acted on (which rule, and the frame by its BTH), at the end of the run. */
   onFault?: (hit: FaultHit) => void;
+  /**
+   * Record which frames the faults acted on, so that a stall or a WR left
+   * outstanding says how many of its QP's frames were hurt meanwhile. It
+   * costs per frame, so only `rnic sim` asks for it (a campaign's failed seed
+   * is replayed there); default false.
+   */
+  faultHits?: boolean;
   /** A progress line (virtual time reached, events per wall second), every few seconds of a long run. */
   progress?: (line: string) => void;
 }
@@ -296,6 +303,8 @@ class Stream {
   readonly recvDoneNs: number[] = [];
   /** UC/UD: the highest WR index delivered so far, and which were delivered. */
   lastDelivered = -1;
+  /** UC/UD: the receive-consuming WR (by its index among them) after the latest delivered one: where the search for the next message starts. */
+  recvScanFrom = 0;
   readonly delivered = new Set<number>();
 
   constructor(
@@ -398,6 +407,12 @@ function filler(i: number): number {
   return (i * 37 + 0x5a) & 0xff;
 }
 
+/** PSNs a READ request's responses take: its RETH DMA length over the path MTU (at least one). */
+function readPsns(h: Uint8Array, reth: number, mtu: number): number {
+  const len = ((h[reth + 12]! << 24) | (h[reth + 13]! << 16) | (h[reth + 14]! << 8) | h[reth + 15]!) >>> 0;
+  return Math.max(1, Math.ceil(len / mtu));
+}
+
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   return Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.length), Buffer.from(b.buffer, b.byteOffset, b.length)) === 0;
@@ -458,17 +473,17 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const faultSink: { current: ((h: FaultHit) => void) | null } = { current: null };
   const linkEnds = new Map(s.links.map((l) => [l.name, { a: l.a, b: l.b }]));
   const judgeExhaustion = s.traffic.some((t) => t.expect === 'success-or-exhausted') && s.links.some((l) => l.faults.length > 0);
-  const settleFaults =
-    opts.onFault || judgeExhaustion
-      ? recordFaults(
-          sim,
-          (h) => {
-            opts.onFault?.(h);
-            faultSink.current?.(h);
-          },
-          unobserve,
-        )
-      : () => {};
+  const faultHits = opts.onFault !== undefined || judgeExhaustion || (opts.faultHits === true && s.links.some((l) => l.faults.length > 0));
+  const settleFaults = faultHits
+    ? recordFaults(
+        sim,
+        (h) => {
+          opts.onFault?.(h);
+          faultSink.current?.(h);
+        },
+        unobserve,
+      )
+    : () => {};
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
   const verify: string[] = [];
   const stalls: StallReport[] = [];
@@ -498,6 +513,16 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (!xs) faultTimes.set(key, (xs = []));
       xs.push(h.ns);
     };
+    /** Fault hits on a stream's frames (its requests, its responses) in [from, to]: tells a reader of a stall or a leftover whether the faults can explain it. */
+    const faultsOn = (st: Stream, from: number, to: number, what: string): string => {
+      if (!faultHits) return '';
+      settleFaults();
+      let n = 0;
+      for (const key of [`${st.resp.dev.name}/${st.resp.qp.qp_num}/req`, `${st.req.dev.name}/${st.req.qp.qp_num}/resp`])
+        for (const ns of faultTimes.get(key) ?? []) if (ns >= from && ns <= to) n++;
+      return `; faults acted on ${n} of its frames ${what}`;
+    };
+    const ms = (ns: number): string => `${(ns / 1e6).toFixed(3)} ms`;
     const exhaustion = (st: Stream, wr: number, status: number, now: number): Exhaustion | null => {
       if (!st.rc) return null;
       settleFaults(); // the last frame's hit is reported only when the port sends again
@@ -599,7 +624,10 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
             const w = requesters.get(e.deviceIndex * 0x1000000 + bthDestQp(e.headers, bth));
             if (!w) return;
             const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
-            w.lastTxPsn = psn;
+            // A READ request stands for all its response PSNs: resumed, it starts below the last of
+            // them, and that is a new round (seen as one only by its first PSN, a lone READ resuming
+            // round by round looked stuck).
+            w.lastTxPsn = info.kind === 'read-request' ? (psn + readPsns(e.headers, bth + info.offsets.reth, w.st.pair.spec.mtu) - 1) & 0xffffff : psn;
             if (!newRound) return;
             if (w.roundStart >= 0 && later(psn, w.roundStart)) progressAt(w, e.ns);
             w.roundStart = psn;
@@ -796,15 +824,20 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         const len = wc.byte_len - hdr;
         const immOp = wc.opcode === IBV_WC_RECV_RDMA_WITH_IMM || (wc.wc_flags & IBV_WC_WITH_IMM) !== 0;
         const anyOrder = st.ud || reorderFaults;
+        // From the one after the latest delivered, wrapping: messages mostly come in order, so the
+        // search is short (from 0 every time it was quadratic in the count: a 16 M-SEND stream ran for minutes).
+        let jr = -1;
         for (let pass = 0; pass < 2 && j < 0; pass++) {
-          for (let r = 0; r < st.recvCount; r++) {
+          for (let i = 0; i < st.recvCount; i++) {
+            const r = (st.recvScanFrom + i) % st.recvCount;
             const cand = st.wrOfRecv(r);
+            if (st.delivered.has(cand) && (pass === 0 || !dupFaults)) continue;
+            if (!anyOrder && cand <= st.lastDelivered) continue;
             const p = st.plan(cand);
             if (immOp ? cand !== wc.imm_data : p.op !== 'send' || p.size !== len) continue;
             if (!immOp && !sameBytes(buf.subarray(off + hdr, off + hdr + len), st.data(cand, len))) continue;
-            if (st.delivered.has(cand) && (pass === 0 || !dupFaults)) continue;
-            if (!anyOrder && cand <= st.lastDelivered) continue;
             j = cand;
+            jr = r;
             break;
           }
         }
@@ -817,7 +850,10 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           return;
         }
         st.delivered.add(j);
-        st.lastDelivered = Math.max(st.lastDelivered, j);
+        if (j > st.lastDelivered) {
+          st.lastDelivered = j;
+          st.recvScanFrom = (jr + 1) % st.recvCount;
+        }
       }
       const p = st.plan(j);
       if (p.op === 'write_imm') {
@@ -883,7 +919,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
             : null,
         };
         stalls.push(r);
-        finding(st, 'stall', 'stalled (watchdog)', { op: w?.op ?? '' });
+        const hurt = faultsOn(st, st.lastProgressNs, now, 'in that time');
+        finding(st, 'stall', `stalled (watchdog): no progress for ${ms(now - st.lastProgressNs)} (since ${ms(st.lastProgressNs)})${hurt}`, { op: w?.op ?? '' });
         opts.log?.(
           `watchdog: ${st.t.qp} (${st.t.from}) made no progress for ${now - st.lastProgressNs} ns with ${r.outstanding} WRs outstanding; QP state ${r.state}`,
         );
@@ -935,7 +972,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     pollAll();
     settleFaults();
     for (const st of streams) {
-      if (st.retired < st.posted && !st.stalled) finding(st, 'outstanding', `${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy})`);
+      if (st.retired < st.posted && !st.stalled) {
+        const since = Math.max(0, st.lastProgressNs);
+        finding(
+          st,
+          'outstanding',
+          `${st.posted - st.retired} WRs still outstanding when the run ended (${endedBy}); last progress at ${ms(since)}${faultsOn(st, since, sim.now(), 'since')}`,
+        );
+      }
       if (st.posted < st.t.count && !st.failed && !st.stalled)
         finding(st, 'unposted', `only ${st.posted} of ${st.t.count} WRs were posted before the run ended`);
       const errs = Object.entries(st.errors);

@@ -21,7 +21,7 @@ import { ParamError } from '../params/params.js';
 import { bool, firstIssue, schemaRef, int, list, numberOrText, oneOf, paramsObject, parsed, shown, strictObject, text } from '../params/schema.js';
 import { z } from 'zod';
 import { FaultError, resolveFaultRules, type ResolvedFaultRule } from '../fabric/faults.js';
-import { SIM_LINK_PARAMS } from '../fabric/link.js';
+import { resolveSimLinkParams, SIM_LINK_PARAMS } from '../fabric/link.js';
 import { parseDurationNs, parseRate, resolveTimingParams, TIMING_PARAMS, type TimingParams } from '../fabric/timing-params.js';
 import { RnicError } from '../wire/errors.js';
 import { ConfigError, DEFAULT_CONFIG, DeviceSchema, ProfileSchema, resolveDevices, type DeviceConfig } from '../runtime/config.js';
@@ -555,12 +555,16 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
     const rawFaults = l.faults ?? (i === 0 ? o.faults : undefined) ?? [];
     const faultPath = l.faults !== undefined ? `${path}.faults` : `${source}.faults`;
     const faults = rethrow(() => resolveFaultRules(rawFaults), faultPath);
+    const linkRate = l.linkRate ?? timing.linkRate;
+    const propagationDelay = l.propagationDelay ?? timing.propagationDelay;
+    // The simulator's own limits (a rate of 4096 bit/s is parsed fine, and refused only when the run starts).
+    rethrow(() => resolveSimLinkParams({ linkRate, propagationDelay }, path));
     return {
       name: lname,
       a: ends[0]!,
       b: ends[1]!,
-      linkRate: l.linkRate ?? timing.linkRate,
-      propagationDelay: l.propagationDelay ?? timing.propagationDelay,
+      linkRate,
+      propagationDelay,
       queueLimit: l.queueLimit,
       mtu: l.mtu ?? null,
       faults,

@@ -53,6 +53,7 @@ describe('campaign files', () => {
     expect(bad({ faults: { rate: [0.1, 0.01] } })).toBe('c.json.faults.rate: min 0.1 is above max 0.01');
     expect(bad({ faults: { kinds: ['drop', 'melt'] } })).toBe('c.json.faults.kinds[1]: expected one of drop, corrupt, duplicate, reorder, delay, got "melt"');
     expect(bad({ mtus: [1500] })).toBe('c.json.mtus[0]: expected 256, 512, 1024, 2048 or 4096, got 1500');
+    expect(bad({ faults: { delayNs: 0 } })).toBe('c.json.faults.delayNs: 0 is outside [1, 1000000000000]');
     expect(bad({ qps: { RC: [1, 99] } })).toBe('c.json.qps.RC[1]: 99 is outside [0, 16]');
     expect(bad({ qps: { RD: 1 } })).toMatch(/^c\.json\.qps\.RD: unknown setting/);
     expect(bad({ qps: { XRC: [2, 1] } })).toMatch(/^c\.json\.qps\.XRC/);

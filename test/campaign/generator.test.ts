@@ -93,6 +93,24 @@ describe('generator', () => {
     }
   });
 
+  it('gids: every QP draws its source GID index from the list; the default leaves the scenarios as they were', () => {
+    const c = parseCampaign({ gids: [0, 1, 2, 3, 4, 5], qps: { RC: [2, 4], UC: 1, UD: 1, XRC: 1 } });
+    const seen = new Set<number>();
+    for (const seed of SEEDS.slice(0, 100)) {
+      const s = parseScenario(generateScenario(c, seed));
+      for (const q of s.qps) seen.add(q.gid_index);
+      // Only the GID indices differ from the same campaign without the knob.
+      const plain = generateScenario(parseCampaign({ qps: { RC: [2, 4], UC: 1, UD: 1, XRC: 1 } }), seed);
+      const j = generateScenario(c, seed);
+      for (const q of j.qps) delete q.gid_index;
+      expect(JSON.stringify(j)).toBe(JSON.stringify(plain));
+    }
+    expect([...seen].sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(generateScenario(DEFAULT_CAMPAIGN, 5).qps.some((q) => 'gid_index' in q)).toBe(false);
+    expect(() => parseCampaign({ gids: [6] }, 'c.json')).toThrow("c.json.gids[0]: expected a GID index 0..5 (the default hosts' GID table), got 6");
+    expect(() => parseCampaign({ gids: [] }, 'c.json')).toThrow('c.json.gids: expected a list of GID indices, got []');
+  });
+
   it('UD messages fit the MTU; inline only where max_inline_data allows', () => {
     for (const seed of SEEDS) {
       const s = parseScenario(generateScenario(DEFAULT_CAMPAIGN, seed));

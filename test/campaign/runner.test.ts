@@ -81,6 +81,33 @@ describe('mixed work requests', () => {
     }
   });
 
+  it('UD and UC receives are matched to their messages however the wire reorders and duplicates them (600 SENDs each, 0-byte ones among them)', async () => {
+    const sends = Array.from({ length: 600 }, (_, i) => ({ op: 'send', size: i % 7 === 0 ? 0 : 16 + (i % 5) }));
+    const r = await runScenario(
+      parseScenario({
+        seed: 5,
+        duration: '50ms',
+        qps: [
+          { name: 'ud0', type: 'UD', mtu: 1024 },
+          { name: 'uc0', type: 'UC', mtu: 1024 },
+        ],
+        faults: [
+          { action: 'reorder', probability: 0.2, reorderDepth: 8 },
+          { action: 'duplicate', probability: 0.1 },
+        ],
+        traffic: [
+          { qp: 'ud0', depth: 16, recvDepth: 64, wrs: sends },
+          { qp: 'uc0', depth: 16, recvDepth: 64, wrs: sends },
+        ],
+      }),
+    );
+    expect(r.verify).toEqual([]);
+    const ud = r.traffic.find((t) => t.qp === 'ud0')!;
+    expect(ud.ok).toBe(600);
+    expect(r.sim.links.l0!.faults!.held).toBeGreaterThan(100);
+    expect(r.sim.links.l0!.faults!.duplicated).toBeGreaterThan(50);
+  });
+
   it('a WR that must fail is a finding with its class parts: QP type, kind, status', async () => {
     const r = await runScenario(
       parseScenario({
@@ -182,6 +209,38 @@ describe('mixed work requests', () => {
     expect(t.ok).toBe(2);
     // Longer than the watchdog (2 × 8 × the 2.1 ms ACK timeout) from post to completion.
     expect(t.lastCompletionNs! - t.firstPostNs!).toBeGreaterThan(2 * 8 * 2_097_152);
+  });
+
+  it('a lone READ resuming round by round is slow, not stalled: each resumed request starts a round', async () => {
+    // Campaign seed 870494 (rxe profile, retry_cnt 1, ACK timeout 4.2 ms), shrunk: one 9619-byte READ
+    // at MTU 256 (38 responses). A response lost in each of four rounds; the responses after it arrived
+    // and set the highest PSN seen, so the resumed responses, all below it, were no progress; and a
+    // resumed READ request (PSN above the first request's) was not seen as a new round. The watchdog
+    // (16.8 ms, 4 timeouts) called it a stall just as the fourth round completed the READ.
+    const P = 7956791;
+    // The shrunk seed's pinned faults on READ responses (opcode 14, MIDDLE): drops, and delays that reorder.
+    const hit = (action: string, psn: number, after: number) => ({
+      action,
+      direction: 'b->a',
+      match: { opcode: 14, qpn: 2, psn: [P + psn, P + psn], ...(after ? { after } : {}), count: 1 },
+      ...(action === 'delay' ? { delayNs: 2977 } : {}),
+    });
+    const r = await runScenario(
+      parseScenario({
+        seed: 870494,
+        duration: '250ms',
+        profile: { base: 'rxe', retryCnt7Infinite: false },
+        qps: [{ name: 'rc2', mtu: 256, psn_a: P, psn_b: 6331062, timeout: 10, retry_cnt: 1, max_rd_atomic: 14, max_dest_rd_atomic: 14, max_send_wr: 1 }],
+        faults: [hit('drop', 13, 0), hit('drop', 17, 1), hit('delay', 23, 1), hit('drop', 23, 1), hit('delay', 29, 3)],
+        traffic: [{ qp: 'rc2', from: 'a', depth: 1, wrs: [{ op: 'read', size: 9619 }], expect: 'success-or-exhausted' }],
+      }),
+    );
+    expect(r.verify).toEqual([]);
+    const w = r.timeline.qps[0]!.wrs[0]!;
+    expect(w.status).toBe('IBV_WC_SUCCESS');
+    // Four rounds, each resuming later, the last one past the watchdog's 16.8 ms.
+    expect(w.retransmissions.map((x) => x.psn - P)).toEqual([13, 17, 23, 30]);
+    expect(w.completedNs!).toBeGreaterThan(4 * 4_194_304);
   });
 
   it("a READ resuming round by round below a later READ's early response is slow, not stalled", async () => {

@@ -39,4 +39,28 @@ describe('rnic demo', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--iters must be a positive integer, got "many"/);
   });
+
+  it('refuses out-of-range and non-decimal numbers before it starts (exit 2, naming the option)', () => {
+    for (const [args, msg] of [
+      [['--iters', '4'], /^rnic demo: --iters must be 5\.\.100000000, got 4\n/],
+      [['--iters', '99999999999999999999'], /^rnic demo: --iters must be 5\.\.100000000, got 99999999999999999999\n/],
+      [['--iters', '0x10'], /^rnic demo: --iters must be a positive integer, got "0x10"\n/],
+      [['--size', ' '], /^rnic demo: --size must be a positive integer, got " "\n/],
+      [['--size', '2147483648'], /^rnic demo: --size must be 1\.\.1073741824, got 2147483648\n/],
+      [['--workers', ''], /^rnic demo: --workers must be 0\.\.64, got ""\n/],
+    ] as const) {
+      const r = spawnSync(process.execPath, [CLI, 'demo', ...args], { encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(msg);
+    }
+  });
+
+  it("--iters 5 runs all three tests (read_bw gets perftest's minimum of 5, not iters / 2)", () => {
+    const pcap = join(dir, 'five.pcap');
+    const r = spawnSync(process.execPath, [CLI, 'demo', '--iters', '5', '--size', '64', '--pcap', pcap], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('== RDMA READ bandwidth (read_bw)');
+    expect(r.stdout).toContain('== hardware counters (non-zero)');
+  });
 });

@@ -71,6 +71,66 @@ describe('error lines', () => {
   });
 });
 
+describe('bad input files exit 2, as a bad option does', () => {
+  it('rnic sim: a link rate the simulator refuses is found by the scenario checker (not when the run starts, exit 1)', () => {
+    const file = join(dir, 'slow-link.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ qps: [{ name: 'q0' }], links: [{ a: 'rnic0', b: 'rnic1', linkRate: '1kbps' }], traffic: [{ qp: 'q0', op: 'write', size: 8 }] }),
+    );
+    const r = rnic(['sim', file, '--quiet']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(`rnic sim: SCENARIO_INVALID: ${file}.links[0].linkRate: 1000 bit/s is outside [1000000, 10000000000000]\n`);
+  });
+
+  it('rnic sim: a missing or malformed scenario file; any command: a malformed RNIC_CONFIG', () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, '{bad');
+    const missing = rnic(['sim', join(dir, 'none.json'), '--quiet']);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/^rnic sim: SCENARIO_INVALID: .*none\.json: cannot read it \(ENOENT/);
+    const malformed = rnic(['sim', bad, '--quiet']);
+    expect(malformed.status).toBe(2);
+    expect(malformed.stderr).toMatch(/^rnic sim: SCENARIO_INVALID: .*bad\.json: not valid JSON/);
+    const cfg = rnic(['counters'], { RNIC_CONFIG: bad });
+    expect(cfg.status).toBe(2);
+    expect(cfg.stderr).toMatch(/^rnic counters: CONFIG_INVALID: .*bad\.json: not valid JSON/);
+  });
+});
+
+describe('options found by the fuzz of every subcommand', () => {
+  it('rnic sim --fault with a bad spec exits 2 naming it (was 1)', () => {
+    const r = rnic(['sim', SCENARIO, '--quiet', '--fault', 'melt:p=1%']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rnic sim: FAULT_BAD_RULE: --fault #0 "melt:p=1%" \(action\): unknown action "melt"/);
+  });
+
+  it('an empty --out or --json is refused (sim: mkdir ENOENT, exit 1; campaign --json: nothing written, silently)', () => {
+    for (const args of [
+      ['sim', SCENARIO, '--quiet', '--out', ''],
+      ['campaign', '--seeds', '1', '--jobs', '1', '--quiet', '--out', ''],
+      ['campaign', '--seeds', '1', '--jobs', '1', '--quiet', '--json', ''],
+    ]) {
+      const r = rnic(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(new RegExp(`^rnic ${args[0]}: --${args.at(-2)!.slice(2)}: an empty path\\n`));
+    }
+  });
+
+  it('rnic compare --fault-b with a bad spec names --fault-b, not --fault', () => {
+    const r = rnic(['compare', SCENARIO, '--fault-b', 'melt']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rnic compare: --fault-b #0 "melt" \(action\): unknown action "melt"/);
+  });
+
+  it('rnic campaign --jobs above 256 is refused before any thread starts (4097 crashed V8 with SIGTRAP)', () => {
+    const r = rnic(['campaign', '--seeds', '1', '--jobs', '4097', '--quiet']);
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^rnic campaign: --jobs: expected an integer in 1\.\.256, got "4097"\n/);
+  });
+});
+
 describe('rnic sim --seed', () => {
   it('takes a negative number as the value and refuses it naming --seed (not "argument is ambiguous")', () => {
     const r = rnic(['sim', SCENARIO, '--seed', '-1']);

@@ -144,32 +144,45 @@ describe('seeded random loss', () => {
 
 describe('the watchdog', () => {
   it('a QP with no ACK timer (timeout 0) that lost a packet is reported with its state, and the run ends', async () => {
-    const r = await run({
-      seed: 1,
-      duration: '50ms',
-      watchdog: '2ms',
-      qps: [{ name: 'q0', timeout: 0 }],
-      faults: [{ action: 'drop', direction: 'a->b', match: { opcode: 'write', count: 1 } }],
-      traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 1 }],
-    });
+    const r = await run(
+      {
+        seed: 1,
+        duration: '50ms',
+        watchdog: '2ms',
+        qps: [{ name: 'q0', timeout: 0 }],
+        faults: [{ action: 'drop', direction: 'a->b', match: { opcode: 'write', count: 1 } }],
+        traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 1 }],
+      },
+      { faultHits: true },
+    );
     expect(r.stalls).toHaveLength(1);
     expect(r.stalls[0]).toMatchObject({ qp: 'q0', state: 'RTS', outstanding: 1, lastProgressNs: 0 });
     expect(r.stalls[0]!.atNs).toBe(2_000_000);
-    expect(r.verify).toContain('q0: stalled (watchdog)');
+    // The one drop (at 0) is the fault behind the stall, and the finding says so.
+    expect(r.verify, JSON.stringify(r.verify)).toContain(
+      'q0: stalled (watchdog): no progress for 2.000 ms (since 0.000 ms); faults acted on 1 of its frames in that time',
+    );
     expect(r.endNs).toBeLessThan(50_000_000);
   });
 
   it('the run ends at its duration whatever is still outstanding', async () => {
-    const r = await run({
-      seed: 1,
-      duration: '300us',
-      qps: [{ name: 'q0', timeout: 14 }],
-      faults: [{ action: 'drop', direction: 'b->a', match: { opcode: 'ack' } }],
-      traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 2 }],
-    });
+    const r = await run(
+      {
+        seed: 1,
+        duration: '300us',
+        qps: [{ name: 'q0', timeout: 14 }],
+        faults: [{ action: 'drop', direction: 'b->a', match: { opcode: 'ack' } }],
+        traffic: [{ qp: 'q0', op: 'write', size: 1000, count: 2 }],
+      },
+      { faultHits: true },
+    );
     expect(r.endedBy).toBe('duration');
     expect(r.endNs).toBe(300_000);
     expect(r.verify.join('\n')).toContain('still outstanding');
+    // And how much of that the faults did: every ACK dropped since the WRITEs went out.
+    expect(r.verify.join('\n')).toMatch(
+      /^q0: 2 WRs still outstanding when the run ended \(duration\); last progress at 0\.\d{3} ms; faults acted on [1-9]\d* of its frames since$/m,
+    );
   });
 });
 
@@ -241,5 +254,67 @@ describe('completer regressions under loss and reordering', () => {
       ['nak-psn-seq', 0x1006],
     ]);
     expect(ctr(r, 'rnic0', 'local_ack_timeout_err')).toBe(0);
+  });
+
+  it('ACK timeouts while the requester waits out an RNR NAK spend no retries (it sends nothing meanwhile)', async () => {
+    // Campaign default, seed 810828 (profile ibta, retry_cnt 3, timeout 1 = 8.2 µs), shrunk: a READ,
+    // then a 6-packet SEND whose receive is posted at 21.8 µs. The SEND gets an RNR NAK (PSN +1, RNR
+    // timer 240 µs); a delayed copy of that packet then reaches the responder after the receive is
+    // posted and it NAKs the next gap (PSN +2), which arms the ACK timer while the requester still waits
+    // out the RNR timer, sending nothing. Before the fix three ACK timeouts in that wait spent
+    // retry_cnt: IBV_WC_RETRY_EXC_ERR at 58 µs. Now the resend after the RNR timer completes the SEND.
+    const psn = 5611860;
+    const delay = (dir: string, opcode: number, p: number, after = 0) => ({
+      action: 'delay',
+      direction: dir,
+      match: { opcode, qpn: 2, psn: [p, p], ...(after ? { after } : {}), count: 1 },
+      delayNs: 15646,
+    });
+    const r = await run({
+      seed: 810828,
+      duration: '250ms',
+      profile: 'ibta',
+      qps: [
+        {
+          name: 'rc3',
+          mtu: 256,
+          psn_a: psn,
+          psn_b: 3892958,
+          timeout: 1,
+          retry_cnt: 3,
+          rnr_retry: 3,
+          min_rnr_timer: 9,
+          max_send_wr: 2,
+          max_recv_wr: 1,
+          cq_depth: 2,
+        },
+      ],
+      faults: [delay('a->b', 12, psn), delay('b->a', 17, psn + 1), delay('a->b', 0, psn + 1, 2), delay('a->b', 1, psn + 3, 2)],
+      traffic: [
+        {
+          qp: 'rc3',
+          from: 'a',
+          depth: 2,
+          wrs: [
+            { op: 'read', size: 1 },
+            { op: 'send', size: 1458 },
+          ],
+          recvDepth: 1,
+          recvStartNs: 21785,
+        },
+      ],
+    });
+    expect(r.verify).toEqual([]);
+    const tl = r.timeline.qps[0]!;
+    expect(tl.events.map((e) => [e.kind, e.psn])).toEqual([
+      ['nak-psn-seq', psn],
+      ['rnr-nak', psn + 1],
+      ['nak-psn-seq', psn + 2],
+    ]);
+    expect(tl.wrs.map((w) => w.status)).toEqual(['IBV_WC_SUCCESS', 'IBV_WC_SUCCESS']);
+    // Completed by the resend after the RNR timer (240 µs after the RNR NAK), not before it.
+    const rnrAt = tl.events[1]!.ns;
+    expect(tl.wrs[1]!.completedNs! - rnrAt).toBeGreaterThan(rnrTimerNs(9));
+    expect(ctr(r, 'rnic0', 'retry_exceeded_err')).toBe(0);
   });
 });

@@ -138,7 +138,7 @@ describe('rnic sim', () => {
     expect(config.links[0]!.faults).toHaveLength(1);
   });
 
-  it.skipIf(!existsSync(cli))('--fault adds a rule; a failed check exits 3; a bad file exits 1 naming the path', () => {
+  it.skipIf(!existsSync(cli))('--fault adds a rule; a failed check exits 3; a bad file exits 2 naming the path', () => {
     const d = mkdtempSync(join(tmpdir(), 'rnic-sim-'));
     dirs.push(d);
     // timeout 0 (no ACK timer) and the only WRITE lost: the watchdog reports it.
@@ -151,7 +151,7 @@ describe('rnic sim', () => {
     const badFile = join(d, 'bad.json');
     writeJson(badFile, { qps: [{ mtu: 9000 }] });
     const q = sim([badFile, '--out', d]);
-    expect(q.status).toBe(1);
+    expect(q.status).toBe(2);
     expect(q.stderr).toContain(`${badFile}.qps[0].mtu: expected 256, 512, 1024, 2048 or 4096, got 9000`);
     expect(sim([]).status).toBe(2);
   });

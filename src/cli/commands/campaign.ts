@@ -82,12 +82,15 @@ function wallDuration(v: string): number {
   return ms;
 }
 
-function count(v: string | undefined, name: string, def: number, min: number): number {
+function count(v: string | undefined, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return def;
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min)
-    throw new CliError(`--${name}: expected an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < min || Number(v) > max)
+    throw new CliError(`--${name}: expected an integer ${max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `in ${min}..${max}`}, got ${JSON.stringify(v)}`);
   return Number(v);
 }
+
+/** Worker threads at most: thousands of them crash V8 (SIGTRAP) before a seed runs. */
+const MAX_JOBS = 256;
 
 export const campaignCommand: Command = {
   summary: 'N seeds of a generated workload under random faults, checked; failures saved, shrunk',
@@ -133,7 +136,7 @@ async function campaignMain(args: string[]): Promise<number> {
     const seeds = count(values.seeds, 'seeds', 100, 1);
     const firstSeed = count(values['first-seed'], 'first-seed', 0, 0);
     if (firstSeed + seeds > Number.MAX_SAFE_INTEGER) throw new CliError('--first-seed: too large');
-    const jobs = count(values.jobs, 'jobs', availableParallelism(), 1);
+    const jobs = count(values.jobs, 'jobs', availableParallelism(), 1, MAX_JOBS);
     const budgetMs = values['time-budget'] === undefined ? null : wallDuration(values['time-budget']);
     const base = values.campaign ? campaignJson(loadCampaign(values.campaign)) : campaignJson(DEFAULT_CAMPAIGN);
     for (const s of values.set ?? []) setKey(base, s);
@@ -142,6 +145,8 @@ async function campaignMain(args: string[]): Promise<number> {
       process.stdout.write(formatCampaign(campaign));
       return 0;
     }
+    // An empty path would fail at the first failure (--out) or write nothing, silently (--json).
+    for (const k of ['out', 'json'] as const) if (values[k] === '') throw new CliError(`--${k}: an empty path`);
     const outDir = values.out ?? join('campaign-failures', campaign.name);
     const quiet = values.quiet ?? false;
     const progress = new Progress(seeds, quiet ? null : (s) => process.stderr.write(s), process.stderr.isTTY === true);

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type CompareReport, compareRuns, PACKET_FIELDS, type RunRecord, renderReport } from '../../compare/index.js';
-import { parseFaultSpecs, resolveFaultRules } from '../../fabric/faults.js';
+import { FaultError, parseFaultSpecs, resolveFaultRules } from '../../fabric/faults.js';
 import { type ProfileName, resolveProfile } from '../../pipeline/profiles.js';
 import { loadScenario, type Scenario, withProfile, withSeed } from '../../scenario/scenario.js';
 import { runScenario } from '../../scenario/scenario-runner.js';
@@ -69,7 +69,15 @@ async function runOnSim(base: Scenario, profile: ProfileName, faults: string[] |
   if (faults && faults.length > 0) {
     if (s.links.length === 0) throw new CompareInputError(`--fault-${label.toLowerCase()}: the scenario has no link`);
     const [first, ...rest] = s.links;
-    s = { ...s, links: [{ ...first!, faults: [...first!.faults, ...resolveFaultRules(parseFaultSpecs(faults))] }, ...rest] };
+    let extra: ReturnType<typeof resolveFaultRules>;
+    try {
+      extra = resolveFaultRules(parseFaultSpecs(faults));
+    } catch (e) {
+      // The spec parser names `--fault`; here the option is --fault-a or --fault-b.
+      if (e instanceof FaultError) e.message = e.message.replace(/^--fault\b/, `--fault-${label.toLowerCase()}`);
+      throw e;
+    }
+    s = { ...s, links: [{ ...first!, faults: [...first!.faults, ...extra] }, ...rest] };
   }
   const r = await runScenario(s);
   const port = s.capture[0];

@@ -51,7 +51,8 @@ with switches (a scenario with a topology), also:
   --quiet         print nothing but errors
 
 Exit status: 0 when every check passed, 3 when one failed (a stalled queue
-pair, an unexpected completion status, data that differs), 1 on errors.`;
+pair, an unexpected completion status, data that differs), 2 on a bad option
+or scenario file (or RNIC_CONFIG), 1 on other errors.`;
 
 /** --seed: a non-negative safe integer, or a word (hashed, as a scenario's string seed). */
 export function parseSeed(v: string): number | string {
@@ -103,6 +104,7 @@ export const simCommand: Command = {
       const [first, ...rest] = scenario.links;
       scenario = { ...scenario, links: [{ ...first!, faults: [...first!.faults, ...extra] }, ...rest] };
     }
+    if (values.out === '') throw new CliError('--out: an empty path');
     const dir = values.out ?? join('sim-out', scenario.name.replace(/[^A-Za-z0-9_.-]+/g, '_'));
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'config.json'), JSON.stringify(scenario, null, 2) + '\n');
@@ -110,6 +112,8 @@ export const simCommand: Command = {
       captureWriter: (port, i) => openPcapFile(captureFile(dir, port, i), { linktype: LINKTYPE_ETHERNET, nanosecond: true }),
       log: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
       progress: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
+      // A stall or leftover WRs then say how many of their QP's frames the faults hit.
+      faultHits: true,
     });
     writeFileSync(
       join(dir, 'timeline.json'),

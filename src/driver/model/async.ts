@@ -124,6 +124,16 @@ export async function model_get_async_event(ibctx: ibv_context): Promise<ibv_asy
   if (!(ctx instanceof ModelContext)) throw new VerbsError(errno.EINVAL, 'ibv_get_async_event: not an ibv_context of the model provider');
   for (;;) {
     if (ctx.closed) throw new VerbsError(errno.EBADF, 'ibv_get_async_event: the context is closed');
+    if (!ctx.device.present) {
+      // What was queued, then one DEVICE_FATAL, then EIO: what a disassociated uverbs device gives.
+      const ev = nextEvent(ctx);
+      if (ev) return ev;
+      if (!ctx.fatalReported) {
+        ctx.fatalReported = true;
+        return { element: {}, event_type: IBV_EVENT_DEVICE_FATAL };
+      }
+      throw new VerbsError(errno.EIO, `ibv_get_async_event: ${ctx.device.name} was removed`);
+    }
     model_eq_drain(ctx);
     const ev = nextEvent(ctx);
     if (ev) return ev;

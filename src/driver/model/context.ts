@@ -112,6 +112,8 @@ export class ModelContext implements ibv_context {
   nextAhHandle = 1;
 
   closed = false;
+  /** The device was removed and its IBV_EVENT_DEVICE_FATAL handed out (ibv_get_async_event). */
+  fatalReported = false;
   /** Resolves at close (wakes every waiter of this context). */
   readonly gone: Promise<void>;
   private markGone!: () => void;

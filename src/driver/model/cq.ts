@@ -385,6 +385,14 @@ export async function model_get_cq_event(ibch: ibv_comp_channel): Promise<{ cq: 
   const ctx = ch.context;
   for (;;) {
     if (ch.destroyed || ctx.closed) throw new VerbsError(errno.EBADF, 'ibv_get_cq_event: the channel is closed');
+    if (!ctx.device.present) {
+      const cq = ch.events.shift();
+      if (cq) {
+        cq.compEventsReported++;
+        return { cq, cq_context: cq.cq_context };
+      }
+      throw new VerbsError(errno.EIO, `ibv_get_cq_event: ${ctx.device.name} was removed`);
+    }
     model_eq_drain(ctx);
     const cq = ch.events.shift();
     if (cq) {

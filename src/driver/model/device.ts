@@ -21,6 +21,9 @@ export class ModelIbvDevice implements ProviderDevice {
   opened = 0;
   /** Cleared by removeModelDevice: the device can no longer be opened. */
   present = true;
+  /** Resolves when the device is removed (the model stopped): wakes every waiter of its contexts. */
+  readonly removed: Promise<void>;
+  private markRemoved!: () => void;
 
   constructor(
     readonly provider: VerbsProvider,
@@ -32,5 +35,12 @@ export class ModelIbvDevice implements ProviderDevice {
     this.dev_name = `uverbs${index}`;
     this.dev_path = `/sys/class/infiniband_verbs/uverbs${index}`;
     this.ibdev_path = `/sys/class/infiniband/${handle.name}`;
+    this.removed = new Promise((r) => (this.markRemoved = r));
+  }
+
+  /** removeModelDevice: no more opens, and every wait on it ends. */
+  remove(): void {
+    this.present = false;
+    this.markRemoved();
   }
 }

@@ -63,5 +63,5 @@ export async function model_eq_wait(ctx: ModelContext, cancel: Promise<void>): P
   const seen = irqCount(ctx.bar, ctx.vector);
   updateEqCi(ctx.bar, ctx.eqn, ctx.eqCi, true);
   ctx.handle.serviceInline?.();
-  await Promise.race([ctx.handle.waitIrq(ctx.vector, seen), cancel, ctx.gone]);
+  await Promise.race([ctx.handle.waitIrq(ctx.vector, seen), cancel, ctx.gone, ctx.device.removed]);
 }

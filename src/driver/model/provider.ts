@@ -61,7 +61,7 @@ export function addModelDevice(handle: ModelDeviceHandle): ibv_device {
 export function removeModelDevice(name: string): boolean {
   const i = devices.findIndex((d) => d.name === name);
   if (i < 0) return false;
-  devices[i]!.present = false;
+  devices[i]!.remove();
   devices.splice(i, 1);
   neighForget(name);
   return true;
