@@ -1683,6 +1683,12 @@ function pickDevice(list: ibv_device[], name: string | null, fallback: ibv_devic
 
 export interface LoopbackOptions extends Partial<Omit<PerfParams, 'test' | 'verb' | 'tst'>> {
   test: PerfTestName;
+  /**
+   * Run the unreported JIT warm-up first (default true, as `rnic perf
+   * --loopback` does; latWarmUp, bwJitWarmUp). False for a short showcase
+   * whose capture should hold the measured run alone (`rnic demo`).
+   */
+  jitWarmUp?: boolean;
   /** Where the text goes (default: nowhere; it is returned in `text`). */
   io?: Io;
   env?: Partial<PerfEnv>;
@@ -1701,6 +1707,7 @@ export async function runLoopback(opts: LoopbackOptions): Promise<PerfResults> {
   }
   p.loopback = true;
   p.servername = null;
+  const jitWarmUp = opts.jitWarmUp ?? true;
   const wrong = combinationError(p);
   if (wrong) throw new PerfError(` ${wrong}`);
   forceDependencies(p, opts.cq_mod !== undefined);
@@ -1789,13 +1796,13 @@ export async function runLoopback(opts: LoopbackOptions): Promise<PerfResults> {
     for (const size of sizes) {
       for (const s of sides) (s.buf as Uint8Array).fill(0);
       if (p.tst === 'BW') {
-        await bwJitWarmUp(client, server, p, size, mtuBytes, size === sizes[0], run);
+        if (jitWarmUp) await bwJitWarmUp(client, server, p, size, mtuBytes, size === sizes[0], run);
         if (p.verb !== 'SEND') await warmUp(client, p, size, run);
         const report = await bwBoth(client, server, p, size, run);
         results.bw.push(report);
         io.out(bwRow(report, p.report_gbits));
       } else {
-        if (size === sizes[0]) {
+        if (jitWarmUp && size === sizes[0]) {
           await latWarmUp(client, server, p, size, run);
           for (const s of sides) (s.buf as Uint8Array).fill(0);
         }

@@ -60,11 +60,11 @@ export const demoCommand: Command = {
       `rnic-model demo: ${config.devices.map((d) => `${d.name} (${d.ports[0]!.ipv4[0]}, ${d.ports[0]!.mac})`).join(' <-> ')}, ${workers} worker thread(s)\n\n`,
     );
     out.out('== SEND/RECV ping-pong (send_lat, 64 B)\n');
-    await runLoopback({ test: 'send_lat', size: 64, iters, io: out, gid_index: ROCE_V2_GID });
+    await runLoopback({ test: 'send_lat', size: 64, iters, io: out, gid_index: ROCE_V2_GID, jitWarmUp: false });
     out.out('\n== RDMA WRITE bandwidth (write_bw)\n');
-    await runLoopback({ test: 'write_bw', size, iters, io: out, gid_index: ROCE_V2_GID });
+    await runLoopback({ test: 'write_bw', size, iters, io: out, gid_index: ROCE_V2_GID, jitWarmUp: false });
     out.out('\n== RDMA READ bandwidth (read_bw)\n');
-    await runLoopback({ test: 'read_bw', size, iters: Math.max(5, Math.floor(iters / 2)), io: out, gid_index: ROCE_V2_GID });
+    await runLoopback({ test: 'read_bw', size, iters: Math.max(5, Math.floor(iters / 2)), io: out, gid_index: ROCE_V2_GID, jitWarmUp: false });
 
     out.out('\n== hardware counters (non-zero)\n');
     for (const dev of ibv_get_device_list()) {
