@@ -52,6 +52,11 @@ export interface PendingResponse {
   orig: bigint;
 }
 
+/** A response that carries no READ data (ACK, NAK, an atomic's result, a zero-length READ's answer). */
+export function plainResponse(kind: PendingResponse['kind'], psn: number, syndrome: number, orig = 0n): PendingResponse {
+  return { kind, psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig };
+}
+
 export class QpCtx {
   /** modifySeq the cached attributes were read at. */
   seq = -1;

@@ -40,7 +40,7 @@ import { copyBytes, copyDisjoint, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
 import { psnAdd, psnCompare } from './psn.js';
 import type { RecvOverflow } from './profiles.js';
-import type { QpCtx, ResponderResource } from './qp-ctx.js';
+import { plainResponse, type QpCtx, type ResponderResource } from './qp-ctx.js';
 import { readRecvWqe, type RecvWqe } from './work-requests.js';
 
 const GRH_BYTES = 40;
@@ -53,11 +53,11 @@ function queueAck(q: QpCtx, psn: number): void {
     last.syndrome = Syndrome.ACK_UNLIMITED;
     return;
   }
-  q.responses.push({ kind: 'ack', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
+  q.responses.push(plainResponse('ack', psn, Syndrome.ACK_UNLIMITED));
 }
 
 function queueNak(q: QpCtx, psn: number, syndrome: number): void {
-  q.responses.push({ kind: 'nak', psn, syndrome, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
+  q.responses.push(plainResponse('nak', psn, syndrome));
 }
 
 /**
@@ -497,7 +497,7 @@ function handleAtomic(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   const orig = executeAtomic(mem.sab, off, (p.bth.opcode & 0x1f) === Op.RC_COMPARE_SWAP, a.swapAdd, a.compare);
   saveResource(q, { kind: 'atomic', firstPsn: psn, lastPsn: psn, va, rkey: a.rkey, length: 8, orig });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig });
+  q.responses.push(plainResponse('atomic', psn, Syndrome.ACK_UNLIMITED, orig));
   return true;
 }
 
@@ -525,7 +525,7 @@ function handleAtomicWrite(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   else copyBytes(mem.u8, off, p.payload, 0, 8);
   saveResource(q, { kind: 'atomic-write', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: 8, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
+  q.responses.push(plainResponse('read', psn, Syndrome.ACK_UNLIMITED));
   return true;
 }
 
@@ -559,7 +559,7 @@ function handleFlush(nic: NicCore, q: QpCtx, p: ScratchPacket): boolean {
   }
   saveResource(q, { kind: 'flush', firstPsn: psn, lastPsn: psn, va, rkey: r.rkey, length: len, orig: 0n });
   q.msn = (q.msn + 1) & 0xffffff;
-  q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
+  q.responses.push(plainResponse('read', psn, Syndrome.ACK_UNLIMITED));
   return true;
 }
 
@@ -632,15 +632,14 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
     const r = q.resources.find((x) => x.kind === info.kind && x.firstPsn === psn);
     if (r) {
       abandonResponses(q, psn);
-      q.responses.push({ kind: 'read', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: 0n });
+      q.responses.push(plainResponse('read', psn, Syndrome.ACK_UNLIMITED));
     }
     return;
   }
   if (info.kind === 'atomic') {
     const r = q.resources.find((x) => x.kind === 'atomic' && x.firstPsn === psn);
     if (r) abandonResponses(q, psn);
-    if (r)
-      q.responses.push({ kind: 'atomic', psn, syndrome: Syndrome.ACK_UNLIMITED, hostOff: 0, left: 0, total: 0, sent: 0, rkey: 0, va: 0, pdn: 0, orig: r.orig });
+    if (r) q.responses.push(plainResponse('atomic', psn, Syndrome.ACK_UNLIMITED, r.orig));
     return;
   }
   // SEND / WRITE: acknowledge again up to the last PSN we have (ePSN - 1).
