@@ -23,7 +23,7 @@ import { CQC, QPC, QpFlag } from '../device/contexts.js';
 import { Ctr } from '../device/counters.js';
 import { CqeFields, CqPush, cqArm, cqModerationExpired, cqPush } from '../device/cqe.js';
 import { EQE_TYPE_COMPLETION, eqDoorbell, eqPush } from '../device/eqe.js';
-import { serviceCommandDoorbell } from '../device/mailbox.js';
+import { commandPending, serviceCommandDoorbell } from '../device/mailbox.js';
 import { sqDrainCheck } from './sq-drain.js';
 import { rqAdvance, rqPeek, sqAdvance, sqPeek } from '../device/queues.js';
 import { DbKind, drainDoorbells, takeSummary } from '../device/registers.js';
@@ -399,11 +399,34 @@ export class Nic implements NicCore {
    */
   poll(budget = 256): number {
     const now = this.env.clock.now();
-    let work = this.serviceDoorbells();
+    const owed = this.ready.length > 0 && commandPending(this.env.fw, this.env.bar) ? this.sendOwedResponses(budget, now) : 0;
+    let work = owed + this.serviceDoorbells();
     if (this.parked.length > 0) this.unpark(now);
     work += this.serviceTimers(now);
-    work += this.transmitScheduled(budget, now);
+    work += this.transmitScheduled(budget - owed, now);
     return work;
+  }
+
+  /**
+   * Before a command runs: the ACKs (and READ and atomic responses) owed for
+   * requests already executed go out, so that a destroy or a modify to
+   * RESET or ERR the driver rings after reading the completion cannot take
+   * them away. rxe sends the ACK in the task that completes the receive, and
+   * a destroy waits for that task; here the driver may run between the
+   * receive and the transmit of a pass (another thread, or one preempted).
+   * The QPs stay on the schedule for their requester side.
+   */
+  private sendOwedResponses(budget: number, now: number): number {
+    let sent = 0;
+    for (const q of this.ready) {
+      if (sent >= budget) break;
+      if (q.responses.length === 0) continue;
+      const pause = this.port(q.portNum).pause;
+      if (pause.pausedMask !== 0 && pause.isPaused(q.prio, now)) continue;
+      const s = this.qp(q.qpn);
+      if (s) sent += responderTransmit(this, s.q, budget - sent);
+    }
+    return sent;
   }
 
   private serviceDoorbells(): number {
