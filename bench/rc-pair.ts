@@ -58,7 +58,8 @@ function check(rc: number, what: string): void {
 /** GID index 3: ::ffff:192.0.2.x, RoCE v2 (see the default GID table). */
 const GID_INDEX = 3;
 
-export function rcPair(bufBytes: number, depth: number): [Side, Side] {
+/** `access`: more IBV_ACCESS_* flags for the MRs and the QPs (IBV_ACCESS_REMOTE_ATOMIC for atomics). */
+export function rcPair(bufBytes: number, depth: number, access = 0): [Side, Side] {
   const devs = ibv_get_device_list();
   if (devs.length < 2) throw new Error('need two model devices');
   const sides = [0, 1].map((i): Side => {
@@ -73,12 +74,12 @@ export function rcPair(bufBytes: number, depth: number): [Side, Side] {
       cap: { max_send_wr: depth, max_recv_wr: depth, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 64 },
     });
     const buf = rnic_alloc_buf(ctx, bufBytes);
-    const mr = ibv_reg_mr(pd, buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    const mr = ibv_reg_mr(pd, buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | access);
     const a = newQpAttr();
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
     a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | access;
     check(ibv_modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 'INIT');
     return { ctx, cq, qp, buf, mr };
   }) as [Side, Side];

@@ -16,8 +16,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { rcPair } from '../../bench/rc-pair.js';
 import { disableAutoStart } from '../../src/boot.js';
-import { DbKind, Reg } from '../../src/device/registers.js';
-import { addModelDevice, removeModelDevice } from '../../src/driver/model/provider.js';
+import { handTurnedHost } from '../helpers/hand-turned-host.js';
 import {
   IBV_QPS_ERR,
   IBV_QPS_RESET,
@@ -36,52 +35,6 @@ import {
   type ibv_qp,
   type ibv_wc,
 } from '../../src/index.js';
-import { DEFAULT_CONFIG } from '../../src/runtime/config.js';
-import { DeviceHost } from '../../src/runtime/device-host.js';
-import { createDevice } from '../../src/runtime/device-resources.js';
-import type { DeviceHandle } from '../../src/runtime/model.js';
-
-/**
- * Two devices on the default in-process wire, serviced by hand. 'settle':
- * every driver call runs passes until nothing is left (the inline runtime).
- * 'preempted': a driver call runs no pass, except one for a command (its
- * caller waits for the status), as if the device thread were descheduled.
- */
-async function handTurnedHost() {
-  const clock = { now: () => 1_000 }; // time stands still: no retransmit timer fires
-  const made = DEFAULT_CONFIG.devices.map(createDevice);
-  const host = new DeviceHost(
-    made.map((d) => d.resources),
-    clock,
-  );
-  await host.cable(DEFAULT_CONFIG.cables);
-  const state = { preempted: false };
-  const handles = made.map(
-    (d): DeviceHandle => ({
-      name: d.resources.name,
-      nodeGuid: d.nodeGuid,
-      mem: d.mem,
-      bar: d.bar,
-      counters: d.counters,
-      serviceInline: () => {
-        if (!state.preempted) {
-          host.poll();
-          for (let i = 0; i < 64 && !host.quiet(); i++) host.poll();
-        } else if (Atomics.load(d.bar.i32, Reg.DB_SUMMARY) & (1 << DbKind.CMD)) host.poll();
-      },
-      waitIrq: () => Promise.reject(new Error('this test waits for no event')),
-    }),
-  );
-  for (const h of handles) addModelDevice(h);
-  return {
-    host,
-    state,
-    async close() {
-      for (const h of handles) removeModelDevice(h.name);
-      await host.close();
-    },
-  };
-}
 
 function poll(cq: Parameters<typeof ibv_poll_cq>[0]): ibv_wc[] {
   const wc: ibv_wc[] = [];
@@ -121,7 +74,8 @@ describe('the ACK of a completed receive goes out before a later command on the 
       expect(ibv_post_recv(b.qp, { wr_id: 7n, sg_list: [{ addr: b.mr.addr, length: 64, lkey: b.mr.lkey }], num_sge: 1, next: null })).toBe(0);
       a.buf.fill(0x5a, 0, 64);
 
-      t.state.preempted = true;
+      // The device thread is descheduled: a driver call runs no pass (a command still gets its one).
+      t.policy = () => 0;
       expect(
         ibv_post_send(a.qp, {
           wr_id: 1n,
@@ -139,7 +93,7 @@ describe('the ACK of a completed receive goes out before a later command on the 
       expect(b.buf.subarray(0, 64).every((x) => x === 0x5a)).toBe(true);
       expect(command(b.qp)).toBe(0);
 
-      t.state.preempted = false;
+      t.policy = () => 'settle';
       const sent = poll(a.cq);
       expect(sent, "A's SEND is acknowledged without a retransmission").toMatchObject([{ wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_SEND }]);
     });
