@@ -27,6 +27,7 @@ import {
   IBV_QPS_RTS,
   IBV_QPT_RC,
   ibv_alloc_pd,
+  ibv_create_comp_channel,
   ibv_create_cq,
   ibv_create_qp,
   ibv_get_device_list,
@@ -37,6 +38,7 @@ import {
   newGid,
   newQpAttr,
   rnic_alloc_buf,
+  type ibv_comp_channel,
   type ibv_context,
   type ibv_cq,
   type ibv_mr,
@@ -46,6 +48,8 @@ import {
 export interface Side {
   ctx: ibv_context;
   cq: ibv_cq;
+  /** The CQ's completion channel, when rcPair was asked for one. */
+  channel: ibv_comp_channel | null;
   qp: ibv_qp;
   buf: Uint8Array;
   mr: ibv_mr;
@@ -58,14 +62,18 @@ function check(rc: number, what: string): void {
 /** GID index 3: ::ffff:192.0.2.x, RoCE v2 (see the default GID table). */
 const GID_INDEX = 3;
 
-/** `access`: more IBV_ACCESS_* flags for the MRs and the QPs (IBV_ACCESS_REMOTE_ATOMIC for atomics). */
-export function rcPair(bufBytes: number, depth: number, access = 0): [Side, Side] {
+/**
+ * `access`: more IBV_ACCESS_* flags for the MRs and the QPs (IBV_ACCESS_REMOTE_ATOMIC for atomics);
+ * `channel`: each CQ gets a completion channel (for ibv_req_notify_cq / ibv_get_cq_event).
+ */
+export function rcPair(bufBytes: number, depth: number, access = 0, channel = false): [Side, Side] {
   const devs = ibv_get_device_list();
   if (devs.length < 2) throw new Error('need two model devices');
   const sides = [0, 1].map((i): Side => {
     const ctx = ibv_open_device(devs[i]!);
     const pd = ibv_alloc_pd(ctx);
-    const cq = ibv_create_cq(ctx, depth * 2, null, null, 0);
+    const ch = channel ? ibv_create_comp_channel(ctx) : null;
+    const cq = ibv_create_cq(ctx, depth * 2, null, ch, 0);
     const qp = ibv_create_qp(pd, {
       send_cq: cq,
       recv_cq: cq,
@@ -81,7 +89,7 @@ export function rcPair(bufBytes: number, depth: number, access = 0): [Side, Side
     a.port_num = 1;
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | access;
     check(ibv_modify_qp(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 'INIT');
-    return { ctx, cq, qp, buf, mr };
+    return { ctx, cq, channel: ch, qp, buf, mr };
   }) as [Side, Side];
   for (const [me, peer] of [
     [sides[0], sides[1]],

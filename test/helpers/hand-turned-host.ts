@@ -3,7 +3,8 @@
  * by the test: time is a number the test sets, and what a driver call runs
  * (no pass, one, or until nothing is left) is the test's choice. It stands
  * for a device thread that the OS may deschedule at any point between two
- * passes, made repeatable: the same choices give the same run.
+ * passes, made repeatable: the same choices give the same run. Interrupts
+ * (what ibv_get_cq_event waits for) are delivered when the test says.
  */
 import { DbKind, Reg } from '../../src/device/registers.js';
 import { addModelDevice, removeModelDevice } from '../../src/driver/model/provider.js';
@@ -23,6 +24,12 @@ export interface HandTurnedHost {
   policy: ServicePolicy;
   /** Runs passes until nothing is left (or `max`). */
   settle(max?: number): void;
+  /**
+   * Resolves the interrupt waits (a driver's ibv_get_cq_event) whose vector
+   * has fired since they began; the test calls it between its steps.
+   * Returns how many are still waiting.
+   */
+  deliverInterrupts(): number;
   close(): Promise<void>;
 }
 
@@ -38,11 +45,23 @@ export async function handTurnedHost(memoryBytes = 8 << 20): Promise<HandTurnedH
     host.poll();
     for (let i = 1; i < max && !host.quiet(); i++) host.poll();
   };
+  const waits: { word: Int32Array; index: number; seen: number; resolve(now: number): void }[] = [];
   const t: HandTurnedHost = {
     host,
     clock,
     policy: () => 'settle',
     settle,
+    deliverInterrupts() {
+      for (let i = waits.length - 1; i >= 0; i--) {
+        const w = waits[i]!;
+        const now = Atomics.load(w.word, w.index);
+        if (now !== w.seen) {
+          waits.splice(i, 1);
+          w.resolve(now);
+        }
+      }
+      return waits.length;
+    },
     async close() {
       for (const d of made) removeModelDevice(d.resources.name);
       await host.close();
@@ -61,7 +80,7 @@ export async function handTurnedHost(memoryBytes = 8 << 20): Promise<HandTurnedH
         const command = (Atomics.load(d.bar.i32, Reg.DB_SUMMARY) & (1 << DbKind.CMD)) !== 0;
         for (let i = 0; i < Math.max(p, command ? 1 : 0); i++) host.poll();
       },
-      waitIrq: () => Promise.reject(new Error('a hand-turned device has no interrupts: poll its CQ')),
+      waitIrq: (v, seen) => new Promise<number>((resolve) => waits.push({ word: d.bar.i32, index: d.bar.irqBase + v, seen, resolve })),
     };
     addModelDevice(handle);
   }

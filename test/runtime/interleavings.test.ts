@@ -6,9 +6,11 @@
  * Here each seed draws them (hand-turned-host.ts): how many passes each
  * driver call runs (none: the device thread is descheduled), extra passes
  * between calls, time moving in small steps or in jumps past the
- * retransmit and RNR timers, receives posted late, and at the end the
- * responder tearing down its QP (destroy, ERR, RESET) the moment it has read
- * its last completion, as rc_pingpong's client does.
+ * retransmit and RNR timers, receives posted late, each application
+ * polling its CQ or waiting for completion events (arm, poll, wait, as the
+ * rdma-core examples with -e do), and at the end the responder tearing down
+ * its QP (destroy, ERR, RESET) the moment it has read its last completion,
+ * as rc_pingpong's client does.
  *
  * Each seed runs an RC workload from A to B, and in half the seeds one from
  * B to A on the same QPs at the same time (SEND, SEND with immediate, RDMA
@@ -19,7 +21,8 @@
  *    its opcode and length; every receive likewise, with its immediate;
  *  - every byte landed where it should (each message has its own region),
  *    atomics returned the original value and left the right one;
- *  - nothing hangs: the run ends within a bound of virtual time and steps.
+ *  - nothing hangs (no lost completion event either): the run ends within a
+ *    bound of virtual time and steps.
  *
  * RNIC_INTERLEAVING_SEEDS=N runs more seeds (default 300).
  */
@@ -48,11 +51,14 @@ import {
   IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND,
   IBV_WR_SEND_WITH_IMM,
+  ibv_ack_cq_events,
   ibv_destroy_qp,
+  ibv_get_cq_event,
   ibv_modify_qp,
   ibv_poll_cq,
   ibv_post_recv,
   ibv_post_send,
+  ibv_req_notify_cq,
   newQpAttr,
   type ibv_wc,
 } from '../../src/index.js';
@@ -153,6 +159,8 @@ function drawSchedule(rand: () => number) {
     extraPasses: () => (rand() < 0.3 ? Math.floor(rand() * 3) : 0),
     recvLate: rand() < 0.3, // receives posted one at a time, when the responder gets round to it (RNR NAKs)
     teardown: (['none', 'destroy', 'err', 'reset'] as const)[Math.floor(rand() * 4)]!,
+    /** Each side's application waits for completion events instead of polling, or not. */
+    events: [rand() < 0.5, rand() < 0.5] as const,
   };
 }
 
@@ -290,14 +298,68 @@ function checkFlow(f: Flow): string[] {
   return errors;
 }
 
+/**
+ * One side's application reading its CQ: by polling, or (`events`) as the
+ * rdma-core examples with -e: poll while completions come; when one poll
+ * finds none, arm the CQ and poll once more (what completed before the arm
+ * raises no event), then wait for the event without polling. A lost event
+ * leaves it waiting for ever: the hang check sees it.
+ */
+class App {
+  waiting = false;
+  armed = false;
+  events = 0;
+  failure: string | null = null;
+  ended = false;
+
+  constructor(
+    readonly side: Side,
+    readonly name: string,
+    readonly useEvents: boolean,
+  ) {}
+
+  serve(flows: Flow[]): void {
+    if (this.waiting) return;
+    const seen = () => flows.reduce((n, f) => n + f.sent.length + f.received.length, 0);
+    const before = seen();
+    pollSide(this.side, flows);
+    if (!this.useEvents || seen() > before) return;
+    if (!this.armed) {
+      if (ibv_req_notify_cq(this.side.cq, 0) !== 0) this.failure = `${this.name}: req_notify_cq failed`;
+      this.armed = true;
+      pollSide(this.side, flows);
+      if (seen() > before) return;
+    }
+    this.waiting = true;
+    ibv_get_cq_event(this.side.channel!).then(
+      (ev) => {
+        if (ev.cq !== this.side.cq) this.failure = `${this.name}: an event for another CQ`;
+        ibv_ack_cq_events(this.side.cq, 1);
+        this.events++;
+        this.armed = false;
+        this.waiting = false;
+      },
+      (e: Error) => {
+        if (!this.ended) this.failure = `${this.name}: get_cq_event: ${e.message}`;
+      },
+    );
+  }
+}
+
+const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
 /** Runs one seed; returns a description of what went wrong, or null. */
-function runSeed(t: HandTurnedHost, seed: number): string | null {
+/** What the seeds exercised, summed: a test whose draws stopped reaching a path would pass without testing it. */
+const tally = { events: 0, teardowns: 0, reverse: 0, rnrLate: 0 };
+
+async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> {
   const rand = seededRandom(seed);
   const forward = drawMessages(rand, MAX_MESSAGES);
   const reverse = drawMessages(rand, rand() < 0.5 ? MAX_MESSAGES : 0);
   const sched = drawSchedule(rand);
   t.policy = () => 'settle';
-  const [a, b] = rcPair((forward.length + reverse.length) * SLOT, DEPTH, IBV_ACCESS_REMOTE_ATOMIC);
+  const [a, b] = rcPair((forward.length + reverse.length) * SLOT, DEPTH, IBV_ACCESS_REMOTE_ATOMIC, true);
+  const apps = [new App(a, 'A', sched.events[0]), new App(b, 'B', sched.events[1])];
   const flows = [flow(0, a, b, 0, forward), flow(1, b, a, forward.length, reverse)];
   // Sources hold random bytes, destinations zero; an atomic's target its original value.
   for (const f of flows) {
@@ -314,29 +376,46 @@ function runSeed(t: HandTurnedHost, seed: number): string | null {
   let tornDown = false;
   t.policy = sched.policy;
   const done = () => flows.every((f) => f.sent.length >= f.signaled.length && f.received.length >= f.receivers.length);
-  for (let step = 0; !done(); step++) {
-    if (step > MAX_STEPS || t.clock.t > MAX_VIRTUAL_NS) {
-      const where = flows.map(
-        (f) =>
-          `flow ${f.id}: ${f.sent.length}/${f.signaled.length} sent, ${f.received.length}/${f.receivers.length} received, ${f.posted}/${f.msgs.length} posted`,
-      );
-      return `hang: after ${step} steps and ${(t.clock.t / 1e9).toFixed(3)} s virtual; ${where.join('; ')}${tornDown ? '; B torn down' : ''}`;
+  try {
+    for (let step = 0; !done(); step++) {
+      if (step > MAX_STEPS || t.clock.t > MAX_VIRTUAL_NS) {
+        const where = flows.map(
+          (f) =>
+            `flow ${f.id}: ${f.sent.length}/${f.signaled.length} sent, ${f.received.length}/${f.receivers.length} received, ${f.posted}/${f.msgs.length} posted`,
+        );
+        const how = apps.map((p) => `${p.name} ${p.useEvents ? `waits for events (${p.events} had${p.waiting ? ', waiting' : ''})` : 'polls'}`);
+        return `hang: after ${step} steps and ${(t.clock.t / 1e9).toFixed(3)} s virtual; ${where.join('; ')}; ${how.join(', ')}${tornDown ? '; B torn down' : ''}`;
+      }
+      for (const f of flows) {
+        const e = (tornDown ? null : postReceives(f, sched.recvLate)) ?? postSome(f, rand);
+        if (e) return e;
+      }
+      for (let k = sched.extraPasses(); k > 0; k--) t.host.poll();
+      apps[0]!.serve(flows);
+      if (!tornDown) apps[1]!.serve(flows);
+      const failed = apps.find((p) => p.failure);
+      if (failed) return failed.failure;
+      if (!tornDown && teardown !== 'none' && flows[0]!.received.length === flows[0]!.receivers.length) {
+        tornDown = true;
+        const attr = newQpAttr();
+        attr.qp_state = teardown === 'err' ? IBV_QPS_ERR : IBV_QPS_RESET;
+        const rc = teardown === 'destroy' ? ibv_destroy_qp(b.qp) : ibv_modify_qp(b.qp, attr, IBV_QP_STATE);
+        if (rc !== 0) return `B's teardown (${teardown}): ${rc}`;
+      }
+      // Every application asleep: the device thread gets the core (else nothing would run).
+      if (apps.every((p, i) => p.waiting || (i === 1 && tornDown))) t.host.poll();
+      t.clock.t += sched.advance();
+      if (apps.some((p) => p.useEvents)) {
+        t.deliverInterrupts();
+        await nextTurn(); // the woken get_cq_event calls run
+      }
     }
-    for (const f of flows) {
-      const e = (tornDown ? null : postReceives(f, sched.recvLate)) ?? postSome(f, rand);
-      if (e) return e;
-    }
-    for (let k = sched.extraPasses(); k > 0; k--) t.host.poll();
-    pollSide(a, flows);
-    if (!tornDown) pollSide(b, flows);
-    if (!tornDown && teardown !== 'none' && flows[0]!.received.length === flows[0]!.receivers.length) {
-      tornDown = true;
-      const attr = newQpAttr();
-      attr.qp_state = teardown === 'err' ? IBV_QPS_ERR : IBV_QPS_RESET;
-      const rc = teardown === 'destroy' ? ibv_destroy_qp(b.qp) : ibv_modify_qp(b.qp, attr, IBV_QP_STATE);
-      if (rc !== 0) return `B's teardown (${teardown}): ${rc}`;
-    }
-    t.clock.t += sched.advance();
+  } finally {
+    for (const p of apps) p.ended = true;
+    tally.events += apps[0]!.events + apps[1]!.events;
+    if (tornDown) tally.teardowns++;
+    if (reverse.length > 0) tally.reverse++;
+    if (sched.recvLate) tally.rnrLate++;
   }
   const errors = flows.flatMap(checkFlow);
   return errors.length > 0 ? errors.slice(0, 4).join('; ') : null;
@@ -355,7 +434,7 @@ describe('RC under seeded interleavings of device passes and driver calls', () =
       host = await handTurnedHost();
       let failure: string | null;
       try {
-        failure = runSeed(host, seed);
+        failure = await runSeed(host, seed);
       } catch (e) {
         failure = `threw: ${(e as Error).stack ?? String(e)}`;
       }
@@ -364,5 +443,9 @@ describe('RC under seeded interleavings of device passes and driver calls', () =
       host = null;
     }
     expect(failures).toEqual([]);
+    expect(tally.events, 'completion events waited for').toBeGreaterThan(SEEDS);
+    expect(tally.teardowns, 'seeds whose responder tore its QP down').toBeGreaterThan(SEEDS / 20);
+    expect(tally.reverse, 'seeds with traffic both ways').toBeGreaterThan(SEEDS / 4);
+    expect(tally.rnrLate, 'seeds with receives posted late').toBeGreaterThan(SEEDS / 10);
   });
 });
