@@ -10,7 +10,8 @@
  * polling its CQ or waiting for completion events (arm, poll, wait, as the
  * rdma-core examples with -e do), and at the end the responder tearing down
  * its QP (destroy, ERR, RESET) the moment it has read its last completion,
- * as rc_pingpong's client does.
+ * as rc_pingpong's client does; in some seeds A's QP goes to SQD mid-run
+ * (with en_sqd_async_notify) and back to RTS after IBV_EVENT_SQ_DRAINED.
  *
  * Each seed runs an RC workload from A to B, and in half the seeds one from
  * B to A on the same QPs at the same time (SEND, SEND with immediate, RDMA
@@ -19,6 +20,8 @@
  * application must or its send queue fills), and checks:
  *  - every signaled WR completes once, successfully, in posting order, with
  *    its opcode and length; every receive likewise, with its immediate;
+ *  - in SQD, no WR posted after the move completes; the drain ends with
+ *    one SQ_DRAINED event;
  *  - every byte landed where it should (each message has its own region),
  *    atomics returned the original value and left the right one;
  *  - nothing hangs (no lost completion event either): the run ends within a
@@ -31,8 +34,12 @@ import { rcPair, type Side } from '../../bench/rc-pair.js';
 import { disableAutoStart } from '../../src/boot.js';
 import {
   IBV_ACCESS_REMOTE_ATOMIC,
+  IBV_EVENT_SQ_DRAINED,
+  IBV_QP_EN_SQD_ASYNC_NOTIFY,
   IBV_QPS_ERR,
   IBV_QPS_RESET,
+  IBV_QPS_RTS,
+  IBV_QPS_SQD,
   IBV_QP_STATE,
   IBV_SEND_SIGNALED,
   IBV_WC_COMP_SWAP,
@@ -51,8 +58,10 @@ import {
   IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND,
   IBV_WR_SEND_WITH_IMM,
+  ibv_ack_async_event,
   ibv_ack_cq_events,
   ibv_destroy_qp,
+  ibv_get_async_event,
   ibv_get_cq_event,
   ibv_modify_qp,
   ibv_poll_cq,
@@ -161,6 +170,9 @@ function drawSchedule(rand: () => number) {
     teardown: (['none', 'destroy', 'err', 'reset'] as const)[Math.floor(rand() * 4)]!,
     /** Each side's application waits for completion events instead of polling, or not. */
     events: [rand() < 0.5, rand() < 0.5] as const,
+    /** The step at which A's QP goes RTS → SQD (-1: never), and how many steps after the drain it goes back. */
+    sqdAt: rand() < 0.25 ? Math.floor(rand() * 12) : -1,
+    sqdStay: Math.floor(rand() * 40),
   };
 }
 
@@ -348,9 +360,75 @@ class App {
 
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
 
+/**
+ * A's QP into SQD at step `at` or the first after it with two WRs or more
+ * outstanding (with en_sqd_async_notify), back to RTS
+ * `stay` steps after IBV_EVENT_SQ_DRAINED. While in SQD no WR posted after
+ * the move may complete. `step` returns a failure, or null.
+ */
+function sqdDrain(side: Side, f: Flow, at: number, stay: number) {
+  let state: 'before' | 'draining' | 'drained' | 'back' = at < 0 ? 'back' : 'before';
+  let postedBefore = 0;
+  let drainedAt = -1;
+  let failure: string | null = null;
+  let ended = false;
+  let checked = 0;
+  let now = 0;
+  const d = {
+    drained: false,
+    // Not moved yet (the workload ended first) or back in RTS.
+    settled: () => state === 'back' || state === 'before',
+    end() {
+      ended = true;
+    },
+    state: () => state,
+    step(step: number): string | null {
+      now = step;
+      if (failure) return failure;
+      if (state === 'draining' || state === 'drained') {
+        for (; checked < f.sent.length; checked++) {
+          const i = Number(f.sent[checked]!.wr_id) % FLOW_IDS;
+          if (i >= postedBefore) return `SQD: WR ${i}, posted after the move to SQD, completed in SQD`;
+        }
+      }
+      // Into SQD with WRs outstanding, so that the drain has some to finish.
+      if (state === 'before' && step >= at && f.posted - f.retired >= 2) {
+        postedBefore = f.posted;
+        checked = f.sent.length;
+        const attr = newQpAttr();
+        attr.qp_state = IBV_QPS_SQD;
+        attr.en_sqd_async_notify = 1;
+        const rc = ibv_modify_qp(side.qp, attr, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY);
+        if (rc !== 0) return `RTS → SQD: ${rc}`;
+        state = 'draining';
+        ibv_get_async_event(side.ctx).then(
+          (ev) => {
+            if (ev.event_type !== IBV_EVENT_SQ_DRAINED || ev.element.qp !== side.qp) failure = `SQD: async event ${ev.event_type} instead of SQ_DRAINED`;
+            ibv_ack_async_event(ev);
+            state = 'drained';
+            d.drained = true;
+            drainedAt = now;
+          },
+          (e: Error) => {
+            if (!ended) failure = `SQD: get_async_event: ${e.message}`;
+          },
+        );
+      } else if (state === 'drained' && step >= drainedAt + stay) {
+        const attr = newQpAttr();
+        attr.qp_state = IBV_QPS_RTS;
+        const rc = ibv_modify_qp(side.qp, attr, IBV_QP_STATE);
+        if (rc !== 0) return `SQD → RTS: ${rc}`;
+        state = 'back';
+      }
+      return null;
+    },
+  };
+  return d;
+}
+
 /** Runs one seed; returns a description of what went wrong, or null. */
 /** What the seeds exercised, summed: a test whose draws stopped reaching a path would pass without testing it. */
-const tally = { events: 0, teardowns: 0, reverse: 0, rnrLate: 0 };
+const tally = { events: 0, teardowns: 0, reverse: 0, rnrLate: 0, drains: 0 };
 
 async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> {
   const rand = seededRandom(seed);
@@ -375,7 +453,8 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   const teardown = reverse.length === 0 && consumesReceive(last.op) ? sched.teardown : 'none';
   let tornDown = false;
   t.policy = sched.policy;
-  const done = () => flows.every((f) => f.sent.length >= f.signaled.length && f.received.length >= f.receivers.length);
+  const sqd = sqdDrain(a, flows[0]!, sched.sqdAt, sched.sqdStay);
+  const done = () => flows.every((f) => f.sent.length >= f.signaled.length && f.received.length >= f.receivers.length) && sqd.settled();
   try {
     for (let step = 0; !done(); step++) {
       if (step > MAX_STEPS || t.clock.t > MAX_VIRTUAL_NS) {
@@ -384,7 +463,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
             `flow ${f.id}: ${f.sent.length}/${f.signaled.length} sent, ${f.received.length}/${f.receivers.length} received, ${f.posted}/${f.msgs.length} posted`,
         );
         const how = apps.map((p) => `${p.name} ${p.useEvents ? `waits for events (${p.events} had${p.waiting ? ', waiting' : ''})` : 'polls'}`);
-        return `hang: after ${step} steps and ${(t.clock.t / 1e9).toFixed(3)} s virtual; ${where.join('; ')}; ${how.join(', ')}${tornDown ? '; B torn down' : ''}`;
+        return `hang: after ${step} steps and ${(t.clock.t / 1e9).toFixed(3)} s virtual; ${where.join('; ')}; ${how.join(', ')}${tornDown ? '; B torn down' : ''}; SQD ${sqd.state()}`;
       }
       for (const f of flows) {
         const e = (tornDown ? null : postReceives(f, sched.recvLate)) ?? postSome(f, rand);
@@ -402,10 +481,12 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
         const rc = teardown === 'destroy' ? ibv_destroy_qp(b.qp) : ibv_modify_qp(b.qp, attr, IBV_QP_STATE);
         if (rc !== 0) return `B's teardown (${teardown}): ${rc}`;
       }
+      const e = sqd.step(step);
+      if (e) return e;
       // Every application asleep: the device thread gets the core (else nothing would run).
       if (apps.every((p, i) => p.waiting || (i === 1 && tornDown))) t.host.poll();
       t.clock.t += sched.advance();
-      if (apps.some((p) => p.useEvents)) {
+      if (apps.some((p) => p.useEvents) || !sqd.settled()) {
         t.deliverInterrupts();
         await nextTurn(); // the woken get_cq_event calls run
       }
@@ -416,6 +497,8 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
     if (tornDown) tally.teardowns++;
     if (reverse.length > 0) tally.reverse++;
     if (sched.recvLate) tally.rnrLate++;
+    if (sqd.drained) tally.drains++;
+    sqd.end();
   }
   const errors = flows.flatMap(checkFlow);
   return errors.length > 0 ? errors.slice(0, 4).join('; ') : null;
@@ -447,5 +530,6 @@ describe('RC under seeded interleavings of device passes and driver calls', () =
     expect(tally.teardowns, 'seeds whose responder tore its QP down').toBeGreaterThan(SEEDS / 20);
     expect(tally.reverse, 'seeds with traffic both ways').toBeGreaterThan(SEEDS / 4);
     expect(tally.rnrLate, 'seeds with receives posted late').toBeGreaterThan(SEEDS / 10);
+    expect(tally.drains, 'seeds whose requester drained its SQ in SQD').toBeGreaterThan(SEEDS / 10);
   });
 });
