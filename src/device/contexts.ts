@@ -284,6 +284,13 @@ export class ContextTables {
   readonly eqBase: number;
   readonly srqBase: number;
   readonly mptBase: number;
+  /**
+   * Bumped by every change to an MPT entry (MR and window commands, and the
+   * pipeline's binds and invalidations; all run on the device's thread, the
+   * one that reads this). A WRITE's later packets skip the key check their
+   * first packet passed while it reads the same value (responder.ts).
+   */
+  mptGen = 0;
 
   private constructor(d: ContextTablesDescriptor) {
     this.sab = d.sab;

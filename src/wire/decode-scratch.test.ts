@@ -152,7 +152,10 @@ describe('decodePacket with a DecodeScratch', () => {
   });
 
   it('keeps an address set on a scratch header, and the other one of the pair as decoded', () => {
-    const f = frames.find((s) => s.linktype === LINKTYPE_ETHERNET && decodePacket(s.frame).ok && decodePacket(s.frame).packet?.ipv4)!.frame;
+    const f = frames.find((s) => {
+      const d = decodePacket(s.frame);
+      return s.linktype === LINKTYPE_ETHERNET && d.ok && d.packet.ipv4 !== null;
+    })!.frame;
     const want = decodePacket(f);
     if (!want.ok) throw new Error('eager decode failed');
     const d = decodePacket(f, LINKTYPE_ETHERNET, {}, scratch);
