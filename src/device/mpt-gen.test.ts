@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_MW_BIND, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE, IBV_MW_TYPE_1, IBV_MW_TYPE_2 } from './abi/constants.js';
 import { Cmd, CmdStatus, ReregFlag } from './commands.js';
-import { MPT } from './contexts.js';
+import { ContextTables, MPT } from './contexts.js';
 import { mwBind, mwInvalidate, mwReleaseQp } from './mw.js';
 import { createTestbed } from './testbed.js';
 
@@ -29,7 +29,8 @@ describe('ContextTables.mptGen', () => {
       memBytes: 1 << 20,
     });
     const t = tb.fw.tables;
-    const mpt = () => t.u8.slice(t.mptBase, t.mptBase + t.mrCount * MPT.size);
+    // Entries 1.. (entry 0 holds the count itself).
+    const mpt = () => t.u8.slice(t.mptBase + MPT.size, t.mptBase + t.mrCount * MPT.size);
     const pds = [tb.cmd.exec(Cmd.ALLOC_PD).out['pdn'] as number, tb.cmd.exec(Cmd.ALLOC_PD).out['pdn'] as number];
     const buf = tb.mem.alloc(1 << 16).addrNum;
     const mrs: number[] = [];
@@ -96,5 +97,20 @@ describe('ContextTables.mptGen', () => {
     // The run must exercise both: changes, and operations refused before they change anything.
     expect(changed).toBeGreaterThan(1500);
     expect(unchanged).toBeGreaterThan(300);
+  });
+
+  it('is seen by every view of the same tables (it lives in MPT entry 0, which no key names)', () => {
+    const tb = createTestbed({ memBytes: 1 << 20 });
+    const t = tb.fw.tables;
+    const other = ContextTables.attach(t.descriptor);
+    const pd = tb.cmd.exec(Cmd.ALLOC_PD).out['pdn'] as number;
+    const before = other.mptGen;
+    const key = tb.cmd.exec(Cmd.REG_MR, { pdn: pd, access: IBV_ACCESS_LOCAL_WRITE, hostAddr: tb.mem.alloc(4096).addrNum, length: 4096, iova: 0x1000 }).out[
+      'lkey'
+    ] as number;
+    expect(other.mptGen).not.toBe(before);
+    expect(t.mptOff(0)).toBe(-1);
+    expect(t.mrByKey(0)).toBe(-1);
+    expect(t.mrByKey(key)).toBeGreaterThan(t.mptBase);
   });
 });
