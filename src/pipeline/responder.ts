@@ -399,6 +399,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, pos: 
     }
     q.writeRkey = r.rkey;
     q.writeVa = va;
+    q.writeGen = t.mptGen;
     q.inMessage = 2;
   }
   const len = p.payloadLength;
@@ -409,9 +410,12 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, pos: 
     return false;
   }
   if (len > 0) {
-    if (pos === Position.MIDDLE || pos === Position.LAST) {
+    if ((pos === Position.MIDDLE || pos === Position.LAST) && q.writeGen !== t.mptGen) {
       // The key again: once ibv_dereg_mr (or an invalidation) has returned, no byte may
       // land in that memory, even mid-message (it may be freed and someone else's by now).
+      // Only when an MPT entry has changed since the last check: else it would pass again
+      // (the first packet checked the whole RETH range) and give the offset we hold.
+      q.writeGen = t.mptGen;
       const off = remoteOffset(mem, t, q.pdn, q.qpn, q.writeRkey, q.writeVa, len, IBV_ACCESS_REMOTE_WRITE);
       if (off < 0) {
         ctr[Ctr.RESP_REMOTE_ACCESS_ERRORS]!++;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DecodeScratch, decodePacket, type Packet, rethVaNumber, ScratchPacket, ScratchReth } from './packet.js';
 import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from './pcap.js';
 import { sampleFrames } from './sample.js';
+import { ScratchEth, ScratchIpv4, ScratchIpv6 } from './scratch-headers.js';
 
 const PACKET_FIELDS: readonly (keyof Packet)[] = [
   'framing',
@@ -36,6 +37,16 @@ function plain(v: unknown): unknown {
   // The scratch packet's payload and RETH VA are getters: compare what a reader of a Packet sees.
   if (v instanceof ScratchPacket) return plain(Object.fromEntries(PACKET_FIELDS.map((k) => [k, v[k]])));
   if (v instanceof ScratchReth) return plain({ va: v.va, rkey: v.rkey, dmaLength: v.dmaLength });
+  // The routing headers' addresses are getters too (copied from the frame when first read).
+  if (v instanceof ScratchEth) return plain({ dst: v.dst, src: v.src, vlan: v.vlan, etherType: v.etherType });
+  if (v instanceof ScratchIpv4) {
+    const { ihl, dscp, ecn, totalLength, id, flags, fragmentOffset, ttl, protocol, checksum, src, dst, options } = v;
+    return plain({ ihl, dscp, ecn, totalLength, id, flags, fragmentOffset, ttl, protocol, checksum, src, dst, options });
+  }
+  if (v instanceof ScratchIpv6) {
+    const { trafficClass, flowLabel, payloadLength, nextHeader, hopLimit, src, dst } = v;
+    return plain({ trafficClass, flowLabel, payloadLength, nextHeader, hopLimit, src, dst });
+  }
   return Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, plain(x)]));
 }
 
@@ -101,5 +112,61 @@ describe('decodePacket with a DecodeScratch', () => {
       n++;
     }
     expect(n).toBeGreaterThan(20);
+  });
+
+  it('copies the addresses of the frame decoded last, when first read, into arrays it owns', () => {
+    // Seeded: decode a random sequence of sample frames, reading the addresses after some decodes only.
+    const eth = frames.filter((f) => f.linktype === LINKTYPE_ETHERNET && decodePacket(f.frame).ok);
+    expect(eth.length).toBeGreaterThan(10);
+    let x = 12345;
+    let reads = 0;
+    for (let i = 0; i < 4000; i++) {
+      x = (x * 1103515245 + 12345) >>> 0;
+      const f = eth[x % eth.length]!.frame.slice();
+      const d = decodePacket(f, LINKTYPE_ETHERNET, {}, scratch);
+      if (!d.ok || ((x >>> 8) & 3) !== 0) continue;
+      const want = decodePacket(f, LINKTYPE_ETHERNET);
+      if (!want.ok) throw new Error('eager decode failed');
+      const p = d.packet;
+      // Read in a random order, then change the frame: the copies stay.
+      const order = (x >>> 12) & 1;
+      const macs = order ? [p.eth!.src, p.eth!.dst] : [p.eth!.dst, p.eth!.src];
+      expect(Array.from(order ? macs[1]! : macs[0]!)).toEqual(Array.from(want.packet.eth!.dst));
+      expect(Array.from(order ? macs[0]! : macs[1]!)).toEqual(Array.from(want.packet.eth!.src));
+      const ip = p.ipv4 ?? p.ipv6;
+      const wip = want.packet.ipv4 ?? want.packet.ipv6;
+      if (ip && wip) {
+        expect(Array.from(ip.src)).toEqual(Array.from(wip.src));
+        expect(Array.from(ip.dst)).toEqual(Array.from(wip.dst));
+        expect(ip.src.buffer).not.toBe(f.buffer);
+      }
+      expect(p.eth!.dst.buffer).not.toBe(f.buffer);
+      const src = Array.from(want.packet.eth!.src); // the eager decode's are views of the frame
+      const ipDst = wip ? Array.from(wip.dst) : [];
+      f.fill(0xee);
+      expect(Array.from(p.eth!.src)).toEqual(src);
+      if (ip) expect(Array.from(ip.dst)).toEqual(ipDst);
+      reads++;
+    }
+    expect(reads).toBeGreaterThan(500);
+  });
+
+  it('keeps an address set on a scratch header, and the other one of the pair as decoded', () => {
+    const f = frames.find((s) => {
+      const d = decodePacket(s.frame);
+      return s.linktype === LINKTYPE_ETHERNET && d.ok && d.packet.ipv4 !== null;
+    })!.frame;
+    const want = decodePacket(f);
+    if (!want.ok) throw new Error('eager decode failed');
+    const d = decodePacket(f, LINKTYPE_ETHERNET, {}, scratch);
+    if (!d.ok) throw new Error('scratch decode failed');
+    const mac = Uint8Array.of(2, 0, 0, 0, 0, 9);
+    d.packet.eth!.dst = mac;
+    expect(d.packet.eth!.dst).toBe(mac);
+    expect(Array.from(d.packet.eth!.src)).toEqual(Array.from(want.packet.eth!.src));
+    const ip = Uint8Array.of(10, 0, 0, 1);
+    d.packet.ipv4!.src = ip;
+    expect(d.packet.ipv4!.src).toBe(ip);
+    expect(Array.from(d.packet.ipv4!.dst)).toEqual(Array.from(want.packet.ipv4!.dst));
   });
 });

@@ -55,6 +55,7 @@ import {
   writeXrceth,
 } from './transport.js';
 import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from './pcap.js';
+import { ScratchEth, ScratchIpv4, ScratchIpv6 } from './scratch-headers.js';
 import { readUdp, ROCE_V2_UDP_PORT, UDP_HEADER_LENGTH, udpChecksumIpv6, type UdpHeader, writeUdp } from './udp.js';
 
 export type Framing = 'roce-v2' | 'roce-v1' | 'ib';
@@ -200,32 +201,10 @@ export class ScratchPacket implements Packet {
 }
 
 export class DecodeScratch {
-  /** @internal */ readonly eth: EthernetHeader = { dst: new Uint8Array(6), src: new Uint8Array(6), vlan: null, etherType: 0 };
+  /** @internal */ readonly eth = new ScratchEth();
   /** @internal */ readonly vlan = { pcp: 0, dei: 0, vid: 0 };
-  /** @internal */ readonly ipv4: Ipv4Header = {
-    ihl: 0,
-    dscp: 0,
-    ecn: 0,
-    totalLength: 0,
-    id: 0,
-    flags: 0,
-    fragmentOffset: 0,
-    ttl: 0,
-    protocol: 0,
-    checksum: 0,
-    src: new Uint8Array(4),
-    dst: new Uint8Array(4),
-    options: null,
-  };
-  /** @internal */ readonly ipv6: Ipv6Header = {
-    trafficClass: 0,
-    flowLabel: 0,
-    payloadLength: 0,
-    nextHeader: 0,
-    hopLimit: 0,
-    src: new Uint8Array(16),
-    dst: new Uint8Array(16),
-  };
+  /** @internal */ readonly ipv4 = new ScratchIpv4();
+  /** @internal */ readonly ipv6 = new ScratchIpv6();
   /** @internal */ readonly udp: UdpHeader = { srcPort: 0, dstPort: 0, length: 0, checksum: 0 };
   /** @internal */ readonly routing: Routing = { framing: 'roce-v2', eth: null, ipv4: null, ipv6: null, udp: null, lrh: null, grh: null, vcrc: null };
   /** @internal */ readonly bth: Bth = {
@@ -253,10 +232,7 @@ export class DecodeScratch {
 
 function readEthernetInto(buf: Uint8Array, sc: DecodeScratch): number {
   const e = sc.eth;
-  for (let i = 0; i < 6; i++) {
-    e.dst[i] = buf[i]!;
-    e.src[i] = buf[6 + i]!;
-  }
+  e.macsAt(buf);
   let type = (buf[12]! << 8) | buf[13]!;
   e.vlan = null;
   if (type === EtherType.VLAN) {
@@ -272,7 +248,7 @@ function readEthernetInto(buf: Uint8Array, sc: DecodeScratch): number {
   return e.vlan ? 18 : 14;
 }
 
-function readIpv4Into(buf: Uint8Array, off: number, h: Ipv4Header): Ipv4Header {
+function readIpv4Into(buf: Uint8Array, off: number, h: ScratchIpv4): Ipv4Header {
   const ihl = buf[off]! & 0xf;
   const ff = (buf[off + 6]! << 8) | buf[off + 7]!;
   h.ihl = ihl;
@@ -285,24 +261,18 @@ function readIpv4Into(buf: Uint8Array, off: number, h: Ipv4Header): Ipv4Header {
   h.ttl = buf[off + 8]!;
   h.protocol = buf[off + 9]!;
   h.checksum = (buf[off + 10]! << 8) | buf[off + 11]!;
-  for (let i = 0; i < 4; i++) {
-    h.src[i] = buf[off + 12 + i]!;
-    h.dst[i] = buf[off + 16 + i]!;
-  }
+  h.addrsAt(buf, off + 12);
   h.options = ihl > 5 ? buf.slice(off + 20, off + ihl * 4) : null;
   return h;
 }
 
-function readIpv6Into(buf: Uint8Array, off: number, h: Ipv6Header): Ipv6Header {
+function readIpv6Into(buf: Uint8Array, off: number, h: ScratchIpv6): Ipv6Header {
   h.trafficClass = ((buf[off]! & 0xf) << 4) | (buf[off + 1]! >>> 4);
   h.flowLabel = ((buf[off + 1]! & 0xf) << 16) | (buf[off + 2]! << 8) | buf[off + 3]!;
   h.payloadLength = (buf[off + 4]! << 8) | buf[off + 5]!;
   h.nextHeader = buf[off + 6]!;
   h.hopLimit = buf[off + 7]!;
-  for (let i = 0; i < 16; i++) {
-    h.src[i] = buf[off + 8 + i]!;
-    h.dst[i] = buf[off + 24 + i]!;
-  }
+  h.addrsAt(buf, off + 8);
   return h;
 }
 
