@@ -33,7 +33,7 @@
  */
 import { count, type ParamValues, resolveParams } from '../params/params.js';
 import { type CableEnd, type CableStats, FabricError, type FrameHandler, newStats } from './cable.js';
-import { sealBeforeChange, sealIcrc } from '../wire/lazy-icrc.js';
+import { materializePayload, sealBeforeChange, sealIcrc } from '../wire/lazy-icrc.js';
 import { TimedQueue } from './timed-queue.js';
 import { ceilDiv, psPerBit, TIMING_PARAMS } from './timing-params.js';
 
@@ -574,6 +574,8 @@ class Lane implements LinkTransmitter {
     // A hook that may change bytes sees (and may change) a complete frame: a deferred
     // ICRC is computed first, which also ends the frame's standing as built.
     if (hook !== null && !this.hookReadOnly) sealBeforeChange(frame);
+    // One that only reads sees every payload byte in place (a deferred payload: wire/lazy-icrc.ts).
+    else if (hook !== null) materializePayload(frame);
     if (this.tap !== null) this.tap.onSerialize(frame, this.sched.now());
     if (hook !== null) {
       const v = hook(frame, this.sched.now());

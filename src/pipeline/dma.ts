@@ -48,6 +48,18 @@ export function copyBytes(dst: Uint8Array, dstOff: number, src: Uint8Array, srcO
       dst.set(scratch.subarray(k, k + n), dstOff);
       return;
     }
+    if (dShared && src.buffer !== dst.buffer) {
+      // Host memory to host memory (a simulator payload read from the sender's memory,
+      // wire/lazy-icrc.ts deferPayload): in at the source's alignment, moved to the
+      // destination's within the scratch (unshared: any alignment), out aligned.
+      if (scratch.length < n + 16) scratch = new Uint8Array(new ArrayBuffer(n + 16));
+      const ks = s & 7;
+      const kd = 8 + (d & 7);
+      scratch.set(src.subarray(srcOff, srcOff + n), ks);
+      scratch.copyWithin(kd, ks, ks + n);
+      dst.set(scratch.subarray(kd, kd + n), dstOff);
+      return;
+    }
   }
   dst.set(src.subarray(srcOff, srcOff + n), dstOff);
 }
@@ -99,6 +111,29 @@ export function gather(
     skip = 0;
   }
   return left === 0 ? MrCheck.OK : MrCheck.OUT_OF_BOUNDS;
+}
+
+/**
+ * For a payload the receiver will read from the sender's memory (the
+ * simulator's deferred payload, wire/lazy-icrc.ts): the host-memory offset
+ * of message bytes [offset, offset + len) of `sges` when they lie in one
+ * SGE whose key grants `needed`, else -1 (then `gather`, which also reports
+ * any fault). Checks exactly what gather checks, moves nothing.
+ */
+export function gatherSource(mem: HostMemory, t: ContextTables, pdn: number, sges: readonly Sge[], offset: number, len: number, needed = 0): number {
+  let skip = offset;
+  for (let i = 0; i < sges.length; i++) {
+    const s = sges[i]!;
+    if (skip >= s.length) {
+      skip -= s.length;
+      continue;
+    }
+    if (s.length - skip < len) return -1;
+    const mr = t.mrByLkey(s.lkey);
+    if (checkAccess(t, mr, pdn, s.addr + skip, len, needed) !== MrCheck.OK) return -1;
+    return t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
+  }
+  return -1;
 }
 
 /**

@@ -41,4 +41,19 @@ export interface NicEnv {
    * cable end: runtime/device-host.ts `plug`).
    */
   readonly deferIcrc?: boolean;
+  /**
+   * The simulator's deferred payloads (wire/lazy-icrc.ts deferPayload): an
+   * RC/XRC SEND or WRITE packet's payload stays in host memory and the
+   * receiving device reads it from there, one copy instead of two. Absent:
+   * every payload is gathered into its frame.
+   */
+  readonly payloads?: PayloadDeferral | null;
+}
+
+/** Who lets a frame leave with its payload still in host memory, and materializes it before that memory may change. */
+export interface PayloadDeferral {
+  /** Deferral allowed now (nothing on the way reads frames' bytes without materializing them). */
+  readonly enabled: boolean;
+  /** `frame[off, off + len)` is to hold `src[at, at + len)`: mark the frame (lazy-icrc.ts deferPayload) and keep track of it. */
+  defer(frame: Uint8Array, off: number, len: number, src: Uint8Array, at: number): void;
 }

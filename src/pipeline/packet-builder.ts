@@ -90,8 +90,9 @@ export function acquireFrame(len: number, start = 0): Uint8Array {
   if (len > POOL_FRAME_BYTES) return new Uint8Array(len);
   const v = len <= SMALL_FRAME_BYTES ? smallPool.pop() : pool.pop();
   if (v === undefined) return new Uint8Array(new ArrayBuffer(len <= SMALL_FRAME_BYTES ? SMALL_FRAME_BYTES + SLACK : POOL_FRAME_BYTES + SLACK), start, len);
-  if (v.byteOffset !== start || v.length !== len) return new Uint8Array(v.buffer, start, len);
+  // Cleared first: a view replaced by one of another shape must not keep a deferred payload aimed at the buffer.
   clearIcrcMark(v);
+  if (v.byteOffset !== start || v.length !== len) return new Uint8Array(v.buffer, start, len);
   return v;
 }
 
@@ -280,6 +281,15 @@ export class PathTemplate {
     this.pkt.feth = this.feth;
   }
   private readonly feth = { raw: 0 };
+
+  /**
+   * True when `finish` leaves the frame's ICRC pending and reads no payload
+   * byte (RoCE v2 over IPv4 with NicEnv.deferIcrc): the payload may then
+   * stay in host memory (NicEnv.payloads).
+   */
+  get leavesIcrcPending(): boolean {
+    return this.deferIcrc && this.pkt.framing === 'roce-v2' && this.pkt.ipv4 !== null;
+  }
 
   /** Encodes into the frame from `begin` (the payload is already in place). */
   finish(frame: Uint8Array, ipId: number): Uint8Array {

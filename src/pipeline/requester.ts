@@ -47,7 +47,7 @@ import { SEND_CTRL } from '../device/wqe.js';
 import { Op } from '../wire/index.js';
 import { txPriority } from './cc-params.js';
 import type { NicCore } from './core.js';
-import { checkSges, gather, gatherAlign } from './dma.js';
+import { checkSges, gather, gatherAlign, gatherSource } from './dma.js';
 import { executeLocalOp, isLocalOp } from './local-ops.js';
 import type { PathTemplate } from './packet-builder.js';
 import { bswap32, connectedPath, udPath } from './paths.js';
@@ -241,6 +241,9 @@ function sendOpcode(w: SendWqe, i: number, base: number): number {
   }
 }
 
+/** Smaller payloads are gathered into the frame: deferring costs about what copying them does. */
+const DEFER_PAYLOAD_MIN = 512;
+
 /**
  * Sends packet `w.sentPkts` of `w` on `path`. Returns the frame's length,
  * or 0 when the packet could not be built (a gather fault: the WQE has
@@ -296,7 +299,14 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   if (w.opcode === IBV_WR_SEND_WITH_INV) path.setIeth(w.imm);
   if (w.opcode === IBV_WR_FLUSH) path.setFeth(w.feth);
   if (q.qpType === IBV_QPT_XRC_SEND) path.setXrceth(w.xrcSrqn);
-  if (payloadLen > 0) {
+  // The simulator may leave a reliable SEND/WRITE payload in host memory for the receiver to read
+  // (NicEnv.payloads): the application keeps the buffer until the completion, which comes after delivery.
+  const pd = nic.env.payloads;
+  const deferAt =
+    pd?.enabled && payloadLen >= DEFER_PAYLOAD_MIN && q.reliable && !w.inline && path.leavesIcrcPending
+      ? gatherSource(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen)
+      : -1;
+  if (payloadLen > 0 && deferAt < 0) {
     if (w.inline) frame.set(w.inline.subarray(i * q.mtu, i * q.mtu + payloadLen), payloadOff);
     else if (gather(mem, t, q.pdn, w.sges, i * q.mtu, payloadLen, frame, payloadOff) !== MrCheck.OK) {
       failHead(nic, q, w, IBV_WC_LOC_PROT_ERR);
@@ -304,6 +314,7 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
     }
   }
   const built = path.finish(frame, nic.nextIpId(portNum));
+  if (deferAt >= 0) pd!.defer(built, payloadOff, payloadLen, mem.u8, deferAt);
   const len = built.length;
   nic.transmit(portNum, built, q.prio, spacingPs);
   w.sentPkts = isRead || isAtomic ? w.npsn : i + 1;

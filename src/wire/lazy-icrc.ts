@@ -27,6 +27,16 @@
  * unmarked (`clearIcrcMark`, pipeline/packet-builder.ts acquireFrame), so a
  * mark cannot outlive its frame. A copy carries no mark: seal the original
  * before copying it.
+ *
+ * Deferred payload (the simulator only, `deferPayload`): a frame whose ICRC
+ * is pending may also leave its payload in the sender's host memory; the
+ * receiving device's decoder reads it from there (`payloadSource`), one
+ * copy instead of gather-into-frame plus scatter-out-of-it. Every reader
+ * of the bytes gets them in place first: `sealIcrc`, `sealBeforeChange`
+ * and `materializePayload` copy the payload into the frame before
+ * anything else. Only the runtime that deferred knows when the source may
+ * change, so it materializes its frames in flight before it can
+ * (runtime/sim/deferred-payloads.ts).
  */
 import { icrcRoceV1, icrcRoceV2, writeIcrc } from './icrc.js';
 
@@ -51,9 +61,67 @@ export function markIcrcPending(frame: Uint8Array, v1: boolean, ipOff: number, b
   (frame as Marked)[MARK] = icrcOff * 0x20000 + (v1 ? 0x10000 : 0) + bthOff * 0x100 + ipOff;
 }
 
-/** A recycled frame view starts over as if new: no mark (`takeAsBuilt` false, nothing to seal). */
+/** A recycled frame view starts over as if new: no mark (`takeAsBuilt` false, nothing to seal), no deferred payload. */
 export function clearIcrcMark(frame: Uint8Array): void {
   if ((frame as Marked)[MARK] !== undefined) (frame as Marked)[MARK] = undefined;
+  if ((frame as Deferred)[PAY_SRC] !== undefined) (frame as Deferred)[PAY_SRC] = undefined;
+}
+
+/** A deferred payload, on the frame's view: its bytes are src[at, at + len), their place in the frame `off`. */
+const PAY_SRC = Symbol('payloadSource');
+const PAY_AT = Symbol('payloadAt');
+const PAY_OFF = Symbol('payloadOff');
+const PAY_LEN = Symbol('payloadLen');
+type Deferred = Uint8Array & { [PAY_SRC]?: Uint8Array; [PAY_AT]?: number; [PAY_OFF]?: number; [PAY_LEN]?: number };
+
+/**
+ * @internal The sender's mark, after the encoder left the ICRC pending:
+ * `frame[off, off + len)` is to hold `src[at, at + len)`, not copied yet.
+ * `off` and `at` should be equal mod 8 (src is shared memory: word-wise copy).
+ */
+export function deferPayload(frame: Uint8Array, off: number, len: number, src: Uint8Array, at: number): void {
+  if (!icrcPending(frame)) throw new Error("deferPayload: the frame's ICRC is not pending (only a frame nobody has read may defer its payload)");
+  const d = frame as Deferred;
+  d[PAY_SRC] = src;
+  d[PAY_AT] = at;
+  d[PAY_OFF] = off;
+  d[PAY_LEN] = len;
+}
+
+/** True while `frame`'s payload is still in its sender's memory. */
+export function payloadDeferred(frame: Uint8Array): boolean {
+  return (frame as Deferred)[PAY_SRC] !== undefined;
+}
+
+/**
+ * For the receiving device's decoder: where the payload of `frame` that it
+ * found at `frame[off, off + len)` really is, or null when it is in the
+ * frame. A decoder that finds another place or length than the sender
+ * recorded gets the bytes copied in and null (never the wrong bytes).
+ */
+export function payloadSource(frame: Uint8Array, off: number, len: number): Uint8Array | null {
+  const d = frame as Deferred;
+  const src = d[PAY_SRC];
+  if (src === undefined) return null;
+  if (d[PAY_OFF] === off && d[PAY_LEN] === len) return src;
+  materializePayload(frame);
+  return null;
+}
+
+/** With `payloadSource`: the payload's offset in the source it returned. */
+export function payloadSourceAt(frame: Uint8Array): number {
+  return (frame as Deferred)[PAY_AT] ?? 0;
+}
+
+/** Copies a deferred payload into its frame (from the source as it is now); returns `frame`. */
+export function materializePayload(frame: Uint8Array): Uint8Array {
+  const d = frame as Deferred;
+  const src = d[PAY_SRC];
+  if (src === undefined) return frame;
+  const at = d[PAY_AT]!;
+  d[PAY_SRC] = undefined;
+  frame.set(src.subarray(at, at + d[PAY_LEN]!), d[PAY_OFF]!);
+  return frame;
 }
 
 /** True while `frame`'s ICRC field is not computed (the bytes there are zero). */
@@ -80,6 +148,7 @@ export function takeAsBuilt(frame: Uint8Array): boolean {
  * pending. The frame keeps its standing as built.
  */
 export function sealIcrc(frame: Uint8Array): Uint8Array {
+  if ((frame as Deferred)[PAY_SRC] !== undefined) materializePayload(frame);
   const code = (frame as Marked)[MARK];
   if (code === undefined || code <= 0) return frame;
   (frame as Marked)[MARK] = 0;

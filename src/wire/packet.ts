@@ -9,7 +9,7 @@
 import { EtherType, ETH_MIN_FRAME, type EthernetHeader, ethHeaderLength, readEthernet, writeEthernet } from './ethernet.js';
 import { WireError } from './errors.js';
 import { icrcIb, icrcRoceV1, icrcRoceV2, readIcrc, readVcrc, vcrc, writeIcrc, writeVcrc } from './icrc.js';
-import { markIcrcPending } from './lazy-icrc.js';
+import { markIcrcPending, materializePayload, payloadSource, payloadSourceAt } from './lazy-icrc.js';
 import { GRH_LENGTH, GRH_NEXT_HEADER_IBA, type Grh, LRH_LENGTH, Lnh, type Lrh, readGrh, readLrh, writeGrh, writeLrh } from './ib-routing.js';
 import {
   internetChecksum,
@@ -540,6 +540,8 @@ export function decodePacket(
 ): DecodeResult {
   if (linktype === LINKTYPE_INFINIBAND) return decodeIb(frame, opts);
   if (linktype !== LINKTYPE_ETHERNET) return fail('WIRE_NOT_RDMA', `unsupported link type ${linktype}`, 0);
+  // Only a receiving device's decode (scratch, ICRC known) reads a deferred payload where it is (lazy-icrc.ts).
+  if (scratch === null || opts.verifyIcrc !== false) materializePayload(frame);
   let eth: EthernetHeader;
   let o: number;
   if (scratch !== null) {
@@ -782,7 +784,10 @@ function decodeTransport(
     p.immDt = h & Hdr.IMMDT ? read32(frame, o + off.immDt) : null;
     p.ieth = h & Hdr.IETH ? read32(frame, o + off.ieth) : null;
     p.feth = h & Hdr.FETH ? { raw: read32(frame, o + off.feth) } : null;
-    p.setPayload(frame, payStart, payEnd - payStart);
+    // A simulator frame may have left its payload in the sender's memory (lazy-icrc.ts deferPayload).
+    const src = payloadSource(frame, payStart, payEnd - payStart);
+    if (src === null) p.setPayload(frame, payStart, payEnd - payStart);
+    else p.setPayload(src, payloadSourceAt(frame), payEnd - payStart);
     p.icrc = icrc;
     p.vcrc = r.vcrc;
     return scratch.ok;

@@ -26,6 +26,7 @@
 import { resolveCapabilities } from '../../device/capabilities.js';
 import { ContextTables } from '../../device/contexts.js';
 import { HwCounters } from '../../device/counters.js';
+import { IBV_WC_SUCCESS } from '../../device/abi/constants.js';
 import { CqeFields } from '../../device/cqe.js';
 import { Firmware } from '../../device/firmware.js';
 import { HostMemory } from '../../device/host-memory.js';
@@ -39,8 +40,9 @@ import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/et
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
-import { type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
+import { materializePayload, type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
 import type { DeviceResources } from '../device-resources.js';
+import type { DeferredPayloads } from './deferred-payloads.js';
 import { bthDestQp, bthOffset, payloadLength, TX_DMA_CLASS, TxDma } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
 import type { SimRuntimeParams } from './sim-params.js';
@@ -75,12 +77,17 @@ class PortFrameEvent implements FrameEvent {
     readonly device: string,
     readonly deviceIndex: number,
     readonly portNum: number,
-    readonly headers: Uint8Array,
+    readonly bytes: Uint8Array,
     readonly ns: number,
   ) {}
 
   get frame(): Uint8Array {
-    return sealIcrc(this.headers);
+    return sealIcrc(this.bytes);
+  }
+
+  /** The payload is always in place here (a deferred one is copied in: lazy-icrc.ts). */
+  get headers(): Uint8Array {
+    return materializePayload(this.bytes);
   }
 }
 
@@ -91,6 +98,8 @@ export interface SimDeviceContext {
   readonly params: SimRuntimeParams;
   /** A CQE or EQE landed in host memory, or an interrupt fired: wake whoever waits. */
   changed(): void;
+  /** The model's deferred payloads (deferred-payloads.ts), shared by its devices. */
+  readonly payloads: DeferredPayloads;
 }
 
 /** Doorbell kinds that have slots (CMD has none: commands are served at once). */
@@ -383,7 +392,10 @@ export class SimDevice {
       (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
     );
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
-    this.nic = new SimNic({ name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc, deferIcrc: true }, this);
+    this.nic = new SimNic(
+      { name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc, deferIcrc: true, payloads: ctx.payloads },
+      this,
+    );
     this.ports = eth.map((e, i) => {
       const p = new SimPort(this, i + 1, e);
       e.attach(p);
@@ -438,6 +450,8 @@ export class SimDevice {
     // drainDoorbells may have put the summary bit back (out of room): that kind is taken next time.
     if (this.#dbHead < this.#dbTail && !this.#doorbellEv.scheduled) this.sched.schedule(this.#doorbellEv, this.#db[this.#dbHead + 3]!);
     if (kinds & CMD_BIT) {
+      // A command may end what a deferred payload's source belongs to (a QP, an MR).
+      this.ctx.payloads.materializeAll();
       // Only the command is pending in the BAR now: poll(0) serves it and acts on RESET/ERR, sends nothing.
       this.#pollNow(0);
     }
@@ -629,12 +643,15 @@ export class SimDevice {
   // ---- posted writes: CQEs and events ---------------------------------------
 
   deferCqe(cqn: number, f: CqeFields): void {
+    // A work request ending in error may leave packets on the way whose source the program may now reuse.
+    if (f.status !== IBV_WC_SUCCESS) this.ctx.payloads.materializeAll();
     const c = this.#spareCqes.pop() ?? new CqeFields();
     Object.assign(c, f);
     this.#deferWrite(cqn, c, 0, 0);
   }
 
   deferEvent(cqn: number, type: number, resource: number): void {
+    this.ctx.payloads.materializeAll();
     this.#deferWrite(cqn, null, type, resource);
   }
 

@@ -39,6 +39,7 @@ import { LINKTYPE_ETHERNET, parseMac, type PcapWriter, sealBeforeChange } from '
 import { ConfigError } from '../config-error.js';
 import type { ModelConfig, SwitchEntry } from '../config.js';
 import { createDevice, type DeviceOnHost } from '../device-resources.js';
+import { DeferredPayloads } from './deferred-payloads.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
 import { Random, type Seed } from './random.js';
 import { Priority, Scheduler, SimError, SimEvent } from './scheduler.js';
@@ -148,6 +149,7 @@ export class SimModel implements RunningModel {
   #batch = false;
   #kicks: (() => void)[] = [];
   #horizon = Infinity;
+  readonly #payloads = new DeferredPayloads();
 
   constructor(config: SimModelConfig) {
     this.config = config;
@@ -158,6 +160,7 @@ export class SimModel implements RunningModel {
     this.params = resolveSimRuntimeParams(config.sim ?? {}, 'sim');
     const ctx: SimDeviceContext = {
       sched: this.scheduler,
+      payloads: this.#payloads,
       timing: this.timing,
       params: this.params,
       changed: () => {
@@ -175,6 +178,7 @@ export class SimModel implements RunningModel {
       for (const [j, p] of d.ports.entries())
         if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
     }
+    this.#updateDeferral();
     this.devices = this.#made.map(
       (d, i): DeviceHandle => ({
         name: d.resources.name,
@@ -568,11 +572,29 @@ export class SimModel implements RunningModel {
               for (const f of list) f(e);
             };
     for (const d of this.#devs) d.observer = obs;
+    this.#updateDeferral();
+  }
+
+  /**
+   * Payloads may stay in host memory until delivery (deferred-payloads.ts)
+   * only while nothing but the devices reads frames on the way: no
+   * observer, no capture, no fault rule.
+   */
+  #updateDeferral(): void {
+    const quiet =
+      this.#observers.length === 0 && this.links.every((l) => l.faults === null) && this.#devs.every((d) => d.ports.every((p) => p.capture === null));
+    this.#payloads.setEnabled(quiet);
+  }
+
+  /** Payloads the devices left in host memory for the receiver to read (deferred-payloads.ts), so far. */
+  get payloadsDeferred(): number {
+    return this.#payloads.deferred;
   }
 
   #capture(p: SimPort, w: PcapWriter | null): void {
     p.capture = w;
     if (w) this.#captures.push(w);
+    this.#updateDeferral();
   }
 
   /**
@@ -582,6 +604,7 @@ export class SimModel implements RunningModel {
    */
   capturePort(port: string, writer: PcapWriter | null): void {
     this.#port(port, 'capturePort').capture = writer;
+    this.#updateDeferral();
   }
 
   /**
