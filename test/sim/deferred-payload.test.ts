@@ -34,7 +34,9 @@ import {
 } from '../../src/driver/verbs/index.js';
 import { DEFAULT_CONFIG } from '../../src/runtime/config.js';
 import { Random } from '../../src/runtime/sim/random.js';
+import type { FrameObserver } from '../../src/runtime/sim/sim-device.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
+import { decodePacket } from '../../src/wire/packet.js';
 
 const BUF = 1 << 20;
 const DEPTH = 8;
@@ -87,11 +89,19 @@ function fill(buf: Uint8Array, off: number, len: number, r: Random): void {
   }
 }
 
-async function runCase(seed: number, ops: readonly Op[], observed: boolean, errAfter = -1): Promise<Outcome> {
+/** A frame observer that checks every RoCE frame it sees decodes with a good ICRC (its payload in place). */
+function checker(bad: string[]): FrameObserver {
+  return (e) => {
+    const d = decodePacket(e.frame);
+    if (!d.ok && d.error.code !== 'WIRE_NOT_RDMA') bad.push(`${e.dir} ${e.device} ${e.ns}: ${d.error.code}`);
+  };
+}
+
+/** observed: a frame observer from the start (true), from after op N was posted (N), or none (false). */
+async function runCase(seed: number, ops: readonly Op[], observed: boolean | number, errAfter = -1, bad: string[] = []): Promise<Outcome> {
   const sim: SimModel = await startSimModel({ ...DEFAULT_CONFIG, seed });
   try {
-    let seen = 0;
-    if (observed) sim.observe((e) => (seen += e.headers.length > 0 ? 1 : 0));
+    if (observed === true) sim.observe(checker(bad));
     const [a, b] = rcPair(BUF, DEPTH + 1);
     const r = new Random(seed * 7 + 1);
     fill(a.buf, 0, BUF, r);
@@ -136,6 +146,7 @@ async function runCase(seed: number, ops: readonly Op[], observed: boolean, errA
         const rc = ibv_post_send(a.qp, wr);
         if (rc !== 0) throw new Error(`post_send ${rc}`);
         posted++;
+        if (posted === observed) sim.observe(checker(bad));
         if (posted === errAfter) {
           // Let the first packets leave, then fail the QP with its requests' packets on the way.
           sim.advance(3_000);
@@ -187,7 +198,9 @@ describe('deferred payloads: the same run as payloads gathered into their frames
     for (let seed = 1; seed <= 60; seed++) {
       const ops = plan(seed, 24);
       const quiet = await runCase(seed, ops, false);
-      const seen = await runCase(seed, ops, true);
+      const bad: string[] = [];
+      const seen = await runCase(seed, ops, true, -1, bad);
+      expect(bad, `seed ${seed}`).toEqual([]);
       expect(seen.deferred, `seed ${seed}: an observer turns deferral off`).toBe(0);
       expect(quiet.completions, `seed ${seed}`).toEqual(seen.completions);
       expect(quiet.events, `seed ${seed}`).toBe(seen.events);
@@ -202,6 +215,21 @@ describe('deferred payloads: the same run as payloads gathered into their frames
     }
     // The quiet runs did defer (most payloads are ≥ 512 B).
     expect(deferredTotal).toBeGreaterThan(1000);
+  }, 300_000);
+
+  it('20 seeds: an observer added mid-run (deferral turned off with payloads on the way) sees every frame complete, and the run is the same', async () => {
+    for (let seed = 200; seed < 220; seed++) {
+      const ops = plan(seed, 24);
+      const bad: string[] = [];
+      const quiet = await runCase(seed, ops, false);
+      const late = await runCase(seed, ops, 10, -1, bad);
+      expect(bad, `seed ${seed}`).toEqual([]);
+      expect(late.deferred, `seed ${seed}: deferred before the observer came`).toBeGreaterThan(0);
+      expect(late.deferred, `seed ${seed}: and not after`).toBeLessThan(quiet.deferred);
+      expect(late.completions, `seed ${seed}`).toEqual(quiet.completions);
+      expect(late.events, `seed ${seed}`).toBe(quiet.events);
+      expect(Buffer.compare(late.received, quiet.received), `seed ${seed}: received bytes`).toBe(0);
+    }
   }, 300_000);
 
   it('20 seeds: the QP moved to ERR with packets on the way, then all its memory rewritten: the receiver gets the bytes as read', async () => {
