@@ -30,12 +30,13 @@ import { benchScheduler } from './sim.bench.js';
 export interface SimStreamOptions {
   /** Bytes per RDMA WRITE (default 65536: 16 packets at MTU 4096). */
   messageBytes?: number;
-  /** Virtual time per round, ms. */
+  /** Virtual time per counted round, ms (default 20: shorter rounds spread ±15 % on a loaded machine). */
   simulatedMs?: number;
   /** Counted rounds (after the warm-up). */
   rounds?: number;
-  /** Uncounted rounds first, each of simulatedMs (default 6). */
+  /** Uncounted rounds first (default 6), each of warmUpMs (default 5). */
   warmUpRounds?: number;
+  warmUpMs?: number;
 }
 
 export interface Spread {
@@ -144,12 +145,13 @@ function writeStream(a: Side, b: Side, size: number, count: number, depth: numbe
 
 export async function benchSimStream(opts: SimStreamOptions = {}): Promise<SimStreamResult> {
   const size = opts.messageBytes ?? 65536;
-  const simulatedMs = opts.simulatedMs ?? 5;
+  const simulatedMs = opts.simulatedMs ?? 20;
+  const warmUpMs = opts.warmUpMs ?? 5;
   const rounds = opts.rounds ?? 5;
   const warmUp = opts.warmUpRounds ?? 6;
   let cold = Number.NaN;
   for (let r = 0; r < warmUp; r++) {
-    const w = await simStreamRound(size, simulatedMs);
+    const w = await simStreamRound(size, warmUpMs);
     if (r === 0) cold = (w.frames / w.cpuMs) * 1000;
   }
   const rs: Round[] = [];
