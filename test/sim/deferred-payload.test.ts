@@ -55,6 +55,8 @@ interface Outcome {
   events: number;
   now: number;
   deferred: number;
+  /** Frames forwarded by switches. */
+  switched: number;
 }
 
 /** An integer in [lo, hi]. */
@@ -98,8 +100,25 @@ function checker(bad: string[]): FrameObserver {
 }
 
 /** observed: a frame observer from the start (true), from after op N was posted (N), or none (false). */
-async function runCase(seed: number, ops: readonly Op[], observed: boolean | number, errAfter = -1, bad: string[] = []): Promise<Outcome> {
-  const sim: SimModel = await startSimModel({ ...DEFAULT_CONFIG, seed });
+/** The two hosts through one switch (its shared buffer, ECN marking on the way). */
+const VIA_SWITCH = {
+  ...DEFAULT_CONFIG,
+  switches: [{ name: 'sw0', ports: 2 }],
+  cables: [
+    { kind: 'wire', a: 'rnic0:1', b: 'sw0:1' },
+    { kind: 'wire', a: 'sw0:2', b: 'rnic1:1' },
+  ],
+} as typeof DEFAULT_CONFIG;
+
+async function runCase(
+  seed: number,
+  ops: readonly Op[],
+  observed: boolean | number,
+  errAfter = -1,
+  bad: string[] = [],
+  config = DEFAULT_CONFIG,
+): Promise<Outcome> {
+  const sim: SimModel = await startSimModel({ ...config, seed });
   try {
     if (observed === true) sim.observe(checker(bad));
     const [a, b] = rcPair(BUF, DEPTH + 1);
@@ -182,7 +201,8 @@ async function runCase(seed: number, ops: readonly Op[], observed: boolean | num
       sim.advance(2_000_000);
     }
     drain(b, 'b');
-    return { received: b.buf.slice(), expected, completions, events: sim.eventsRun, now: sim.now(), deferred: sim.payloadsDeferred };
+    const switched = sim.links.reduce((n, l) => n + (l.a.startsWith('sw') ? l.link.stats('aToB').framesTransmitted : 0), 0);
+    return { received: b.buf.slice(), expected, completions, events: sim.eventsRun, now: sim.now(), deferred: sim.payloadsDeferred, switched };
   } finally {
     await stopModel();
   }
@@ -215,6 +235,22 @@ describe('deferred payloads: the same run as payloads gathered into their frames
     }
     // The quiet runs did defer (most payloads are ≥ 512 B).
     expect(deferredTotal).toBeGreaterThan(1000);
+  }, 300_000);
+
+  it('20 seeds through a switch: the same run deferred and gathered', async () => {
+    for (let seed = 300; seed < 320; seed++) {
+      const ops = plan(seed, 24);
+      const bad: string[] = [];
+      const quiet = await runCase(seed, ops, false, -1, [], VIA_SWITCH);
+      const seen = await runCase(seed, ops, true, -1, bad, VIA_SWITCH);
+      expect(bad, `seed ${seed}`).toEqual([]);
+      expect(quiet.deferred, `seed ${seed}`).toBeGreaterThan(0);
+      expect(quiet.switched, `seed ${seed}: frames went through the switch`).toBeGreaterThan(24);
+      expect(quiet.completions, `seed ${seed}`).toEqual(seen.completions);
+      expect(quiet.events, `seed ${seed}`).toBe(seen.events);
+      expect(Buffer.compare(quiet.received, seen.received), `seed ${seed}: received bytes`).toBe(0);
+      expect(Buffer.compare(quiet.received, quiet.expected), `seed ${seed}: what the requests put where`).toBe(0);
+    }
   }, 300_000);
 
   it('20 seeds: an observer added mid-run (deferral turned off with payloads on the way) sees every frame complete, and the run is the same', async () => {
