@@ -21,10 +21,10 @@
  * it) and answers ARP requests and IPv6 neighbour solicitations for them
  * itself (ARP suppression, as EVPN fabrics do), so no broadcast is ever
  * flooded; data frames keep their MACs. A source IP the switch has no
- * route for is learnt on the port it came in on. A frame with no IP route
- * (RoCE v1, which has no IP header; an IPv6 link-local destination) is
- * bridged by its destination MAC: a host's, or one learnt from the source
- * MACs of such frames.
+ * route for is learnt on the port it came in on. RoCE v1 (no IP header)
+ * and IPv6 to a link-local address (fe80::/10, which no route covers) are
+ * bridged by destination MAC: a host's, or one learnt from the source MACs
+ * of such frames.
  *
  * No timers or I/O of its own: it is handed an EventScheduler and a
  * random source, and its ports are reached through `SwitchLine`.
@@ -311,8 +311,10 @@ export class Switch {
       this.#routes.set(sk, [inp.index]);
       this.#learnt.add(sk);
     }
-    // No IP route (a link-local destination): the destination MAC's.
-    const hops = this.#routes.get(dstKey(frame, l3, et)) ?? this.#bridgeHops(inp, frame);
+    // An IPv6 link-local destination (fe80::/10) is no route's: bridged by its destination MAC.
+    const hops =
+      this.#routes.get(dstKey(frame, l3, et)) ??
+      (et === EtherType.IPV6 && frame[l3 + 24] === 0xfe && (frame[l3 + 25]! & 0xc0) === 0x80 ? this.#bridgeHops(inp, frame) : undefined);
     if (hops === undefined) {
       inp.s.droppedNoRoute++;
       return;
