@@ -109,7 +109,7 @@ export interface CampaignTopology {
   readonly ecn: number;
   /** With more than two hosts: the chance that every QP's `b` end is the same host (incast). */
   readonly converge: number;
-  /** The switch's shared buffer (bytes); ECN marks from 1/32 to 1/8 of it. */
+  /** The switch's shared pool (bytes; the buffer is this plus the ports' reserves and PFC headroom); ECN marks from 1/32 to 1/8 of it. */
   readonly buffer: Range;
   /** Every link's rate (bit/s), one of these per seed, and delay (ns). */
   readonly linkRates: readonly number[];

@@ -5,6 +5,7 @@
  * the same campaign and seed give the same scenario on any machine, in any
  * worker.
  */
+import { DEFAULT_SWITCH_CONFIG, headroomBytes } from '../fabric/switch/config.js';
 import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { Random } from '../runtime/sim/random.js';
 import { isReliable, type QpType, type TrafficOp } from '../scenario/scenario.js';
@@ -165,6 +166,9 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   return { ...base, topology: fabric.topology, switch: fabric.switch, qps, faults, traffic };
 }
 
+/** The links' largest frame (the topology's default `mtu`), which sizes the PFC headroom. */
+const LINK_MTU = 9018;
+
 /** Priority of the QPs' traffic through a switch: the one PFC keeps lossless (DSCP 24, as the incasts). */
 const PRIORITY = 3;
 
@@ -180,9 +184,13 @@ function drawFabric(c: Campaign, r: Random, qps: Record<string, unknown>[]): { t
   const pfc = r.bernoulli(t.pfc);
   const ecn = r.bernoulli(t.ecn);
   const converge = n > 2 && r.bernoulli(t.converge);
-  const buffer = pick(r, t.buffer);
+  const shared = pick(r, t.buffer);
   const linkRate = choose(r, t.linkRates);
   const delay = pick(r, t.delayNs);
+  // The drawn size is the shared pool: the buffer also holds every port's reserve and, with PFC, its headroom.
+  // (A buffer smaller than those leaves a lossy priority a threshold of 0, and a frame above the reserve never gets in.)
+  const d = DEFAULT_SWITCH_CONFIG;
+  const buffer = shared + n * (d.reserveBytes + (pfc ? headroomBytes(d.pfc, linkRate, delay, LINK_MTU) : 0));
   for (const q of qps) {
     const rq = r.fork(`qp/${q.name as string}`);
     const a = converge ? 1 + rq.int(n - 1) : rq.int(n);
@@ -197,7 +205,7 @@ function drawFabric(c: Campaign, r: Random, qps: Record<string, unknown>[]): { t
       ecn: {
         enabled: ecn,
         // Marks from 1/32 of the buffer, every packet past 1/8: the campaign's small messages do meet them.
-        thresholds: [{ linkRate, kmin: Math.floor(buffer / 32), kmax: Math.floor(buffer / 8), pmax: 0.2 }],
+        thresholds: [{ linkRate, kmin: Math.floor(shared / 32), kmax: Math.floor(shared / 8), pmax: 0.2 }],
       },
     },
   };
