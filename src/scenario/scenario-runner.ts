@@ -65,7 +65,8 @@ import {
 } from './scenario-setup.js';
 import type { PfcRecord, SwitchPortStats } from '../fabric/switch/switch.js';
 import type { FrameObserver } from '../runtime/sim/sim-device.js';
-import type { SimModel, SimStats } from '../runtime/sim/sim-model.js';
+import type { CongestionEvent, SimModel, SimStats } from '../runtime/sim/sim-model.js';
+import { dcqcnFindings, losslessFindings } from './fabric-checks.js';
 import { type Exhaustion, explainRetryExhausted, explainRnrExhausted } from './exhaustion.js';
 import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
@@ -469,6 +470,9 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
   const timeline = new TimelineRecorder();
   const unobserve = [sim.observe(timeline.observe)];
+  // Every rate change of congestion control, for the DCQCN checks (fabric-checks.ts).
+  const ccEvents: CongestionEvent[] = [];
+  if (s.switches.length > 0) unobserve.push(sim.observeCongestion((e) => ccEvents.push(e)));
   // Fault hits go to the caller and, when a stream may end exhausted, to its judge.
   const faultSink: { current: ((h: FaultHit) => void) | null } = { current: null };
   const linkEnds = new Map(s.links.map((l) => [l.name, { a: l.a, b: l.b }]));
@@ -1067,6 +1071,12 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
               ]),
             ),
           };
+    if (fabric !== null) {
+      const more = [...losslessFindings(s, fabric, counters, sim.now()), ...dcqcnFindings(s, ccEvents, sim.now())];
+      for (const f of more) verify.push(`${f.qp}: ${f.detail}`);
+      findings.push(...more);
+      findings.sort((x, y) => x.ns - y.ns);
+    }
     const wallEnd = process.hrtime.bigint();
     const wallNs = Number(wallEnd - wall0);
     const trafficWallNs = Number(wallEnd - traffic0);

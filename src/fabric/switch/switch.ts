@@ -85,6 +85,8 @@ export interface SwitchPortStats {
   /** Refused by the buffer (admission), bound for this port. */
   droppedFrames: number;
   droppedBytes: number;
+  /** Of droppedFrames, those of a lossless priority (PFC on): its headroom ran out, which PFC is there to prevent. */
+  droppedLossless: number;
   /** Dropped on arrival at this port: no route, malformed, unknown protocol. */
   droppedNoRoute: number;
   droppedMalformed: number;
@@ -113,6 +115,7 @@ export const SWITCH_PORT_STATS: readonly { name: keyof SwitchPortStats; doc: str
   { name: 'enqueuedBytes', doc: 'bytes of enqueuedFrames' },
   { name: 'droppedFrames', doc: 'data frames bound for this port that the shared buffer refused (admission)' },
   { name: 'droppedBytes', doc: 'bytes of droppedFrames' },
+  { name: 'droppedLossless', doc: 'of droppedFrames, those of a lossless priority (PFC on): its headroom ran out' },
   { name: 'droppedNoRoute', doc: 'frames received here with a destination the switch has no route for' },
   { name: 'droppedMalformed', doc: 'frames received here too short for their headers, or of a protocol the switch does not forward' },
   { name: 'droppedLinkDown', doc: 'frames queued for this port when its link went down' },
@@ -339,6 +342,7 @@ export class Switch {
     if (!this.mmu.admit(inp.index, prio, size)) {
       out.s.droppedFrames++;
       out.s.droppedBytes += size;
+      if (this.mmu.isLossless(prio)) out.s.droppedLossless++;
       return;
     }
     this.mmu.enqueue(inp.index, out.index, prio, size);
