@@ -88,7 +88,7 @@ export function dcqcnFindings(s: Scenario, events: readonly CongestionEvent[], e
     const min = Math.min((p?.rpg_min_rate ?? 0) * 1e6, max);
     const prev = last.get(key);
     const before = prev?.rateBps ?? max;
-    const g = (x: number): string => `${(x / 1e9).toFixed(3)} Gb/s`;
+    const g = (x: number): string => (x >= 1e9 ? `${(x / 1e9).toFixed(3)} Gb/s` : `${(x / 1e6).toFixed(3)} Mb/s`);
     if (e.rateBps > max + EPS_BPS || e.rateBps < min - EPS_BPS) fail(key, e, `rate ${g(e.rateBps)} is outside [${g(min)}, ${g(max)}]`);
     else if ((e.kind === 'cut' || e.kind === 'first-cnp') && e.rateBps > before + EPS_BPS)
       fail(key, e, `a cut raised the rate from ${g(before)} to ${g(e.rateBps)}`);
