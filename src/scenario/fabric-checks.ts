@@ -8,7 +8,9 @@
  *              at every switch) no responder ever sees a PSN gap
  *              (`out_of_sequence`): retransmissions then only come from
  *              timeouts (a long pause), which resend from the oldest
- *              unacknowledged PSN and leave no gap.
+ *              unacknowledged PSN and leave no gap (nor does a host that
+ *              sent no RNR NAK: after one, the rest of the message comes
+ *              in past the expected PSN).
  *   dcqcn      every flow's rate stays within [min(rpg_min_rate, line),
  *              line]; a cut never raises it, an increase never lowers it
  *              nor takes it past the target, which never falls; and a
@@ -54,8 +56,9 @@ export function losslessFindings(s: Scenario, fabric: FabricResult, counters: Sc
   if (allLossless) {
     for (const [dev, ports] of Object.entries(counters)) {
       for (const [p, c] of Object.entries(ports)) {
+        // After an RNR NAK the rest of the message, already on its way, arrives past the expected PSN: no loss.
         const gaps = c.out_of_sequence ?? 0;
-        if (gaps > 0)
+        if (gaps > 0 && (c.send_rnr_err ?? 0) === 0)
           out.push(finding('lossless-gap', `${dev}:${p}`, endNs, `${dev}:${p} saw ${gaps} out-of-sequence requests on a lossless fabric with no faults`));
       }
     }
