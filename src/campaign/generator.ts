@@ -142,7 +142,7 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
     }
   }
   const faults: Record<string, unknown>[] = [];
-  const fabric = drawFabric(c, root.fork('topology'), qps);
+  const fabric = drawFabric(c, root.fork('topology'), qps, traffic);
   const kinds = [...c.faults.kinds];
   const nf = Math.min(kinds.length, pick(rf, c.faults.perSeed));
   for (let k = 0; k < nf; k++) {
@@ -166,6 +166,29 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   return { ...base, topology: fabric.topology, switch: fabric.switch, qps, faults, traffic };
 }
 
+/**
+ * Memory for the busiest host, MiB: 4 MiB for queues and CQs and room for the
+ * buffers the runner registers (per item: depth slots of its largest message
+ * at each end, and its receives), with a quarter more for guards and
+ * alignment. Eight hosts of a fixed 64 MiB each ran a campaign out of a 4 GB
+ * address space while shrinking.
+ */
+function hostMemoryMiB(qps: readonly Record<string, unknown>[], traffic: readonly Record<string, unknown>[]): number {
+  const need = new Map<string, number>();
+  const add = (h: string, n: number): void => void need.set(h, (need.get(h) ?? 0) + n);
+  const ends = new Map(qps.map((q) => [q.name as string, q]));
+  for (const t of traffic) {
+    const q = ends.get(t.qp as string)!;
+    const [req, resp] = t.from === 'a' ? [q.a as string, q.b as string] : [q.b as string, q.a as string];
+    const slot = Math.max(8, ...(t.wrs as { size?: number }[]).map((w) => w.size ?? 8));
+    const depth = t.depth as number;
+    add(req, slot * depth);
+    add(resp, slot * (depth + ((t.recvDepth as number | undefined) ?? 0)));
+  }
+  const most = Math.max(0, ...need.values());
+  return Math.ceil((4 * 2 ** 20 + 1.25 * most) / 2 ** 20);
+}
+
 /** The links' largest frame (the topology's default `mtu`), which sizes the PFC headroom. */
 const LINK_MTU = 9018;
 
@@ -177,7 +200,12 @@ const PRIORITY = 3;
  * star of hosts on one switch, its PFC and ECN, and each QP's two hosts,
  * set on the QPs (`a`, `b`, and the priority's `sl` and DSCP).
  */
-function drawFabric(c: Campaign, r: Random, qps: Record<string, unknown>[]): { topology: Record<string, unknown>; switch: Record<string, unknown> } | null {
+function drawFabric(
+  c: Campaign,
+  r: Random,
+  qps: Record<string, unknown>[],
+  traffic: readonly Record<string, unknown>[],
+): { topology: Record<string, unknown>; switch: Record<string, unknown> } | null {
   const t = c.topology;
   const n = pick(r, t.hosts);
   if (n === 2 && !r.bernoulli(t.switch)) return null;
@@ -198,13 +226,13 @@ function drawFabric(c: Campaign, r: Random, qps: Record<string, unknown>[]): { t
     Object.assign(q, { a: `h${a}`, b: `h${b}`, sl: PRIORITY, traffic_class: (PRIORITY << 3) << 2 });
   }
   return {
-    topology: { kind: 'star', hosts: n, linkRate, delay, hostMtu: 4096, hostMemory: '64MiB' },
+    topology: { kind: 'star', hosts: n, linkRate, delay, hostMtu: 4096, hostMemory: `${hostMemoryMiB(qps, traffic)}MiB` },
     switch: {
       buffer,
       pfc: { enabled: pfc, priorities: [PRIORITY] },
       ecn: {
         enabled: ecn,
-        // Marks from 1/32 of the buffer, every packet past 1/8: the campaign's small messages do meet them.
+        // Marks from 1/32 of the shared pool, every packet past 1/8: the campaign's small messages do meet them.
         thresholds: [{ linkRate, kmin: Math.floor(shared / 32), kmax: Math.floor(shared / 8), pmax: 0.2 }],
       },
     },
