@@ -6,7 +6,7 @@
  * message names the field: `campaign.json.faults.rate: 0.5 is outside [0, 0.25] ...`.
  */
 import { readFileSync } from 'node:fs';
-import { parseDurationNs } from '../fabric/timing-params.js';
+import { parseDurationNs, parseRate } from '../fabric/timing-params.js';
 import { RnicError } from '../wire/errors.js';
 import { DEFAULT_CONFIG, parseConfig } from '../runtime/config.js';
 import { TRAFFIC_OPS, type TrafficOp } from '../scenario/scenario.js';
@@ -90,6 +90,30 @@ export interface Campaign {
    * false: every error completion is a failure (to hunt what made a QP give up).
    */
   readonly explainExhaustion: boolean;
+  /**
+   * The fabric of a seed: how many hosts, and whether they hang off one
+   * switch (a star, docs/scenarios.md "Fabric") with PFC, ECN marking (the
+   * hosts answer with CNPs and DCQCN) and QPs converging on one host. The
+   * default, two hosts on one cable, draws nothing.
+   */
+  readonly topology: CampaignTopology;
+}
+
+export interface CampaignTopology {
+  /** Hosts per seed; more than two always use a switch. */
+  readonly hosts: Range;
+  /** Chance that two hosts are joined through a switch rather than by one cable. */
+  readonly switch: number;
+  /** With a switch: the chance that PFC is on (the QPs' priority 3 lossless), and that ECN marking is. */
+  readonly pfc: number;
+  readonly ecn: number;
+  /** With more than two hosts: the chance that every QP's `b` end is the same host (incast). */
+  readonly converge: number;
+  /** The switch's shared pool (bytes; the buffer is this plus the ports' reserves and PFC headroom); ECN marks from 1/32 to 1/8 of it. */
+  readonly buffer: Range;
+  /** Every link's rate (bit/s), one of these per seed, and delay (ns). */
+  readonly linkRates: readonly number[];
+  readonly delayNs: Range;
 }
 
 export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
@@ -125,6 +149,16 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
   durationNs: 250_000_000,
   profile: { base: 'ibta', retryCnt7Infinite: true },
   explainExhaustion: true,
+  topology: {
+    hosts: [2, 2],
+    switch: 0,
+    pfc: 0,
+    ecn: 0,
+    converge: 0,
+    buffer: [262144, 262144],
+    linkRates: [100_000_000_000],
+    delayNs: [1000, 1000],
+  },
 } satisfies Campaign);
 
 /** Entries in a default host's GID table: the link-local GID, then each address, each as RoCE v1 and v2. */
@@ -186,6 +220,23 @@ function range(v: unknown, path: string, def: Range, min: number, max: number, n
   return [a, b];
 }
 
+/** A list of link rates, each bit/s or text ('25Gbps'), within what the simulator runs (1 Mb/s .. 1.6 Tb/s). */
+function rates(v: unknown, path: string, def: readonly number[]): readonly number[] {
+  if (v === undefined) return def;
+  if (!Array.isArray(v) || v.length === 0) fail(path, `expected a list of link rates, got ${JSON.stringify(v)}`);
+  return v.map((x, i) => {
+    const q = `${path}[${i}]`;
+    let r = 0;
+    try {
+      r = parseRate(x, q);
+    } catch (e) {
+      fail(q, (e as Error).message.replace(/^.*?: /, ''));
+    }
+    if (r < 1e6 || r > 1.6e12) fail(q, `${r} bit/s is outside [1Mbps, 1.6Tbps]`);
+    return r;
+  });
+}
+
 function prob(v: unknown, path: string, def: number): number {
   return num(v, path, def, 0, 1);
 }
@@ -217,7 +268,9 @@ const TOP = [
   'duration',
   'profile',
   'explainExhaustion',
+  'topology',
 ] as const;
+const TOPOLOGY_KEYS = ['hosts', 'switch', 'pfc', 'ecn', 'converge', 'buffer', 'linkRates', 'delayNs'] as const;
 const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'duplicateCopies'] as const;
 /** Every key of a campaign file, by where (docs/faults.md documents each; a test checks). */
 export const CAMPAIGN_KEYS = Object.freeze({
@@ -226,6 +279,7 @@ export const CAMPAIGN_KEYS = Object.freeze({
   sizes: ['max', 'zero'],
   lateRecv: ['probability', 'delayNs'],
   faults: FAULT_KEYS,
+  topology: TOPOLOGY_KEYS,
 });
 
 /** Checks a campaign (parsed JSON) over the defaults. */
@@ -318,6 +372,21 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
       throw new CampaignError((e as Error).message);
     }
   }
+  const to = o.topology === undefined ? {} : obj(o.topology, p('topology'));
+  onlyKeys(to, TOPOLOGY_KEYS, p('topology'));
+  const dt = d.topology;
+  const topology: CampaignTopology = {
+    // A star of up to 16 hosts: the scenario's switch has a port each.
+    hosts: range(to.hosts, p('topology.hosts'), dt.hosts, 2, 16),
+    switch: prob(to.switch, p('topology.switch'), dt.switch),
+    pfc: prob(to.pfc, p('topology.pfc'), dt.pfc),
+    ecn: prob(to.ecn, p('topology.ecn'), dt.ecn),
+    converge: prob(to.converge, p('topology.converge'), dt.converge),
+    // Room for a few 4 KiB-MTU frames per port at the least.
+    buffer: range(to.buffer, p('topology.buffer'), dt.buffer, 65536, 1 << 30),
+    linkRates: rates(to.linkRates, p('topology.linkRates'), dt.linkRates),
+    delayNs: range(to.delayNs, p('topology.delayNs'), dt.delayNs, 0, 1e9, true),
+  };
   const c: Campaign = {
     name,
     qps,
@@ -355,6 +424,7 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
     durationNs,
     profile,
     explainExhaustion: bool(o.explainExhaustion, p('explainExhaustion'), d.explainExhaustion),
+    topology,
   };
   return deepFreeze(c);
 }

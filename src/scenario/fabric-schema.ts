@@ -48,6 +48,8 @@ const topoCommon = {
   hostMtu: z.union([z.literal(256), z.literal(512), z.literal(1024), z.literal(2048), z.literal(4096)]).default(4096),
   /** Per link (by generated name, 'h0-sw0'): rate, delay, MTU, queue limit and fault rules. */
   links: z.record(z.string(), linkOverride).default({}),
+  /** Every host's memory (bytes or '64MiB'); default: 4 MiB and room for the incast's buffers. */
+  hostMemory: z.union([z.number(), z.string()]).optional(),
   /** Every host's QoS and congestion-control parameters (the device configuration's `congestion`: DCQCN, ECN, CNPs). */
   hostCongestion: z.record(z.string(), z.unknown()).optional(),
 };
@@ -195,7 +197,7 @@ export function expandFabric(o: Record<string, unknown>, source: string, fail: (
   const devices = topo.hosts.map((h, i) => ({
     name: h,
     // Queues and CQs take little; the registered buffers (and their guards) the rest.
-    memory: `${Math.ceil((4 * mib + 1.25 * (need.get(h) ?? 0)) / mib)}MiB`,
+    memory: t.hostMemory ?? `${Math.ceil((4 * mib + 1.25 * (need.get(h) ?? 0)) / mib)}MiB`,
     ...(t.hostCongestion !== undefined ? { congestion: { ...t.hostCongestion } } : {}),
     ports: [
       {

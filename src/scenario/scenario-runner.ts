@@ -65,11 +65,12 @@ import {
 } from './scenario-setup.js';
 import type { PfcRecord, SwitchPortStats } from '../fabric/switch/switch.js';
 import type { FrameObserver } from '../runtime/sim/sim-device.js';
-import type { SimModel, SimStats } from '../runtime/sim/sim-model.js';
+import type { CongestionEvent, SimModel, SimStats } from '../runtime/sim/sim-model.js';
+import { dcqcnFindings, losslessFindings } from './fabric-checks.js';
 import { type Exhaustion, explainRetryExhausted, explainRnrExhausted } from './exhaustion.js';
 import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
-import { psnAddMasked, psnCount, type QpTimeline, TimelineRecorder, wcStatusName } from './timeline.js';
+import { psnAddMasked, psnCount, type QpTimeline, RequestKeys, TimelineRecorder, wcStatusName } from './timeline.js';
 
 export interface RunScenarioOptions {
   /** Where a captured port's pcap goes (index 0 is the scenario's first capture); default: kept in memory, returned in `captures`. */
@@ -127,6 +128,8 @@ export interface FaultHit {
   readonly psn: number;
   readonly occurrence: number;
   readonly ns: number;
+  /** The device the frame was addressed to (by destination MAC: through a switch, not the link's far end); null or absent: the link's far end. */
+  readonly to?: string | null;
 }
 
 /** A QP the watchdog gave up on. */
@@ -467,8 +470,12 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     sim.capturePort(port, w);
   });
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
-  const timeline = new TimelineRecorder();
+  const requestKeys = new RequestKeys(s.devices.map((d) => d.ports.map((p) => p.mac)));
+  const timeline = new TimelineRecorder(requestKeys);
   const unobserve = [sim.observe(timeline.observe)];
+  // Every rate change of congestion control, for the DCQCN checks (fabric-checks.ts).
+  const ccEvents: CongestionEvent[] = [];
+  if (s.switches.length > 0) unobserve.push(sim.observeCongestion((e) => ccEvents.push(e)));
   // Fault hits go to the caller and, when a stream may end exhausted, to its judge.
   const faultSink: { current: ((h: FaultHit) => void) | null } = { current: null };
   const linkEnds = new Map(s.links.map((l) => [l.name, { a: l.a, b: l.b }]));
@@ -482,6 +489,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           faultSink.current?.(h);
         },
         unobserve,
+        requestKeys,
+        s.devices.map((d) => d.name),
       )
     : () => {};
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
@@ -507,7 +516,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     faultSink.current = (h) => {
       const link = linkEnds.get(h.link);
       if (!link) return;
-      const dest = (h.direction === 'a->b' ? link.b : link.a).split(':')[0]!;
+      const dest = h.to ?? (h.direction === 'a->b' ? link.b : link.a).split(':')[0]!;
       const key = `${dest}/${h.qpn}/${OPCODES[h.opcode]?.isRequest ? 'req' : 'resp'}`;
       let xs = faultTimes.get(key);
       if (!xs) faultTimes.set(key, (xs = []));
@@ -586,7 +595,12 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         if (k + 2 < pattern.length) pattern[k + 2] = (x >>> 16) & 0xff;
         if (k + 3 < pattern.length) pattern[k + 3] = x >>> 24;
       }
-      const tl = timeline.addQp({ qp: t.qp, from: t.from, device: req.dev.name, qpn: req.qp.qp_num, op: t.op }, devIndex.get(req.dev.name)!, resp.qp.qp_num);
+      const tl = timeline.addQp(
+        { qp: t.qp, from: t.from, device: req.dev.name, qpn: req.qp.qp_num, op: t.op },
+        devIndex.get(req.dev.name)!,
+        devIndex.get(resp.dev.name)!,
+        resp.qp.qp_num,
+      );
       return new Stream(t, pair, tl, { local, remote, recv, atomic }, slot, recvSlot, pattern, defaultWatchdog(s, pair.spec));
     });
     // Progress the watchdog also counts, as a protocol analyzer at the requester's port would see it:
@@ -603,9 +617,10 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     for (const st of streams) {
       if (!st.rc) continue;
       const w: Watch = { st, maxPsn: (st.req.sqPsn - 1) & 0xffffff, lastTxPsn: -1, roundStart: -1 };
-      const dev = devIndex.get(st.req.dev.name)! * 0x1000000;
-      responders.set(dev + st.req.qp.qp_num, w);
-      requesters.set(dev + st.resp.qp.qp_num, w);
+      const dev = devIndex.get(st.req.dev.name)!;
+      responders.set(dev * 0x1000000 + st.req.qp.qp_num, w);
+      // A request names only the remote QPN: with several hosts, the device it goes to too.
+      requesters.set(requestKeys.key(dev, devIndex.get(st.resp.dev.name)!, st.resp.qp.qp_num), w);
     }
     const later = (a: number, b: number): boolean => ((a - b) << 8) >> 8 > 0;
     const progressAt = (w: Watch, ns: number): void => {
@@ -621,7 +636,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           const psn = bthPsn(e.headers, bth);
           if (e.dir === 'tx') {
             if (!info.isRequest) return;
-            const w = requesters.get(e.deviceIndex * 0x1000000 + bthDestQp(e.headers, bth));
+            const w = requesters.get(requestKeys.ofFrame(e.deviceIndex, e.headers, bth));
             if (!w) return;
             const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
             // A READ request stands for all its response PSNs: resumed, it starts below the last of
@@ -1067,6 +1082,12 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
               ]),
             ),
           };
+    if (fabric !== null) {
+      const more = [...losslessFindings(s, fabric, counters, sim.now()), ...dcqcnFindings(s, ccEvents, sim.now())];
+      for (const f of more) verify.push(`${f.qp}: ${f.detail}`);
+      findings.push(...more);
+      findings.sort((x, y) => x.ns - y.ns);
+    }
     const wallEnd = process.hrtime.bigint();
     const wallNs = Number(wallEnd - wall0);
     const trafficWallNs = Number(wallEnd - traffic0);
@@ -1174,7 +1195,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
  * before the injector sees it, so the rule counters that moved by the next
  * frame (or the end) tell which rule acted on it. Returns the final settle.
  */
-function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve: (() => void)[]): () => void {
+function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve: (() => void)[], keys: RequestKeys, names: readonly string[]): () => void {
   interface Pending {
     direction: 'a->b' | 'b->a';
     opcode: number;
@@ -1182,6 +1203,7 @@ function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve
     psn: number;
     occurrence: number;
     ns: number;
+    to: string | null;
   }
   interface LinkWatch {
     name: string;
@@ -1223,7 +1245,8 @@ function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve
         const key = `${pw.direction}/${opcode}/${qpn}/${psn}`;
         const occurrence = seen.get(key) ?? 0;
         seen.set(key, occurrence + 1);
-        pw.w.pending = { direction: pw.direction, opcode, qpn, psn, occurrence, ns: e.ns };
+        const to = keys.destDevice(e.headers);
+        pw.w.pending = { direction: pw.direction, opcode, qpn, psn, occurrence, ns: e.ns, to: to < 0 ? null : names[to]! };
       }),
     );
   }

@@ -324,7 +324,11 @@ export const ScenarioSchema = strictObject({
     defaultText: '`ibta`',
   }),
   links: described(list(LinkSchema).optional(), 'the cables, see below', 'with exactly two devices: one link between their ports 1'),
-  faults: described(faultRules().optional(), 'fault rules (docs/faults.md) for the one link; with several links put them in `links[i].faults`', 'none'),
+  faults: described(
+    faultRules().optional(),
+    'fault rules (docs/faults.md) for the one link, or with a `topology` for every link (each drawing from its own stream); with several hand-written links put them in `links[i].faults`',
+    'none',
+  ),
   capture: described(list(endpointRef()).optional(), 'ports to capture, `"DEVICE:PORT"`; the first is `capture.pcap`', "the first link's `a` port"),
   qps: described(list(QpSchema).default([]), 'queue pairs, see below', 'none'),
   traffic: described(list(TrafficSchema).default([]), 'what the QPs send, see below', 'none'),
@@ -536,7 +540,9 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
   const rawLinks =
     o.links ??
     (devices.length === 2 ? [{ a: `${devices[0]!.name}:1`, b: `${devices[1]!.name}:1`, queueLimit: SIM_LINK_PARAMS.queueLimit.default as number }] : []);
-  if (o.faults !== undefined && rawLinks.length !== 1)
+  // With a topology, top-level faults go on every link (each draws from its own stream).
+  const everyLink = fabric?.topology != null;
+  if (o.faults !== undefined && rawLinks.length !== 1 && !everyLink)
     fail(`${source}.faults`, `top-level faults apply to the one link; there are ${rawLinks.length}: put them in links[i].faults`);
   const used = new Set<string>();
   const names = new Set<string>();
@@ -552,7 +558,7 @@ export function parseScenario(raw: unknown, source = 'scenario'): Scenario {
       used.add(ref);
       return ref;
     });
-    const rawFaults = l.faults ?? (i === 0 ? o.faults : undefined) ?? [];
+    const rawFaults = l.faults ?? (i === 0 || everyLink ? o.faults : undefined) ?? [];
     const faultPath = l.faults !== undefined ? `${path}.faults` : `${source}.faults`;
     const faults = rethrow(() => resolveFaultRules(rawFaults), faultPath);
     const linkRate = l.linkRate ?? timing.linkRate;

@@ -114,19 +114,57 @@ interface Track {
   oldest: number;
 }
 
+/**
+ * Who a request is for: its sender's device, the device it is addressed to
+ * (by destination MAC) and the remote QPN its BTH carries, as one number.
+ * With more than two hosts the remote QPN alone is ambiguous: QPNs are per
+ * device, so two QPs of one host may both send to a QPN 2 (of two others).
+ */
+export class RequestKeys {
+  readonly #byMac = new Map<number, number>();
+
+  /** `macs[i]`: the port MACs of device i ('02:00:00:00:00:01'). */
+  constructor(macs: readonly (readonly string[])[]) {
+    macs.forEach((list, i) => {
+      for (const m of list) this.#byMac.set(Number.parseInt(m.replace(/:/g, ''), 16), i);
+    });
+  }
+
+  key(fromDevice: number, toDevice: number, remoteQpn: number): number {
+    return (fromDevice * 4096 + toDevice) * QPN_SPACE + remoteQpn;
+  }
+
+  /** The device an Ethernet frame is addressed to (its destination MAC), or -1. */
+  destDevice(f: Uint8Array): number {
+    const mac = f[0]! * 2 ** 40 + f[1]! * 2 ** 32 + f[2]! * 2 ** 24 + f[3]! * 2 ** 16 + f[4]! * 2 ** 8 + f[5]!;
+    return this.#byMac.get(mac) ?? -1;
+  }
+
+  /** The key of request frame `f` (Ethernet) sent by `fromDevice`, its BTH at `bth`. */
+  ofFrame(fromDevice: number, f: Uint8Array, bth: number): number {
+    const to = this.destDevice(f);
+    return this.key(fromDevice, to < 0 ? 4095 : to, bthDestQp(f, bth));
+  }
+}
+
 /** Records the timeline of the QPs it is told about. */
 export class TimelineRecorder {
   readonly qps: QpTimeline[] = [];
-  /** Requester tracks by device index × 2^24 + remote QPN (what its request packets carry), and by local QPN. */
+  readonly #keys: RequestKeys;
+  /** Requester tracks by RequestKeys (what its request packets carry), and by device index × 2^24 + local QPN. */
   readonly #byRemote = new Map<number, Track>();
   readonly #byLocal = new Map<number, Track>();
   readonly #byTimeline = new Map<QpTimeline, Track>();
 
-  /** A requester: `deviceIndex` sends with local QPN `qpn` to remote QPN `remoteQpn`. */
-  addQp(t: Omit<QpTimeline, 'wrs' | 'events' | 'acks' | 'retransmittedPackets'>, deviceIndex: number, remoteQpn: number): QpTimeline {
+  constructor(keys: RequestKeys) {
+    this.#keys = keys;
+  }
+
+  /** A requester: `deviceIndex` sends with local QPN `qpn` to remote QPN `remoteQpn` of device `remoteDevice`. */
+  addQp(t: Omit<QpTimeline, 'wrs' | 'events' | 'acks' | 'retransmittedPackets'>, deviceIndex: number, remoteDevice: number, remoteQpn: number): QpTimeline {
     const tl: QpTimeline = { ...t, wrs: [], events: [], acks: 0, retransmittedPackets: 0 };
     const track: Track = { t: tl, psnMax: -1, oldest: 0 };
-    this.#byRemote.set(deviceIndex * QPN_SPACE + remoteQpn, track);
+    this.#byRemote.set(this.#keys.key(deviceIndex, remoteDevice, remoteQpn), track);
     this.#byLocal.set(deviceIndex * QPN_SPACE + t.qpn, track);
     this.#byTimeline.set(tl, track);
     this.qps.push(tl);
@@ -141,7 +179,7 @@ export class TimelineRecorder {
     const info = OPCODES[f[bth]!];
     if (!info) return;
     if (e.dir === 'tx' && info.isRequest) {
-      const tr = this.#byRemote.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));
+      const tr = this.#byRemote.get(this.#keys.ofFrame(e.deviceIndex, f, bth));
       if (tr) this.#request(tr, bthPsn(f, bth), e.ns);
     } else if (e.dir === 'rx' && info.kind === 'ack') {
       const tr = this.#byLocal.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));

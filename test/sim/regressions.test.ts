@@ -7,6 +7,11 @@
  * - rnr-nak-past-a-read-waiting-to-be-resent: an RNR NAK for a PSN behind a
  *   READ that was waiting to be resent rewound past it (the READ was never
  *   asked again), and the READ's slot was given to a later READ.
+ * - read-to-a-second-host-with-the-same-qpn (campaigns/fabric.json, seed
+ *   200711): h0 sends to QPN 2 of h3 (a READ resumed round by round at 7 %
+ *   loss a link) and to QPN 2 of h1; the watchdog told requests apart by
+ *   the remote QPN alone, gave rc0's to rc5 and called rc0, progressing, a
+ *   stall. Requests are now told apart by the device they are addressed to.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -21,7 +21,10 @@
  * it) and answers ARP requests and IPv6 neighbour solicitations for them
  * itself (ARP suppression, as EVPN fabrics do), so no broadcast is ever
  * flooded; data frames keep their MACs. A source IP the switch has no
- * route for is learnt on the port it came in on.
+ * route for is learnt on the port it came in on. RoCE v1 (no IP header)
+ * and IPv6 to a link-local address (fe80::/10, which no route covers) are
+ * bridged by destination MAC: a host's, or one learnt from the source MACs
+ * of such frames.
  *
  * No timers or I/O of its own: it is handed an EventScheduler and a
  * random source, and its ports are reached through `SwitchLine`.
@@ -82,6 +85,8 @@ export interface SwitchPortStats {
   /** Refused by the buffer (admission), bound for this port. */
   droppedFrames: number;
   droppedBytes: number;
+  /** Of droppedFrames, those of a lossless priority (PFC on): its headroom ran out, which PFC is there to prevent. */
+  droppedLossless: number;
   /** Dropped on arrival at this port: no route, malformed, unknown protocol. */
   droppedNoRoute: number;
   droppedMalformed: number;
@@ -110,6 +115,7 @@ export const SWITCH_PORT_STATS: readonly { name: keyof SwitchPortStats; doc: str
   { name: 'enqueuedBytes', doc: 'bytes of enqueuedFrames' },
   { name: 'droppedFrames', doc: 'data frames bound for this port that the shared buffer refused (admission)' },
   { name: 'droppedBytes', doc: 'bytes of droppedFrames' },
+  { name: 'droppedLossless', doc: 'of droppedFrames, those of a lossless priority (PFC on): its headroom ran out' },
   { name: 'droppedNoRoute', doc: 'frames received here with a destination the switch has no route for' },
   { name: 'droppedMalformed', doc: 'frames received here too short for their headers, or of a protocol the switch does not forward' },
   { name: 'droppedLinkDown', doc: 'frames queued for this port when its link went down' },
@@ -148,6 +154,11 @@ interface Port {
   readonly refreshAt: Float64Array;
 }
 
+/** The 48-bit MAC at `off` of `f`, as a number. */
+function macAt(f: Uint8Array, off: number): number {
+  return f[off]! * 2 ** 40 + f[off + 1]! * 2 ** 32 + ((f[off + 2]! << 24) >>> 0) + (f[off + 3]! << 16) + (f[off + 4]! << 8) + f[off + 5]!;
+}
+
 /** Most source addresses a switch learns (routes it was given do not count). */
 export const LEARNT_CAPACITY = 4096;
 
@@ -161,6 +172,10 @@ export class Switch {
   readonly #routes = new Map<number | string, number[]>();
   readonly #learnt = new Set<number | string>();
   readonly #hosts = new Map<number | string, { ip: Uint8Array; mac: Uint8Array }>();
+  /** A host's MAC (48 bits as a number) → the key of its address, whose route bridged frames take. */
+  readonly #hostByMac = new Map<number, number | string>();
+  /** Source MACs of bridged frames → the port each came in on (bounded as #learnt). */
+  readonly #macs = new Map<number, number[]>();
   readonly #l2: L2Info = { etherType: 0, l3: 0, pcp: -1 };
   readonly #deq: Dequeued = { prio: 0, inPort: 0 };
   readonly #ecnPrios: number;
@@ -226,7 +241,9 @@ export class Switch {
 
   /** A host the switch answers ARP / ND for. */
   addHost(ip: Uint8Array, mac: Uint8Array): void {
-    this.#hosts.set(addrKey(ip, 0, ip.length === 4 ? 4 : 16), { ip: ip.slice(), mac: mac.slice() });
+    const key = addrKey(ip, 0, ip.length === 4 ? 4 : 16);
+    this.#hosts.set(key, { ip: ip.slice(), mac: mac.slice() });
+    this.#hostByMac.set(macAt(mac, 0), key);
   }
 
   stats(i: number): SwitchPortStats {
@@ -280,6 +297,11 @@ export class Switch {
       this.#onMacControl(port, frame);
     } else if (et === EtherType.ARP) {
       this.#answerArp(port, frame);
+    } else if (et === EtherType.ROCE) {
+      // RoCE v1 is link-layer only: bridged by MAC, its priority the PCP (untagged: 0; it has no DSCP).
+      const hops = this.#bridgeHops(port, frame);
+      if (hops === undefined) port.s.droppedNoRoute++;
+      else this.#enqueue(port, frame, hops.length === 1 ? hops[0]! : hops[macAt(frame, 0) % hops.length]!, l2.pcp >= 0 ? l2.pcp : 0);
     } else {
       port.s.droppedMalformed++;
     }
@@ -292,17 +314,35 @@ export class Switch {
       this.#routes.set(sk, [inp.index]);
       this.#learnt.add(sk);
     }
-    const hops = this.#routes.get(dstKey(frame, l3, et));
+    // An IPv6 link-local destination (fe80::/10) is no route's: bridged by its destination MAC.
+    const hops =
+      this.#routes.get(dstKey(frame, l3, et)) ??
+      (et === EtherType.IPV6 && frame[l3 + 24] === 0xfe && (frame[l3 + 25]! & 0xc0) === 0x80 ? this.#bridgeHops(inp, frame) : undefined);
     if (hops === undefined) {
       inp.s.droppedNoRoute++;
       return;
     }
-    const out = this.#ports[hops.length === 1 ? hops[0]! : hops[flowHash(frame, l3, et, this.#ecmpSeed) % hops.length]!]!;
     const prio = this.config.trust === 'pcp' && pcp >= 0 ? pcp : this.config.dscpToPriority[dscpAt(frame, l3, et)]!;
+    this.#enqueue(inp, frame, hops.length === 1 ? hops[0]! : hops[flowHash(frame, l3, et, this.#ecmpSeed) % hops.length]!, prio);
+  }
+
+  /** Ports toward a frame's destination MAC (a host's route, or a learnt MAC); learns its source MAC. */
+  #bridgeHops(inp: Port, frame: Uint8Array): readonly number[] | undefined {
+    const src = macAt(frame, 6);
+    if (!this.#hostByMac.has(src) && !this.#macs.has(src) && this.#macs.size < LEARNT_CAPACITY) this.#macs.set(src, [inp.index]);
+    const dst = macAt(frame, 0);
+    const host = this.#hostByMac.get(dst);
+    return (host === undefined ? undefined : this.#routes.get(host)) ?? this.#macs.get(dst);
+  }
+
+  /** Admits `frame` from `inp` to egress port `outIndex` at priority `prio`, or drops it. */
+  #enqueue(inp: Port, frame: Uint8Array, outIndex: number, prio: number): void {
+    const out = this.#ports[outIndex]!;
     const size = frame.length;
     if (!this.mmu.admit(inp.index, prio, size)) {
       out.s.droppedFrames++;
       out.s.droppedBytes += size;
+      if (this.mmu.isLossless(prio)) out.s.droppedLossless++;
       return;
     }
     this.mmu.enqueue(inp.index, out.index, prio, size);
@@ -346,8 +386,8 @@ export class Switch {
     if (q <= ecn.kminBytes) return;
     const l2 = this.#l2;
     readL2(frame, l2);
-    // Only ECT packets are marked (and only they draw from the random stream).
-    if (!isEct(ecnAt(frame, l2.l3, l2.etherType))) return;
+    // Only ECT IP packets are marked (and only they draw from the random stream); a RoCE v1 GRH has no ECN field.
+    if ((l2.etherType !== EtherType.IPV4 && l2.etherType !== EtherType.IPV6) || !isEct(ecnAt(frame, l2.l3, l2.etherType))) return;
     if (q <= ecn.kmaxBytes && this.#random.next() >= (ecn.pmax * (q - ecn.kminBytes)) / (ecn.kmaxBytes - ecn.kminBytes)) return;
     markCe(frame, l2.l3, l2.etherType);
     port.s.ecnMarked++;
