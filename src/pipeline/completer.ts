@@ -99,7 +99,7 @@ function impliedNak(nic: NicCore, q: QpCtx, now: number): void {
   if (takeRetry(nic, q)) {
     retransmitFromOldest(q);
     q.retryStarted = true;
-    restartTimer(q, now);
+    restartTimer(q);
   }
   nic.schedule(q);
 }
@@ -107,10 +107,14 @@ function impliedNak(nic: NicCore, q: QpCtx, now: number): void {
 /**
  * A retransmission restarts the transport timer (IBTA 9.7.6.1.3): left at its
  * old deadline it fires before the resent packets can be acknowledged and
- * spends a second retry on the same loss.
+ * spends a second retry on the same loss. It starts when the resend goes out
+ * (requester.ts arms a stopped timer after a transmit), not at the decision:
+ * a requester kept from sending (its QP's READ responses go first, a full
+ * ring) spent a retry per timeout on packets it had not sent again, and gave
+ * up with retries left (fabric campaign seed 300036).
  */
-function restartTimer(q: QpCtx, now: number): void {
-  q.ackDeadline = now + localAckTimeoutNs(q.timeout);
+function restartTimer(q: QpCtx): void {
+  q.ackDeadline = Infinity;
 }
 
 /** Where a READ resumes (the first response PSN not received) or an ATOMIC restarts. */
@@ -236,7 +240,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
           ctr[Ctr.PACKET_SEQ_ERR]!++;
           goBackTo(q, psn);
           q.retryStarted = true;
-          restartTimer(q, now);
+          restartTimer(q);
           nic.schedule(q);
           return;
         }
@@ -345,6 +349,6 @@ export function completerTimeout(nic: NicCore, q: QpCtx, now: number): void {
   nic.ctr(q.portNum)[Ctr.LOCAL_ACK_TIMEOUT_ERR]!++;
   retransmitFromOldest(q);
   q.retryStarted = true;
-  q.ackDeadline = now + localAckTimeoutNs(q.timeout);
+  restartTimer(q);
   nic.schedule(q);
 }

@@ -408,7 +408,9 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
       }
     }
   }
-  if (q.reliable && q.ackDeadline === Infinity && hasUnacked(q)) {
+  // The transport timer runs from a packet's send (IBTA 9.7.6.1.3): stopped by a retry or an
+  // RNR NAK, it starts again with the first packet that goes out, not on a pass that sent none.
+  if (sent > 0 && q.reliable && q.ackDeadline === Infinity && hasUnacked(q)) {
     q.ackDeadline = now + localAckTimeoutNs(q.timeout);
   }
   if (q.draining) sqDrainCheck(nic, q, qp);

@@ -12,6 +12,13 @@
  *   loss a link) and to QPN 2 of h1; the watchdog told requests apart by
  *   the remote QPN alone, gave rc0's to rc5 and called rc0, progressing, a
  *   stall. Requests are now told apart by the device they are addressed to.
+ * - retry-timer-while-read-responses-go-first (campaigns/fabric.json with
+ *   profile ibta and finite retries, seed 300036): h1's rc2 streams READ
+ *   responses to h2 and sends a SEND of its own on the same QP; the
+ *   responder's burst goes first each pass, and the requester, kept from
+ *   resending after a timeout, had its timer started at the decision: each
+ *   timeout spent a retry on packets not sent again, RETRY_EXC_ERR with
+ *   retries left. The timer now starts with the resend.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
