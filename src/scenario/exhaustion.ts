@@ -13,8 +13,9 @@
  *   progress): the failing WR was retransmitted from one PSN at least
  *   retry_cnt times in a row (each go-back-N round restarts at the oldest
  *   unacknowledged PSN, so a round that made progress starts later), and
- *   faults acted at least retry_cnt + 1 times on this QP's frames since its
- *   first packet: every failed attempt needs a cause.
+ *   faults acted (or a switch dropped one for want of buffer) at least
+ *   retry_cnt + 1 times on this QP's frames since its first packet: every
+ *   failed attempt needs a cause.
  * - RNR_RETRY_EXC_ERR after rnr_retry retries (C9-149; 7 is infinite): at
  *   least rnr_retry + 1 RNR NAKs in a row for one PSN, and none of them
  *   while the responder provably held a receive (one posted before the
@@ -54,7 +55,7 @@ export interface RetryEvidence {
   readonly index: number;
   /** retry_cnt, or Infinity when the device retries for ever (the rxe profile's 7). */
   readonly budget: number;
-  /** Times (ns) faults acted on a frame of this QP's traffic (its requests, its responses). */
+  /** Times (ns) faults acted on a frame of this QP's traffic (its requests, its responses), or a switch dropped one. */
   readonly faultNs: readonly number[];
   readonly errorNs: number;
 }
@@ -71,11 +72,11 @@ export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
   if (faults < e.budget + 1)
     return {
       ok: false,
-      why: `${rounds} round(s) failed but faults acted on this QP's frames only ${faults} time(s) since its first packet (${e.budget + 1} needed)`,
+      why: `${rounds} round(s) failed but faults and switch drops acted on this QP's frames only ${faults} time(s) since its first packet (${e.budget + 1} needed)`,
     };
   return {
     ok: true,
-    why: `${rounds} retries from PSN ${t?.psn ?? w.psnFirst} without progress (retry_cnt ${e.budget}), ${faults} fault(s) on this QP's frames`,
+    why: `${rounds} retries from PSN ${t?.psn ?? w.psnFirst} without progress (retry_cnt ${e.budget}), ${faults} fault(s) or switch drop(s) on this QP's frames`,
   };
 }
 

@@ -515,13 +515,33 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const faultTimes = new Map<string, number[]>();
     faultSink.current = (h) => {
       const link = linkEnds.get(h.link);
-      if (!link) return;
-      const dest = h.to ?? (h.direction === 'a->b' ? link.b : link.a).split(':')[0]!;
+      if (!link && !h.to) return;
+      const dest = h.to ?? (h.direction === 'a->b' ? link!.b : link!.a).split(':')[0]!;
       const key = `${dest}/${h.qpn}/${OPCODES[h.opcode]?.isRequest ? 'req' : 'resp'}`;
       let xs = faultTimes.get(key);
       if (!xs) faultTimes.set(key, (xs = []));
       xs.push(h.ns);
     };
+    // A switch's congestion drops are losses too (a lossy priority under an incast, RoCE v1 on
+    // priority 0): evidence for an exhausted retry budget, as a fault hit is.
+    for (const { name, sw } of sim.switches) {
+      sw.onDrop = (frame) => {
+        const bth = bthOffset(frame);
+        const to = requestKeys.destDevice(frame);
+        if (bth < 0 || to < 0) return;
+        faultSink.current?.({
+          link: name,
+          direction: 'a->b',
+          rule: -1,
+          opcode: frame[bth]!,
+          qpn: bthDestQp(frame, bth),
+          psn: bthPsn(frame, bth),
+          occurrence: 0,
+          ns: sim.now(),
+          to: s.devices[to]!.name,
+        });
+      };
+    }
     /** Fault hits on a stream's frames (its requests, its responses) in [from, to]: tells a reader of a stall or a leftover whether the faults can explain it. */
     const faultsOn = (st: Stream, from: number, to: number, what: string): string => {
       if (!faultHits) return '';

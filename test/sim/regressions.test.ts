@@ -19,6 +19,12 @@
  *   resending after a timeout, had its timer started at the decision: each
  *   timeout spent a retry on packets not sent again, RETRY_EXC_ERR with
  *   retries left. The timer now starts with the resend.
+ * - retry-exhausted-by-switch-drops-on-a-lossy-priority (the same, seed
+ *   300032): rc5 is RoCE v1 (priority 0 through the switch, lossy) in a
+ *   three-host incast and retry_cnt 1; the switch's buffer dropped 61
+ *   frames, and the QP ran out of retries, as it should. The judge counted
+ *   only injected faults as causes and called it unexplained; a switch's
+ *   congestion drops of the QP's frames now count too.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -181,6 +181,8 @@ export class Switch {
   readonly #ecnPrios: number;
   readonly #ecmpSeed: number;
   #onPfc: ((r: PfcRecord) => void) | null = null;
+  /** Told of every frame the buffer refused (a congestion drop), before it is let go; null: nobody asks. */
+  onDrop: ((frame: Uint8Array) => void) | null = null;
 
   constructor(name: string, config: SwitchConfig, ports: readonly SwitchPortSpec[], sched: EventScheduler, random: RandomSource) {
     if (ports.length === 0) throw new FabricError('FABRIC_BAD_CONFIG', `switch ${name}: no ports`);
@@ -343,6 +345,7 @@ export class Switch {
       out.s.droppedFrames++;
       out.s.droppedBytes += size;
       if (this.mmu.isLossless(prio)) out.s.droppedLossless++;
+      this.onDrop?.(frame);
       return;
     }
     this.mmu.enqueue(inp.index, out.index, prio, size);
