@@ -93,7 +93,7 @@ function progress(q: QpCtx, psn: number, now: number): void {
  * Only once per loss: what was in flight before the retry starts no new one
  * (rxe started_retry).
  */
-function impliedNak(nic: NicCore, q: QpCtx, now: number): void {
+function impliedNak(nic: NicCore, q: QpCtx): void {
   if (q.retryStarted) return;
   nic.ctr(q.portNum)[Ctr.IMPLIED_NAK_SEQ_ERR]!++;
   if (takeRetry(nic, q)) {
@@ -186,7 +186,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
         // A cumulative ACK beyond a pending READ/ATOMIC means its response was lost.
         const head = q.window[0];
         if (head && head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, head.firstPsn) >= 0) {
-          impliedNak(nic, q, now);
+          impliedNak(nic, q);
           return;
         }
         progress(q, psn, now);
@@ -204,7 +204,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
         // lost: a transport retry of the head, not a receiver-not-ready one (IBTA 9.7.5.1.2 implied
         // NAK; rxe check_psn → COMPST_ERROR_RETRY). The resent SEND meets its RNR NAK again if need be.
         if (head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, lastPsn(head)) > 0) {
-          impliedNak(nic, q, now);
+          impliedNak(nic, q);
           return;
         }
         ctr[Ctr.RCVD_RNR_ERR]!++;
@@ -264,7 +264,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
   if (!head || (head.status === WqeStatus.PENDING && head.sentPkts === 0)) return;
   // A response past the head's last PSN answers a later request: the head's was lost.
   if (psnCompare(psn, lastPsn(head)) > 0) {
-    impliedNak(nic, q, now);
+    impliedNak(nic, q);
     return;
   }
   if (psnCompare(psn, head.firstPsn) < 0) return; // a duplicate of one already taken
@@ -303,7 +303,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
   if (d > 0) {
     // A response of this READ is missing: ask again from what we have (resumePsn),
     // or (rxe) ignore this one and leave the retry to the transport timer (profiles.ts).
-    if (nic.env.profile.readResponseGap === 'reissue') impliedNak(nic, q, now);
+    if (nic.env.profile.readResponseGap === 'reissue') impliedNak(nic, q);
     return;
   }
   const isFirst = op === Op.RC_RDMA_READ_RESPONSE_FIRST || op === Op.RC_RDMA_READ_RESPONSE_ONLY;
