@@ -80,6 +80,11 @@ const EXPECT: Record<string, Expect> = {
     out: /switch sw0: 0 dropped[\s\S]*checks: all passed\n  wrote .*pfc\.json, timeseries\.json, queue-depth\.svg, flow-rate\.svg, pauses\.svg, fct\.svg, cc-rate\.svg, report\.html in incast\//,
     files: ['incast/flows.json', 'incast/pfc.json', 'incast/report.html', 'incast/summary.json'],
   },
+  'npx rnic campaign --campaign campaigns/fabric.json --seeds 20 --jobs 1 --quiet': { out: /campaign fabric: seeds 0\.\.19 \(20\): 20 passed, 0 failed/ },
+  "npx rnic campaign --seeds 20 --jobs 1 --quiet --set 'topology.hosts=[3,6]' --set topology.pfc=1 --set 'faults.perSeed=0' --set 'gids=[1,3,5]' --set 'sizes.max=65536' --set topology.converge=1":
+    {
+      out: /campaign default: seeds 0\.\.19 \(20\): 20 passed, 0 failed/,
+    },
   'npx rnic pcap-sample --out sample.pcap': { out: /wrote \d+ Ethernet frames .* to sample\.pcap/, files: ['sample.pcap', 'sample-ib.pcap'] },
   'npm run bench': { out: /## wire codec[\s\S]*## sim scheduler/ },
   'npm run bench -- wire': { out: /## wire codec.*\n.*Mpps/ },
