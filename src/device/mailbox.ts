@@ -107,16 +107,21 @@ export function executeCommand(fw: Firmware, mailbox: Uint8Array): CommandResult
  * command was executed. A mailbox outside host memory completes with
  * INTERNAL_ERR (nothing is written to memory).
  */
+/** The token the driver rang the command doorbell with, if the firmware has not executed it yet; else 0. */
+function pendingToken(fw: Firmware, bar: Bar): number {
+  const token = Atomics.load(bar.i32, Reg.CMD_DOORBELL) & 0xffff;
+  return token === fw.lastToken ? 0 : token;
+}
+
 /** True when the driver has rung the command doorbell with a token the firmware has not executed yet. */
 export function commandPending(fw: Firmware, bar: Bar): boolean {
-  const token = Atomics.load(bar.i32, Reg.CMD_DOORBELL) & 0xffff;
-  return token !== 0 && token !== fw.lastToken;
+  return pendingToken(fw, bar) !== 0;
 }
 
 export function serviceCommandDoorbell(fw: Firmware, bar: Bar): boolean {
   const r = bar.i32;
-  if (!commandPending(fw, bar)) return false;
-  const token = Atomics.load(r, Reg.CMD_DOORBELL) & 0xffff;
+  const token = pendingToken(fw, bar);
+  if (token === 0) return false;
   fw.lastToken = token;
   const addr = (Atomics.load(r, Reg.CMD_ADDR_HI) >>> 0) * 4294967296 + (Atomics.load(r, Reg.CMD_ADDR_LO) >>> 0);
   let status: number;

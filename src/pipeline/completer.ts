@@ -99,7 +99,7 @@ function impliedNak(nic: NicCore, q: QpCtx): void {
   if (takeRetry(nic, q)) {
     retransmitFromOldest(q);
     q.retryStarted = true;
-    restartTimer(q);
+    stopTimerUntilResend(q);
   }
   nic.schedule(q);
 }
@@ -113,7 +113,7 @@ function impliedNak(nic: NicCore, q: QpCtx): void {
  * ring) spent a retry per timeout on packets it had not sent again, and gave
  * up with retries left (fabric campaign seed 300036).
  */
-function restartTimer(q: QpCtx): void {
+function stopTimerUntilResend(q: QpCtx): void {
   q.ackDeadline = Infinity;
 }
 
@@ -216,7 +216,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
         ctr[Ctr.RNR_NAK_RETRY_ERR]!++;
         q.rnrUntil = now + rnrTimerNs(aethValue(syn));
         q.rnrPsn = psn;
-        q.ackDeadline = Infinity;
+        stopTimerUntilResend(q);
         goBackTo(q, psn);
         nic.schedule(q);
         return;
@@ -240,7 +240,7 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
           ctr[Ctr.PACKET_SEQ_ERR]!++;
           goBackTo(q, psn);
           q.retryStarted = true;
-          restartTimer(q);
+          stopTimerUntilResend(q);
           nic.schedule(q);
           return;
         }
@@ -349,6 +349,6 @@ export function completerTimeout(nic: NicCore, q: QpCtx, now: number): void {
   nic.ctr(q.portNum)[Ctr.LOCAL_ACK_TIMEOUT_ERR]!++;
   retransmitFromOldest(q);
   q.retryStarted = true;
-  restartTimer(q);
+  stopTimerUntilResend(q);
   nic.schedule(q);
 }

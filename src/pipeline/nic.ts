@@ -421,8 +421,7 @@ export class Nic implements NicCore {
     for (const q of this.ready) {
       if (sent >= budget) break;
       if (q.responses.length === 0) continue;
-      const pause = this.port(q.portNum).pause;
-      if (pause.pausedMask !== 0 && pause.isPaused(q.prio, now)) continue;
+      if (this.paused(q, now)) continue;
       const s = this.qp(q.qpn);
       if (s) sent += responderTransmit(this, s.q, budget - sent);
     }
@@ -588,8 +587,7 @@ export class Nic implements NicCore {
     let rounds = this.ready.length;
     while (rounds-- > 0 && sent < budget) {
       const q = this.ready.shift()!;
-      const pause = this.port(q.portNum).pause;
-      if (pause.pausedMask !== 0 && pause.isPaused(q.prio, now)) {
+      if (this.paused(q, now)) {
         // Still scheduled (schedule() leaves it alone); back on the list when the pause ends.
         q.parked = true;
         this.parked.push(q);
@@ -610,6 +608,12 @@ export class Nic implements NicCore {
       else if (blocked && (s.q.responses.length > 0 || requesterHasWork(s.q)) && now >= s.q.rnrUntil && this.waitingForNeighbour(s.q)) this.schedule(s.q);
     }
     return sent;
+  }
+
+  /** The QP's priority is PFC-paused on its port now. */
+  private paused(q: QpCtx, now: number): boolean {
+    const pause = this.port(q.portNum).pause;
+    return pause.pausedMask !== 0 && pause.isPaused(q.prio, now);
   }
 
   /** Puts the parked QPs whose priority flows again back on the schedule, in the order they were parked. */

@@ -84,22 +84,15 @@ export class ScratchEth implements EthernetHeader {
   }
 }
 
-/** Source then destination address (IPv4 bytes 12-19). */
-export class ScratchIpv4 implements Ipv4Header {
-  readonly #addrs = new LazyPair(4);
-  ihl = 0;
-  dscp = 0;
-  ecn = 0;
-  totalLength = 0;
-  id = 0;
-  flags = 0;
-  fragmentOffset = 0;
-  ttl = 0;
-  protocol = 0;
-  checksum = 0;
-  options: Uint8Array | null = null;
+/** Source then destination address of an IP header, `len` bytes each, copied on first read. */
+abstract class LazySrcDst {
+  readonly #addrs: LazyPair;
 
-  /** @internal The addresses are `frame[at..at+8)`. */
+  constructor(len: number) {
+    this.#addrs = new LazyPair(len);
+  }
+
+  /** @internal The addresses are `frame[at..at+2·len)`. */
   addrsAt(frame: Uint8Array, at: number): void {
     this.#addrs.from(frame, at);
   }
@@ -117,29 +110,34 @@ export class ScratchIpv4 implements Ipv4Header {
   }
 }
 
-/** Source then destination address (IPv6 bytes 8-39). */
-export class ScratchIpv6 implements Ipv6Header {
-  readonly #addrs = new LazyPair(16);
+/** IPv4, its addresses at bytes 12-19. */
+export class ScratchIpv4 extends LazySrcDst implements Ipv4Header {
+  ihl = 0;
+  dscp = 0;
+  ecn = 0;
+  totalLength = 0;
+  id = 0;
+  flags = 0;
+  fragmentOffset = 0;
+  ttl = 0;
+  protocol = 0;
+  checksum = 0;
+  options: Uint8Array | null = null;
+
+  constructor() {
+    super(4);
+  }
+}
+
+/** IPv6, its addresses at bytes 8-39. */
+export class ScratchIpv6 extends LazySrcDst implements Ipv6Header {
   trafficClass = 0;
   flowLabel = 0;
   payloadLength = 0;
   nextHeader = 0;
   hopLimit = 0;
 
-  /** @internal The addresses are `frame[at..at+32)`. */
-  addrsAt(frame: Uint8Array, at: number): void {
-    this.#addrs.from(frame, at);
-  }
-  get src(): Uint8Array {
-    return this.#addrs.fresh().a;
-  }
-  set src(v: Uint8Array) {
-    this.#addrs.fresh().a = v;
-  }
-  get dst(): Uint8Array {
-    return this.#addrs.fresh().b;
-  }
-  set dst(v: Uint8Array) {
-    this.#addrs.fresh().b = v;
+  constructor() {
+    super(16);
   }
 }
