@@ -353,8 +353,8 @@ export function pinFaults(rules: readonly Record<string, unknown>[], hits: reado
   const out: Record<string, unknown>[] = [];
   for (const h of [...hits].sort((a, b) => a.ns - b.ns)) {
     const r = rules[h.rule];
-    if (!r) continue;
-    const key = `${h.direction}/${h.opcode}/${h.qpn}/${h.psn}`;
+    if (!r || h.whileDown) continue;
+    const key = `${h.link}/${h.direction}/${r.on === 'rx' ? 'rx' : 'tx'}/${h.opcode}/${h.qpn}/${h.psn}`;
     const before = taken.get(key) ?? 0;
     taken.set(key, before + 1);
     const rule: Record<string, unknown> = {
@@ -362,7 +362,7 @@ export function pinFaults(rules: readonly Record<string, unknown>[], hits: reado
       direction: h.direction,
       match: { opcode: h.opcode, qpn: h.qpn, psn: [h.psn, h.psn], ...(h.occurrence - before > 0 ? { after: h.occurrence - before } : {}), count: 1 },
     };
-    for (const k of ['delayNs', 'copies', 'reorderDepth', 'target'] as const) if (r[k] !== undefined) rule[k] = r[k];
+    for (const k of ['on', 'delayNs', 'copies', 'reorderDepth', 'target', 'downForNs'] as const) if (r[k] !== undefined) rule[k] = r[k];
     out.push(rule);
   }
   return out;

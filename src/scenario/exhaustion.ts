@@ -14,15 +14,24 @@
  *   retry_cnt times in a row (each go-back-N round restarts at the oldest
  *   unacknowledged PSN, so a round that made progress starts later), and
  *   faults acted (or a switch dropped one for want of buffer) at least
- *   retry_cnt + 1 times on this QP's frames since its first packet: every
- *   failed attempt needs a cause.
+ *   retry_cnt + 1 times on this QP's frames since its first packet, or
+ *   some of the attempts timed out on delay (below): every failed attempt
+ *   needs a cause.
+ * - Delay: a local ACK timeout shorter than the fabric's queueing (a
+ *   congested egress, PFC pauses) expires with nothing lost, as it would on
+ *   a real fabric. A timeout counts as delay when the requester had been
+ *   quiet (no request sent, no response taken, no NAK) for at least the
+ *   timeout before it gave up or resent, and at the moment the timer was
+ *   due some of the QP's frames were still on the way: sent by one host's
+ *   port, not yet at the other's, and not dropped. A timer that fires early
+ *   or a responder that does not answer is still not explained.
  * - RNR_RETRY_EXC_ERR after rnr_retry retries (C9-149; 7 is infinite): at
  *   least rnr_retry + 1 RNR NAKs in a row for one PSN, and none of them
  *   while the responder provably held a receive (one posted before the
  *   earliest transmission the NAK can answer, and not completed by the time
  *   the NAK came back).
  */
-import type { QpTimeline } from './timeline.js';
+import type { QpFlight, QpTimeline } from './timeline.js';
 
 export type Exhaustion = { readonly ok: true; readonly why: string } | { readonly ok: false; readonly why: string };
 
@@ -36,7 +45,7 @@ const psnCmp = (a: number, b: number): number => ((a - b) << 8) >> 8;
  * the one before; a READ or an atomic is one request packet a round (a READ
  * resumes at the first response PSN it lacks).
  */
-export function trailingRounds(tl: QpTimeline, index: number): { psn: number; rounds: number; firstNs: number } | null {
+export function trailingRounds(tl: QpTimeline, index: number): { psn: number; rounds: number; firstNs: number; startsNs: number[] } | null {
   const w = tl.wrs[index];
   const rs = w?.retransmissions ?? [];
   const onePacket = w !== undefined && (w.op === 'read' || w.op === 'fetch_add' || w.op === 'cmp_swap');
@@ -46,7 +55,7 @@ export function trailingRounds(tl: QpTimeline, index: number): { psn: number; ro
   const last = starts[starts.length - 1]!.psn;
   let k = starts.length - 1;
   while (k > 0 && starts[k - 1]!.psn === last) k--;
-  return { psn: last, rounds: starts.length - k, firstNs: starts[k]!.ns };
+  return { psn: last, rounds: starts.length - k, firstNs: starts[k]!.ns, startsNs: starts.slice(k).map((x) => x.ns) };
 }
 
 export interface RetryEvidence {
@@ -58,6 +67,74 @@ export interface RetryEvidence {
   /** Times (ns) faults acted on a frame of this QP's traffic (its requests, its responses), or a switch dropped one. */
   readonly faultNs: readonly number[];
   readonly errorNs: number;
+  /** What tells a timeout on delay from one on loss; absent: delay explains nothing. */
+  readonly delay?: DelayEvidence;
+}
+
+export interface DelayEvidence {
+  readonly flight: QpFlight;
+  /** The QP's local ACK timeout (ns). */
+  readonly timeoutNs: number;
+  /** When faults or switches dropped the QP's requests, and its responses. */
+  readonly reqLostNs: readonly number[];
+  readonly respLostNs: readonly number[];
+}
+
+/** How many of the ascending times `xs` are at or before `t`. */
+function countUpTo(xs: readonly number[], t: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid]! <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The last of the ascending times `xs` before `t`, or -Infinity. */
+function lastBefore(xs: readonly number[], t: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid]! < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 ? xs[lo - 1]! : Number.NEGATIVE_INFINITY;
+}
+
+/** Frames of the QP still on the way at `t` (sent, not arrived, not dropped), requests and responses. */
+function onTheWay(d: DelayEvidence, t: number): number {
+  const f = d.flight;
+  const req = countUpTo(f.reqTx, t) - countUpTo(f.reqRx, t) - countUpTo(sorted(d.reqLostNs), t);
+  const resp = countUpTo(f.respTx, t) - countUpTo(f.respRx, t) - countUpTo(sorted(d.respLostNs), t);
+  return Math.max(0, req) + Math.max(0, resp);
+}
+
+const sortedCache = new WeakMap<readonly number[], number[]>();
+function sorted(xs: readonly number[]): number[] {
+  let s = sortedCache.get(xs);
+  if (!s) sortedCache.set(xs, (s = [...xs].sort((a, b) => a - b)));
+  return s;
+}
+
+/**
+ * Of the moments the requester resent (`startsNs`) or gave up (`errorNs`),
+ * those that followed a timeout on delay (see the file comment).
+ */
+export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, startsNs: readonly number[], errorNs: number): number {
+  if (!Number.isFinite(d.timeoutNs)) return 0;
+  const naks = tl.events.filter((e) => e.kind !== 'rnr-nak').map((e) => e.ns);
+  let n = 0;
+  for (const x of [...startsNs, errorNs]) {
+    // The last thing that would have restarted the timer before x.
+    const quietFrom = Math.max(lastBefore(d.flight.reqTx, x), lastBefore(d.flight.respRx, x));
+    if (!Number.isFinite(quietFrom) || x - quietFrom < d.timeoutNs) continue;
+    if (naks.some((ns) => ns > quietFrom && ns <= x)) continue;
+    if (onTheWay(d, quietFrom + d.timeoutNs) > 0) n++;
+  }
+  return n;
 }
 
 export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
@@ -69,14 +146,16 @@ export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
   if (rounds < e.budget) return { ok: false, why: `gave up after ${rounds} retransmission round(s) from one PSN; retry_cnt ${e.budget} allows ${e.budget}` };
   const since = w.firstPacketNs ?? w.postedNs;
   const faults = e.faultNs.filter((ns) => ns >= since && ns <= e.errorNs).length;
-  if (faults < e.budget + 1)
+  const delayed = e.delay && t ? timeoutsOnDelay(e.tl, e.delay, t.startsNs, e.errorNs) : 0;
+  const onDelay = delayed > 0 ? ` and ${delayed} timeout(s) expired while its frames were still on the way` : '';
+  if (faults + delayed < e.budget + 1)
     return {
       ok: false,
-      why: `${rounds} round(s) failed but faults and switch drops acted on this QP's frames only ${faults} time(s) since its first packet (${e.budget + 1} needed)`,
+      why: `${rounds} round(s) failed but faults and switch drops acted on this QP's frames only ${faults} time(s) since its first packet${onDelay} (${e.budget + 1} causes needed)`,
     };
   return {
     ok: true,
-    why: `${rounds} retries from PSN ${t?.psn ?? w.psnFirst} without progress (retry_cnt ${e.budget}), ${faults} fault(s) or switch drop(s) on this QP's frames`,
+    why: `${rounds} retries from PSN ${t?.psn ?? w.psnFirst} without progress (retry_cnt ${e.budget}), ${faults} fault(s) or switch drop(s) on this QP's frames${onDelay}`,
   };
 }
 

@@ -68,6 +68,9 @@ import type { FrameObserver } from '../runtime/sim/sim-device.js';
 import type { CongestionEvent, SimModel, SimStats } from '../runtime/sim/sim-model.js';
 import { dcqcnFindings, losslessFindings } from './fabric-checks.js';
 import { type Exhaustion, explainRetryExhausted, explainRnrExhausted } from './exhaustion.js';
+import { type FaultHit, recordFaultHits } from './fault-hits.js';
+
+export type { FaultHit } from './fault-hits.js';
 import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
 import { psnAddMasked, psnCount, type QpTimeline, RequestKeys, TimelineRecorder, wcStatusName } from './timeline.js';
@@ -111,25 +114,6 @@ export interface FabricResult {
   readonly series: FabricSeries;
   /** switch → port (1-based) → counters, and the queue left at the end. */
   readonly switches: Record<string, Record<string, SwitchPortStats & { queueBytesAtEnd: number; peer: string | null }>>;
-}
-
-/**
- * A fault rule that acted on a frame: the link and direction, the rule's
- * index, and the frame by opcode, destination QP and PSN, with
- * `occurrence`: how many frames with the same direction, opcode, QP and PSN
- * went before it (0 for the first transmission, 1 for the first resend ...).
- */
-export interface FaultHit {
-  readonly link: string;
-  readonly direction: 'a->b' | 'b->a';
-  readonly rule: number;
-  readonly opcode: number;
-  readonly qpn: number;
-  readonly psn: number;
-  readonly occurrence: number;
-  readonly ns: number;
-  /** The device the frame was addressed to (by destination MAC: through a switch, not the link's far end); null or absent: the link's far end. */
-  readonly to?: string | null;
 }
 
 /** A QP the watchdog gave up on. */
@@ -481,18 +465,18 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const linkEnds = new Map(s.links.map((l) => [l.name, { a: l.a, b: l.b }]));
   const judgeExhaustion = s.traffic.some((t) => t.expect === 'success-or-exhausted') && s.links.some((l) => l.faults.length > 0);
   const faultHits = opts.onFault !== undefined || judgeExhaustion || (opts.faultHits === true && s.links.some((l) => l.faults.length > 0));
-  const settleFaults = faultHits
-    ? recordFaults(
+  if (faultHits)
+    unobserve.push(
+      recordFaultHits(
         sim,
         (h) => {
           opts.onFault?.(h);
           faultSink.current?.(h);
         },
-        unobserve,
         requestKeys,
         s.devices.map((d) => d.name),
-      )
-    : () => {};
+      ),
+    );
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
   const verify: string[] = [];
   const stalls: StallReport[] = [];
@@ -513,14 +497,20 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const pairExhausted = new Set<string>();
     /** Fault hits per frame destination: `${device}/${qpn}/${request ? 'req' : 'resp'}` → times (ns). */
     const faultTimes = new Map<string, number[]>();
+    /** The same, for the hits that lost the frame (drops, a switch's included): what never arrives. */
+    const lossTimes = new Map<string, number[]>();
+    const push = (m: Map<string, number[]>, key: string, ns: number): void => {
+      let xs = m.get(key);
+      if (!xs) m.set(key, (xs = []));
+      xs.push(ns);
+    };
     faultSink.current = (h) => {
       const link = linkEnds.get(h.link);
       if (!link && !h.to) return;
       const dest = h.to ?? (h.direction === 'a->b' ? link!.b : link!.a).split(':')[0]!;
       const key = `${dest}/${h.qpn}/${OPCODES[h.opcode]?.isRequest ? 'req' : 'resp'}`;
-      let xs = faultTimes.get(key);
-      if (!xs) faultTimes.set(key, (xs = []));
-      xs.push(h.ns);
+      push(faultTimes, key, h.ns);
+      if (h.kind === 'drop') push(lossTimes, key, h.ns);
     };
     // A switch's congestion drops are losses too (a lossy priority under an incast, RoCE v1 on
     // priority 0): evidence for an exhausted retry budget, as a fault hit is.
@@ -533,6 +523,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           link: name,
           direction: 'a->b',
           rule: -1,
+          kind: 'drop',
           opcode: frame[bth]!,
           qpn: bthDestQp(frame, bth),
           psn: bthPsn(frame, bth),
@@ -545,7 +536,6 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     /** Fault hits on a stream's frames (its requests, its responses) in [from, to]: tells a reader of a stall or a leftover whether the faults can explain it. */
     const faultsOn = (st: Stream, from: number, to: number, what: string): string => {
       if (!faultHits) return '';
-      settleFaults();
       let n = 0;
       for (const key of [`${st.resp.dev.name}/${st.resp.qp.qp_num}/req`, `${st.req.dev.name}/${st.req.qp.qp_num}/resp`])
         for (const ns of faultTimes.get(key) ?? []) if (ns >= from && ns <= to) n++;
@@ -554,13 +544,23 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const ms = (ns: number): string => `${(ns / 1e6).toFixed(3)} ms`;
     const exhaustion = (st: Stream, wr: number, status: number, now: number): Exhaustion | null => {
       if (!st.rc) return null;
-      settleFaults(); // the last frame's hit is reported only when the port sends again
       if (status === IBV_WC_RETRY_EXC_ERR) {
-        const faultNs = [
-          ...(faultTimes.get(`${st.resp.dev.name}/${st.resp.qp.qp_num}/req`) ?? []),
-          ...(faultTimes.get(`${st.req.dev.name}/${st.req.qp.qp_num}/resp`) ?? []),
-        ];
-        return explainRetryExhausted({ tl: st.tl, index: wr, budget: retryBudget(s, st.req.dev.name, st.pair.spec.retry_cnt), faultNs, errorNs: now });
+        const reqKey = `${st.resp.dev.name}/${st.resp.qp.qp_num}/req`;
+        const respKey = `${st.req.dev.name}/${st.req.qp.qp_num}/resp`;
+        const faultNs = [...(faultTimes.get(reqKey) ?? []), ...(faultTimes.get(respKey) ?? [])];
+        return explainRetryExhausted({
+          tl: st.tl,
+          index: wr,
+          budget: retryBudget(s, st.req.dev.name, st.pair.spec.retry_cnt),
+          faultNs,
+          errorNs: now,
+          delay: {
+            flight: timeline.flight(st.tl)!,
+            timeoutNs: localAckTimeoutNs(st.pair.spec.timeout),
+            reqLostNs: lossTimes.get(reqKey) ?? [],
+            respLostNs: lossTimes.get(respKey) ?? [],
+          },
+        });
       }
       if (status === IBV_WC_RNR_RETRY_EXC_ERR) {
         const heldReceives = (txNs: number, nakNs: number): number => countUpTo(st.recvPostNs, txNs) - countUpTo(st.recvDoneNs, nakNs);
@@ -1005,7 +1005,6 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (pollAll() > 0) continue;
     }
     pollAll();
-    settleFaults();
     for (const st of streams) {
       if (st.retired < st.posted && !st.stalled) {
         const since = Math.max(0, st.lastProgressNs);
@@ -1208,71 +1207,6 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
     }
   }
   return wr;
-}
-
-/**
- * Watches every link's fault injector: a frame's transmit tap runs just
- * before the injector sees it, so the rule counters that moved by the next
- * frame (or the end) tell which rule acted on it. Returns the final settle.
- */
-function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve: (() => void)[], keys: RequestKeys, names: readonly string[]): () => void {
-  interface Pending {
-    direction: 'a->b' | 'b->a';
-    opcode: number;
-    qpn: number;
-    psn: number;
-    occurrence: number;
-    ns: number;
-    to: string | null;
-  }
-  interface LinkWatch {
-    name: string;
-    faults: NonNullable<SimModel['links'][number]['faults']>;
-    fired: number[];
-    pending: Pending | null;
-  }
-  const byPort = new Map<string, { w: LinkWatch; direction: 'a->b' | 'b->a' }>();
-  const watches: LinkWatch[] = [];
-  for (const l of sim.links) {
-    if (!l.faults) continue;
-    const w: LinkWatch = { name: l.name, faults: l.faults, fired: l.faults.stats().rules.map((r) => r.fired), pending: null };
-    watches.push(w);
-    byPort.set(l.a, { w, direction: 'a->b' });
-    byPort.set(l.b, { w, direction: 'b->a' });
-  }
-  const seen = new Map<string, number>();
-  const settle = (w: LinkWatch): void => {
-    const now = w.faults.stats().rules;
-    for (let i = 0; i < now.length; i++) {
-      const d = now[i]!.fired - w.fired[i]!;
-      if (d > 0 && w.pending) onFault({ link: w.name, rule: i, ...w.pending });
-      w.fired[i] = now[i]!.fired;
-    }
-    w.pending = null;
-  };
-  if (watches.length > 0) {
-    unobserve.push(
-      sim.observe((e) => {
-        if (e.dir !== 'tx') return;
-        const pw = byPort.get(`${e.device}:${e.portNum}`);
-        if (!pw) return;
-        settle(pw.w);
-        const bth = bthOffset(e.headers);
-        if (bth < 0) return;
-        const opcode = e.headers[bth]!;
-        const qpn = bthDestQp(e.headers, bth);
-        const psn = bthPsn(e.headers, bth);
-        const key = `${pw.direction}/${opcode}/${qpn}/${psn}`;
-        const occurrence = seen.get(key) ?? 0;
-        seen.set(key, occurrence + 1);
-        const to = keys.destDevice(e.headers);
-        pw.w.pending = { direction: pw.direction, opcode, qpn, psn, occurrence, ns: e.ns, to: to < 0 ? null : names[to]! };
-      }),
-    );
-  }
-  return () => {
-    for (const w of watches) settle(w);
-  };
 }
 
 function readCounters(h: HostDev): Record<string, Record<string, number>> {

@@ -106,8 +106,24 @@ const PSN_MASK = 0xffffff;
 const QPN_SPACE = 0x1000000;
 const psnCmp = (a: number, b: number): number => ((a - b) << 8) >> 8;
 
+/**
+ * When a requester's frames went into the fabric and came out of it, by the
+ * hosts' ports (ascending virtual ns): its requests as the requester sent
+ * them and as the responder's port took them, its responses (ACKs, NAKs,
+ * READ responses, atomic ACKs) as the responder sent them and as the
+ * requester's port took them. What was sent and has not arrived, less what
+ * faults and switches dropped, is still on the way (queued, paused, held).
+ */
+export interface QpFlight {
+  readonly reqTx: number[];
+  readonly reqRx: number[];
+  readonly respTx: number[];
+  readonly respRx: number[];
+}
+
 interface Track {
   readonly t: QpTimeline;
+  readonly flight: QpFlight;
   /** Highest PSN sent so far, -1 before the first. */
   psnMax: number;
   /** Oldest WR that may still send (everything before it has completed). */
@@ -154,6 +170,8 @@ export class TimelineRecorder {
   /** Requester tracks by RequestKeys (what its request packets carry), and by device index × 2^24 + local QPN. */
   readonly #byRemote = new Map<number, Track>();
   readonly #byLocal = new Map<number, Track>();
+  /** Requester tracks by their responder: device index × 2^24 + the responder's QPN (what the requests arrive for). */
+  readonly #byResponder = new Map<number, Track>();
   readonly #byTimeline = new Map<QpTimeline, Track>();
 
   constructor(keys: RequestKeys) {
@@ -163,9 +181,10 @@ export class TimelineRecorder {
   /** A requester: `deviceIndex` sends with local QPN `qpn` to remote QPN `remoteQpn` of device `remoteDevice`. */
   addQp(t: Omit<QpTimeline, 'wrs' | 'events' | 'acks' | 'retransmittedPackets'>, deviceIndex: number, remoteDevice: number, remoteQpn: number): QpTimeline {
     const tl: QpTimeline = { ...t, wrs: [], events: [], acks: 0, retransmittedPackets: 0 };
-    const track: Track = { t: tl, psnMax: -1, oldest: 0 };
+    const track: Track = { t: tl, flight: { reqTx: [], reqRx: [], respTx: [], respRx: [] }, psnMax: -1, oldest: 0 };
     this.#byRemote.set(this.#keys.key(deviceIndex, remoteDevice, remoteQpn), track);
     this.#byLocal.set(deviceIndex * QPN_SPACE + t.qpn, track);
+    this.#byResponder.set(remoteDevice * QPN_SPACE + remoteQpn, track);
     this.#byTimeline.set(tl, track);
     this.qps.push(tl);
     return tl;
@@ -178,16 +197,35 @@ export class TimelineRecorder {
     if (bth < 0) return;
     const info = OPCODES[f[bth]!];
     if (!info) return;
-    if (e.dir === 'tx' && info.isRequest) {
-      const tr = this.#byRemote.get(this.#keys.ofFrame(e.deviceIndex, f, bth));
-      if (tr) this.#request(tr, bthPsn(f, bth), e.ns);
-    } else if (e.dir === 'rx' && info.kind === 'ack') {
-      const tr = this.#byLocal.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));
-      // The tap sees a frame before the receiver checks it: a corrupted ACK (a flipped syndrome bit
-      // read as a NAK the requester never acted on) is not counted; decoding checks the ICRC.
-      if (tr && decodePacket(e.frame).ok) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
+    if (info.isRequest) {
+      if (e.dir === 'tx') {
+        const tr = this.#byRemote.get(this.#keys.ofFrame(e.deviceIndex, f, bth));
+        if (!tr) return;
+        tr.flight.reqTx.push(e.ns);
+        this.#request(tr, bthPsn(f, bth), e.ns);
+      } else {
+        this.#byResponder.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth))?.flight.reqRx.push(e.ns);
+      }
+      return;
     }
+    if (info.kind !== 'ack' && info.kind !== 'read-response' && info.kind !== 'atomic-ack') return;
+    if (e.dir === 'tx') {
+      const to = this.#keys.destDevice(f);
+      if (to >= 0) this.#byLocal.get(to * QPN_SPACE + bthDestQp(f, bth))?.flight.respTx.push(e.ns);
+      return;
+    }
+    const tr = this.#byLocal.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));
+    if (!tr) return;
+    tr.flight.respRx.push(e.ns);
+    // The tap sees a frame before the receiver checks it: a corrupted ACK (a flipped syndrome bit
+    // read as a NAK the requester never acted on) is not counted; decoding checks the ICRC.
+    if (info.kind === 'ack' && decodePacket(e.frame).ok) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
   };
+
+  /** When `t`'s frames entered and left the fabric (QpFlight). */
+  flight(t: QpTimeline): QpFlight | null {
+    return this.#byTimeline.get(t)?.flight ?? null;
+  }
 
   #request(tr: Track, psn: number, ns: number): void {
     const wrs = tr.t.wrs;

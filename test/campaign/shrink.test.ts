@@ -9,7 +9,7 @@ import { classOf, judge } from '../../src/campaign/invariants.js';
 import { runJudged } from '../../src/campaign/run-seed.js';
 import { pinFaults, shrinkScenario } from '../../src/campaign/shrink.js';
 import { parseScenario } from '../../src/scenario/scenario.js';
-import { runScenario } from '../../src/scenario/scenario-runner.js';
+import { type FaultHit, runScenario } from '../../src/scenario/scenario-runner.js';
 
 /** Two RC QPs and a UD QP; every RC WRITE a->b on rc1 is lost, and rc1 has no retries: RETRY_EXC_ERR. The random faults are harmless to it. */
 function failing(): ScenarioJson {
@@ -71,7 +71,7 @@ describe('shrinking', () => {
       { action: 'drop', probability: 0.1 },
       { action: 'duplicate', probability: 0.1 },
     ];
-    const hits: { rule: number; qpn: number; psn: number; opcode: number; occurrence: number; direction: 'a->b' | 'b->a'; ns: number; link: string }[] = [];
+    const hits: FaultHit[] = [];
     const r1 = await runScenario({ ...parseScenario(json), capture: [] }, { onFault: (h) => hits.push(h) });
     expect(hits.length).toBeGreaterThan(2);
     const pinned = { ...json, faults: pinFaults(json.faults, hits) };

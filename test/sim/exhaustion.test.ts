@@ -6,7 +6,7 @@
  * receives that never come, and the consequences on the QP's other stream.
  */
 import { describe, expect, it } from 'vitest';
-import { explainRetryExhausted, explainRnrExhausted, trailingRounds } from '../../src/scenario/exhaustion.js';
+import { type DelayEvidence, explainRetryExhausted, explainRnrExhausted, trailingRounds } from '../../src/scenario/exhaustion.js';
 import type { QpTimeline, WrRecord } from '../../src/scenario/timeline.js';
 import { judge } from '../../src/campaign/invariants.js';
 import { run } from './helpers.js';
@@ -79,6 +79,63 @@ describe('the judge of an exhausted transport retry budget', () => {
 
   it('a device that retries for ever never explains giving up', () => {
     expect(explainRetryExhausted({ tl: write4(9), index: 0, budget: Infinity, faultNs: [1, 2, 3], errorNs: 9000 }).ok).toBe(false);
+  });
+});
+
+/**
+ * Timeouts on delay: a one-packet READ at PSN 10, timeout 4 (65.536 µs), retry_cnt 3, resent every
+ * `every` ns from its first transmission at 0, given up at the fourth timeout. Its requests reach the
+ * responder 500 ns after they leave and are answered at once; `respRx` says when (if) the answers
+ * come back.
+ */
+function readRounds(every: number, respRx: number[], more: Partial<DelayEvidence> = {}, events: QpTimeline['events'] = []) {
+  const sent = [0, every, 2 * every, 3 * every];
+  const tl = timeline([wr({ op: 'read', psnFirst: 10, psnLast: 10, firstPacketNs: 0, retransmissions: sent.slice(1).map((ns) => ({ ns, psn: 10 })) })], events);
+  const delay: DelayEvidence = {
+    flight: { reqTx: sent, reqRx: sent.map((t) => t + 500), respTx: sent.map((t) => t + 600), respRx },
+    timeoutNs: 65_536,
+    reqLostNs: [],
+    respLostNs: [],
+    ...more,
+  };
+  return explainRetryExhausted({ tl, index: 0, budget: 3, faultNs: [], errorNs: 4 * every, delay });
+}
+
+describe('the judge of a retry budget spent on delay (a timeout shorter than the fabric queueing)', () => {
+  it('every timeout due while the answer was still on the way: explained with no fault at all', () => {
+    const e = readRounds(70_000, [400_000]);
+    expect(e.ok).toBe(true);
+    expect(e.why).toMatch(/0 fault\(s\).* and 4 timeout\(s\) expired while its frames were still on the way/);
+  });
+
+  it('a timer that fires before the timeout: not explained, whatever is on the way', () => {
+    const e = readRounds(30_000, [400_000]);
+    expect(e.ok).toBe(false);
+    expect(e.why).toMatch(/only 0 time\(s\)/);
+  });
+
+  it('a responder that never answers (the requests arrived, nothing came back or is on the way): not explained', () => {
+    const e = readRounds(70_000, [], { flight: { reqTx: [0, 70_000, 140_000, 210_000], reqRx: [500, 70_500, 140_500, 210_500], respTx: [], respRx: [] } });
+    expect(e.ok).toBe(false);
+  });
+
+  it('answers dropped on the way are losses, not delay: with no fault recorded, not explained', () => {
+    const e = readRounds(70_000, [], { respLostNs: [600, 70_600, 140_600, 210_600] });
+    expect(e.ok).toBe(false);
+  });
+
+  it('an answer that arrived before the timer was due restarts it: that timeout is not on delay', () => {
+    // Only the first round's answer is back (at 1 µs); the other three are still out.
+    const e = readRounds(70_000, [1000, 400_000]);
+    expect(e.ok).toBe(false);
+    expect(e.why).toMatch(/and 3 timeout\(s\)/);
+  });
+
+  it('a NAK in the quiet time: that round answered the NAK, not a timeout', () => {
+    const naks: QpTimeline['events'] = [1, 2].map((k) => ({ ns: k * 70_000 - 100, kind: 'nak-psn-seq' as const, psn: 10, syndrome: 0x60 }));
+    const e = readRounds(70_000, [400_000], {}, naks);
+    expect(e.ok).toBe(false);
+    expect(e.why).toMatch(/and 2 timeout\(s\)/);
   });
 });
 

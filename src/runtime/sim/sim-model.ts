@@ -28,7 +28,7 @@
 import type { HostMemory } from '../../device/host-memory.js';
 import type { HwCounters } from '../../device/counters.js';
 import { irqCount, type Bar } from '../../device/registers.js';
-import { carryOut, FaultInjector, type FaultRule, type FaultStats, type ResolvedFaultRule } from '../../fabric/faults.js';
+import { carryOut, FaultInjector, type FaultRule, type FaultStats, type FaultVerdict, type ResolvedFaultRule } from '../../fabric/faults.js';
 
 import { resolveSimLinkParams, SimLink, type SimLinkStats, WIRE_PRIORITY } from '../../fabric/link.js';
 import { resolveTimingParams, type TimingParams } from '../../fabric/timing-params.js';
@@ -123,6 +123,23 @@ export interface CongestionEvent {
 
 export type CongestionObserver = (e: CongestionEvent) => void;
 
+/**
+ * A link's fault injector judging one frame (`SimModel.observeFaults`): every
+ * frame it sees, on either end of the link, a switch's transmissions included,
+ * with its verdict. `frame` is the frame as the injector saw it (a corrupted
+ * one's original bytes).
+ */
+export interface FaultJudgement {
+  readonly link: string;
+  readonly direction: 'a->b' | 'b->a';
+  readonly stage: 'tx' | 'rx';
+  readonly frame: Uint8Array;
+  readonly verdict: FaultVerdict;
+  readonly ns: number;
+}
+
+export type FaultObserver = (j: FaultJudgement) => void;
+
 const CHUNK_EVENTS = 50_000;
 
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -142,6 +159,7 @@ export class SimModel implements RunningModel {
   readonly #captures: PcapWriter[] = [];
   #observers: FrameObserver[] = [];
   #ccObservers: CongestionObserver[] = [];
+  #faultObservers: FaultObserver[] = [];
   #changes = 0;
   #stopped = false;
   #driving = false;
@@ -271,7 +289,7 @@ export class SimModel implements RunningModel {
       link.setPull(dir, () => sw.pull(i));
       sw.attach(i, { kick: () => link.kick(dir) });
       link.onStateChange((up) => (up ? link.kick(dir) : sw.linkDown(i)));
-      if (faults) link.setFaultHook(dir, (f, ns) => faults.apply(f, ns, fdir));
+      if (faults) link.setFaultHook(dir, (f, ns) => this.#judge(link.name, faults, f, ns, fdir, 'tx'));
     });
   }
 
@@ -316,7 +334,7 @@ export class SimModel implements RunningModel {
       // `on: rx` rules: the frame has crossed the link; its fate is decided as this port takes it
       end.onReceive((f) => {
         const deliver = (g: Uint8Array): void => p.onReceive(g);
-        carryOut(faults.apply(sealBeforeChange(f), this.scheduler.now(), rxDir, 'rx'), f, deliver, (ns, g) => {
+        carryOut(this.#judge(link.name, faults, sealBeforeChange(f), this.scheduler.now(), rxDir, 'rx'), f, deliver, (ns, g) => {
           this.scheduler.schedule(
             this.scheduler.event(`${link.name}.rx-delay`, WIRE_PRIORITY, () => deliver(g)),
             this.scheduler.now() + ns,
@@ -328,7 +346,7 @@ export class SimModel implements RunningModel {
     }
     // The port sees each frame as it starts serialization (its capture and observers), then the faults.
     link.setTap(dir, p);
-    if (faults) link.setFaultHook(dir, (f, ns) => faults.apply(f, ns, fdir));
+    if (faults) link.setFaultHook(dir, (f, ns) => this.#judge(link.name, faults, f, ns, fdir, 'tx'));
   }
 
   // ---- time --------------------------------------------------------------
@@ -549,6 +567,24 @@ export class SimModel implements RunningModel {
         out.push({ device: d.name, qpn, kind: 'sample', ns, rateBps: s.rateBps, targetBps: s.targetBps, alpha: s.alpha });
     }
     return out;
+  }
+
+  /**
+   * Adds an observer of the fault injectors (FaultJudgement): every frame a
+   * link's rules judge, with the verdict, at either end of the link (a
+   * switch's transmissions too). Returns a remover. With none, nothing is built.
+   */
+  observeFaults(fn: FaultObserver): () => void {
+    this.#faultObservers.push(fn);
+    return () => {
+      this.#faultObservers = this.#faultObservers.filter((f) => f !== fn);
+    };
+  }
+
+  #judge(link: string, faults: FaultInjector, frame: Uint8Array, ns: number, direction: 'a->b' | 'b->a', stage: 'tx' | 'rx'): FaultVerdict {
+    const verdict = faults.apply(frame, ns, direction, stage);
+    for (const fn of this.#faultObservers) fn({ link, direction, stage, frame, verdict, ns });
+    return verdict;
   }
 
   /** Adds a frame observer (every frame starting serialization, 'tx', and arriving, 'rx'); returns a remover. */
