@@ -17,14 +17,17 @@
  *   retry_cnt + 1 times on this QP's frames since its first packet, or
  *   some of the attempts timed out on delay (below): every failed attempt
  *   needs a cause.
- * - Delay: a local ACK timeout shorter than the fabric's queueing (a
- *   congested egress, PFC pauses) expires with nothing lost, as it would on
- *   a real fabric. A timeout counts as delay when the requester had been
- *   quiet (no request sent, no response taken, no NAK) for at least the
- *   timeout before it gave up or resent, and at the moment the timer was
- *   due some of the QP's frames were still on the way: sent by one host's
- *   port, not yet at the other's, and not dropped. A timer that fires early
- *   or a responder that does not answer is still not explained.
+ * - Delay: a local ACK timeout shorter than the queueing on the way (the
+ *   sender's own transmit FIFO, a congested egress, PFC pauses) expires
+ *   with nothing lost, as it would on a real fabric. A timeout counts as
+ *   delay when the requester had sent nothing (no request handed to its
+ *   port) and received no NAK for at least the timeout before it resent or
+ *   gave up, and at that moment some of the QP's frames were still on the
+ *   way: handed to one host's port, not yet taken off the link by the
+ *   other's, and not dropped. Such a frame is a request sent at least a
+ *   timeout earlier, or the answer to one: the exchange took longer than
+ *   the timeout. A timer that fires early, or a responder that does not
+ *   answer, is still not explained.
  * - RNR_RETRY_EXC_ERR after rnr_retry retries (C9-149; 7 is infinite): at
  *   least rnr_retry + 1 RNR NAKs in a row for one PSN, and none of them
  *   while the responder provably held a receive (one posted before the
@@ -45,17 +48,21 @@ const psnCmp = (a: number, b: number): number => ((a - b) << 8) >> 8;
  * the one before; a READ or an atomic is one request packet a round (a READ
  * resumes at the first response PSN it lacks).
  */
-export function trailingRounds(tl: QpTimeline, index: number): { psn: number; rounds: number; firstNs: number; startsNs: number[] } | null {
+export function trailingRounds(tl: QpTimeline, index: number): { psn: number; rounds: number; firstNs: number } | null {
   const w = tl.wrs[index];
-  const rs = w?.retransmissions ?? [];
-  const onePacket = w !== undefined && (w.op === 'read' || w.op === 'fetch_add' || w.op === 'cmp_swap');
+  return w ? roundsOf(w.op, w.retransmissions) : null;
+}
+
+/** trailingRounds over the retransmissions `rs` of a WR of operation `op`. */
+function roundsOf(op: string, rs: readonly { ns: number; psn: number }[]): { psn: number; rounds: number; firstNs: number } | null {
+  const onePacket = op === 'read' || op === 'fetch_add' || op === 'cmp_swap';
   const starts: { psn: number; ns: number }[] = [];
   for (let i = 0; i < rs.length; i++) if (onePacket || i === 0 || rs[i]!.psn !== ((rs[i - 1]!.psn + 1) & 0xffffff)) starts.push(rs[i]!);
   if (starts.length === 0) return null;
   const last = starts[starts.length - 1]!.psn;
   let k = starts.length - 1;
   while (k > 0 && starts[k - 1]!.psn === last) k--;
-  return { psn: last, rounds: starts.length - k, firstNs: starts[k]!.ns, startsNs: starts.slice(k).map((x) => x.ns) };
+  return { psn: last, rounds: starts.length - k, firstNs: starts[k]!.ns };
 }
 
 export interface RetryEvidence {
@@ -120,19 +127,25 @@ function sorted(xs: readonly number[]): number[] {
 }
 
 /**
- * Of the moments the requester resent (`startsNs`) or gave up (`errorNs`),
- * those that followed a timeout on delay (see the file comment).
+ * Of the moments the requester resent PSN `psn` for the last `rounds` times
+ * (as it handed the frames to its port) or gave up (`errorNs`), those that
+ * followed a timeout on delay (see the file comment).
  */
-export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, startsNs: readonly number[], errorNs: number): number {
+export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, psn: number, rounds: number, errorNs: number): number {
   if (!Number.isFinite(d.timeoutNs)) return 0;
+  const f = d.flight;
+  const resent: number[] = [];
+  for (let i = 0; i < f.reqTx.length; i++) if (f.reqTxPsn[i] === psn && f.reqTx[i]! <= errorNs) resent.push(f.reqTx[i]!);
   const naks = tl.events.filter((e) => e.kind !== 'rnr-nak').map((e) => e.ns);
   let n = 0;
-  for (const x of [...startsNs, errorNs]) {
-    // The last thing that would have restarted the timer before x.
-    const quietFrom = Math.max(lastBefore(d.flight.reqTx, x), lastBefore(d.flight.respRx, x));
+  for (const x of [...resent.slice(1).slice(-rounds), errorNs]) {
+    // Nothing sent for a whole timeout before x (responses may have restarted the timer later still).
+    const quietFrom = lastBefore(f.reqTx, x);
     if (!Number.isFinite(quietFrom) || x - quietFrom < d.timeoutNs) continue;
     if (naks.some((ns) => ns > quietFrom && ns <= x)) continue;
-    if (onTheWay(d, quietFrom + d.timeoutNs) > 0) n++;
+    // What is still on the way just before x was sent at least a timeout earlier (a request), or
+    // answers one sent that long ago (a response): the exchange took longer than the timeout.
+    if (onTheWay(d, x - 0.5) > 0) n++;
   }
   return n;
 }
@@ -141,12 +154,14 @@ export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
   if (!Number.isFinite(e.budget)) return { ok: false, why: 'the device retries for ever at this retry_cnt, so it should never give up' };
   const w = e.tl.wrs[e.index];
   if (!w) return { ok: false, why: `WR ${e.index} is not in the timeline` };
-  const t = trailingRounds(e.tl, e.index);
+  // As the requester resent (handed the frames to its port), where known: a resend may wait in the
+  // port's FIFO past the moment the QP gives up, and never be seen on the line.
+  const t = e.delay ? roundsOf(w.op, e.delay.flight.resent.get(e.index) ?? []) : trailingRounds(e.tl, e.index);
   const rounds = t?.rounds ?? 0;
   if (rounds < e.budget) return { ok: false, why: `gave up after ${rounds} retransmission round(s) from one PSN; retry_cnt ${e.budget} allows ${e.budget}` };
   const since = w.firstPacketNs ?? w.postedNs;
   const faults = e.faultNs.filter((ns) => ns >= since && ns <= e.errorNs).length;
-  const delayed = e.delay && t ? timeoutsOnDelay(e.tl, e.delay, t.startsNs, e.errorNs) : 0;
+  const delayed = e.delay && t ? timeoutsOnDelay(e.tl, e.delay, t.psn, t.rounds, e.errorNs) : 0;
   const onDelay = delayed > 0 ? ` and ${delayed} timeout(s) expired while its frames were still on the way` : '';
   if (faults + delayed < e.budget + 1)
     return {

@@ -456,7 +456,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
   const requestKeys = new RequestKeys(s.devices.map((d) => d.ports.map((p) => p.mac)));
   const timeline = new TimelineRecorder(requestKeys);
-  const unobserve = [sim.observe(timeline.observe)];
+  const unobserve = [sim.observe(timeline.observe), sim.observeHandoffs(timeline.handoff)];
   // Every rate change of congestion control, for the DCQCN checks (fabric-checks.ts).
   const ccEvents: CongestionEvent[] = [];
   if (s.switches.length > 0) unobserve.push(sim.observeCongestion((e) => ccEvents.push(e)));

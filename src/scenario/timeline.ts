@@ -103,22 +103,28 @@ class Wr implements WrRecord {
 }
 
 const PSN_MASK = 0xffffff;
+const isResponse = (kind: string): boolean => kind === 'ack' || kind === 'read-response' || kind === 'atomic-ack';
 const QPN_SPACE = 0x1000000;
 const psnCmp = (a: number, b: number): number => ((a - b) << 8) >> 8;
 
 /**
- * When a requester's frames went into the fabric and came out of it, by the
- * hosts' ports (ascending virtual ns): its requests as the requester sent
- * them and as the responder's port took them, its responses (ACKs, NAKs,
- * READ responses, atomic ACKs) as the responder sent them and as the
- * requester's port took them. What was sent and has not arrived, less what
- * faults and switches dropped, is still on the way (queued, paused, held).
+ * When a requester's frames went out and came in (ascending virtual ns):
+ * its requests as the requester's pipeline handed them to its port (sent,
+ * for the transport: its timer runs, though the frame may wait in the
+ * port's FIFO for the line) and as the responder's port took them off the
+ * link, its responses (ACKs, NAKs, READ responses, atomic ACKs) likewise.
+ * What was sent and has not arrived, less what faults and switches
+ * dropped, is still on the way (in a FIFO, queued, paused, held).
  */
 export interface QpFlight {
   readonly reqTx: number[];
+  /** The PSN of each of reqTx. */
+  readonly reqTxPsn: number[];
   readonly reqRx: number[];
   readonly respTx: number[];
   readonly respRx: number[];
+  /** Per WR index: its retransmissions as handed to the port (WrRecord.retransmissions are as they went on the line). */
+  readonly resent: Map<number, { ns: number; psn: number }[]>;
 }
 
 interface Track {
@@ -126,6 +132,8 @@ interface Track {
   readonly flight: QpFlight;
   /** Highest PSN sent so far, -1 before the first. */
   psnMax: number;
+  /** The same, by hand-off. */
+  handoffPsnMax: number;
   /** Oldest WR that may still send (everything before it has completed). */
   oldest: number;
 }
@@ -181,7 +189,13 @@ export class TimelineRecorder {
   /** A requester: `deviceIndex` sends with local QPN `qpn` to remote QPN `remoteQpn` of device `remoteDevice`. */
   addQp(t: Omit<QpTimeline, 'wrs' | 'events' | 'acks' | 'retransmittedPackets'>, deviceIndex: number, remoteDevice: number, remoteQpn: number): QpTimeline {
     const tl: QpTimeline = { ...t, wrs: [], events: [], acks: 0, retransmittedPackets: 0 };
-    const track: Track = { t: tl, flight: { reqTx: [], reqRx: [], respTx: [], respRx: [] }, psnMax: -1, oldest: 0 };
+    const track: Track = {
+      t: tl,
+      flight: { reqTx: [], reqTxPsn: [], reqRx: [], respTx: [], respRx: [], resent: new Map() },
+      psnMax: -1,
+      handoffPsnMax: -1,
+      oldest: 0,
+    };
     this.#byRemote.set(this.#keys.key(deviceIndex, remoteDevice, remoteQpn), track);
     this.#byLocal.set(deviceIndex * QPN_SPACE + t.qpn, track);
     this.#byResponder.set(remoteDevice * QPN_SPACE + remoteQpn, track);
@@ -200,20 +214,13 @@ export class TimelineRecorder {
     if (info.isRequest) {
       if (e.dir === 'tx') {
         const tr = this.#byRemote.get(this.#keys.ofFrame(e.deviceIndex, f, bth));
-        if (!tr) return;
-        tr.flight.reqTx.push(e.ns);
-        this.#request(tr, bthPsn(f, bth), e.ns);
+        if (tr) this.#request(tr, bthPsn(f, bth), e.ns);
       } else {
         this.#byResponder.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth))?.flight.reqRx.push(e.ns);
       }
       return;
     }
-    if (info.kind !== 'ack' && info.kind !== 'read-response' && info.kind !== 'atomic-ack') return;
-    if (e.dir === 'tx') {
-      const to = this.#keys.destDevice(f);
-      if (to >= 0) this.#byLocal.get(to * QPN_SPACE + bthDestQp(f, bth))?.flight.respTx.push(e.ns);
-      return;
-    }
+    if (e.dir === 'tx' || !isResponse(info.kind)) return;
     const tr = this.#byLocal.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth));
     if (!tr) return;
     tr.flight.respRx.push(e.ns);
@@ -222,21 +229,50 @@ export class TimelineRecorder {
     if (info.kind === 'ack' && decodePacket(e.frame).ok) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
   };
 
-  /** When `t`'s frames entered and left the fabric (QpFlight). */
+  /** The hand-off observer to give the simulator (SimModel.observeHandoffs): when frames were sent. */
+  readonly handoff = (deviceIndex: number, _portNum: number, f: Uint8Array, ns: number): void => {
+    const bth = bthOffset(f);
+    if (bth < 0) return;
+    const info = OPCODES[f[bth]!];
+    if (!info) return;
+    if (info.isRequest) {
+      const tr = this.#byRemote.get(this.#keys.ofFrame(deviceIndex, f, bth));
+      if (!tr) return;
+      const psn = bthPsn(f, bth);
+      tr.flight.reqTx.push(ns);
+      tr.flight.reqTxPsn.push(psn);
+      const w = this.#wrOf(tr, psn);
+      if (!w) return;
+      if (tr.handoffPsnMax < 0 || psnCmp(psn, tr.handoffPsnMax) > 0) {
+        tr.handoffPsnMax = w.op === 'read' ? w.psnLast : psn;
+      } else {
+        let rs = tr.flight.resent.get(w.index);
+        if (!rs) tr.flight.resent.set(w.index, (rs = []));
+        rs.push({ ns, psn });
+      }
+    } else if (isResponse(info.kind)) {
+      const to = this.#keys.destDevice(f);
+      if (to >= 0) this.#byLocal.get(to * QPN_SPACE + bthDestQp(f, bth))?.flight.respTx.push(ns);
+    }
+  };
+
+  /** When `t`'s frames were sent and arrived (QpFlight). */
   flight(t: QpTimeline): QpFlight | null {
     return this.#byTimeline.get(t)?.flight ?? null;
   }
 
-  #request(tr: Track, psn: number, ns: number): void {
+  /** The WR not yet completed whose PSNs hold `psn`. */
+  #wrOf(tr: Track, psn: number): WrRecord | undefined {
     const wrs = tr.t.wrs;
-    let w: WrRecord | undefined;
     for (let i = tr.oldest; i < wrs.length; i++) {
       const x = wrs[i]!;
-      if (psnCmp(psn, x.psnFirst) >= 0 && psnCmp(psn, x.psnLast) <= 0) {
-        w = x;
-        break;
-      }
+      if (psnCmp(psn, x.psnFirst) >= 0 && psnCmp(psn, x.psnLast) <= 0) return x;
     }
+    return undefined;
+  }
+
+  #request(tr: Track, psn: number, ns: number): void {
+    const w = this.#wrOf(tr, psn);
     if (!w) return;
     const fresh = tr.psnMax < 0 || psnCmp(psn, tr.psnMax) > 0;
     if (fresh) {

@@ -84,15 +84,23 @@ describe('the judge of an exhausted transport retry budget', () => {
 
 /**
  * Timeouts on delay: a one-packet READ at PSN 10, timeout 4 (65.536 µs), retry_cnt 3, resent every
- * `every` ns from its first transmission at 0, given up at the fourth timeout. Its requests reach the
- * responder 500 ns after they leave and are answered at once; `respRx` says when (if) the answers
- * come back.
+ * `every` ns from its first transmission at 0 (the times its requester handed it to the port), given
+ * up at the fourth timeout. Its requests reach the responder 500 ns after they are sent and are
+ * answered at once; `respRx` says when (if) the answers come back.
  */
 function readRounds(every: number, respRx: number[], more: Partial<DelayEvidence> = {}, events: QpTimeline['events'] = []) {
   const sent = [0, every, 2 * every, 3 * every];
-  const tl = timeline([wr({ op: 'read', psnFirst: 10, psnLast: 10, firstPacketNs: 0, retransmissions: sent.slice(1).map((ns) => ({ ns, psn: 10 })) })], events);
+  const resends = sent.slice(1).map((ns) => ({ ns, psn: 10 }));
+  const tl = timeline([wr({ op: 'read', psnFirst: 10, psnLast: 10, firstPacketNs: 0, retransmissions: resends })], events);
   const delay: DelayEvidence = {
-    flight: { reqTx: sent, reqRx: sent.map((t) => t + 500), respTx: sent.map((t) => t + 600), respRx },
+    flight: {
+      reqTx: sent,
+      reqTxPsn: sent.map(() => 10),
+      reqRx: sent.map((t) => t + 500),
+      respTx: sent.map((t) => t + 600),
+      respRx,
+      resent: new Map([[0, resends]]),
+    },
     timeoutNs: 65_536,
     reqLostNs: [],
     respLostNs: [],
@@ -115,7 +123,16 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
   });
 
   it('a responder that never answers (the requests arrived, nothing came back or is on the way): not explained', () => {
-    const e = readRounds(70_000, [], { flight: { reqTx: [0, 70_000, 140_000, 210_000], reqRx: [500, 70_500, 140_500, 210_500], respTx: [], respRx: [] } });
+    const e = readRounds(70_000, [], {
+      flight: {
+        reqTx: [0, 70_000, 140_000, 210_000],
+        reqTxPsn: [10, 10, 10, 10],
+        reqRx: [500, 70_500, 140_500, 210_500],
+        respTx: [],
+        respRx: [],
+        resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
+      },
+    });
     expect(e.ok).toBe(false);
   });
 
@@ -129,6 +146,23 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
     const e = readRounds(70_000, [1000, 400_000]);
     expect(e.ok).toBe(false);
     expect(e.why).toMatch(/and 3 timeout\(s\)/);
+  });
+
+  it("resends still in the port FIFO when the QP gives up count as rounds (they are the requester's, not the line's)", () => {
+    // On the line only the first transmission was seen; the three resends were handed to the port.
+    const sent = [0, 70_000, 140_000, 210_000];
+    const tl = timeline([wr({ op: 'read', psnFirst: 10, psnLast: 10, firstPacketNs: 0 })]);
+    const flight = {
+      reqTx: sent,
+      reqTxPsn: [10, 10, 10, 10],
+      reqRx: [500],
+      respTx: [600],
+      respRx: [],
+      resent: new Map([[0, sent.slice(1).map((ns) => ({ ns, psn: 10 }))]]),
+    };
+    const delay: DelayEvidence = { flight, timeoutNs: 65_536, reqLostNs: [], respLostNs: [] };
+    expect(explainRetryExhausted({ tl, index: 0, budget: 3, faultNs: [], errorNs: 280_000, delay }).ok).toBe(true);
+    expect(explainRetryExhausted({ tl, index: 0, budget: 3, faultNs: [], errorNs: 280_000 }).why).toMatch(/gave up after 0 retransmission round/);
   });
 
   it('a NAK in the quiet time: that round answered the NAK, not a timeout', () => {

@@ -25,6 +25,13 @@
  *   frames, and the QP ran out of retries, as it should. The judge counted
  *   only injected faults as causes and called it unexplained; a switch's
  *   congestion drops of the QP's frames now count too.
+ * - retry-exhausted-by-queueing-delay (the same, seed 300129): rc3's READ
+ *   (timeout 4, 65.5 µs, retry_cnt 7) waits behind a backlogged, PFC-paused
+ *   10 Gb/s port; eight of its timeouts expire while its frames are still
+ *   queued and it gives up with one frame corrupted, as a real QP would.
+ *   The judge counted only faults and called it unexplained; a timeout that
+ *   expires after a whole timeout of quiet with the QP's frames still on the
+ *   way now counts as caused (exhaustion.ts, timeoutsOnDelay).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -70,6 +70,14 @@ export interface FrameEvent {
 
 export type FrameObserver = (e: FrameEvent) => void;
 
+/**
+ * A frame the pipeline (or the port's ARP/ND) handed to a port's transmit
+ * FIFO, where it may wait for the line (frames ahead of it, PAUSE) before
+ * FrameEvent 'tx'. For the transport the frame is sent: its timers run.
+ * `frame` is valid only during the call; its ICRC may not be computed yet.
+ */
+export type HandoffObserver = (deviceIndex: number, portNum: number, frame: Uint8Array, ns: number) => void;
+
 /** A FrameEvent whose `frame` computes a deferred ICRC only when an observer asks for it. */
 class PortFrameEvent implements FrameEvent {
   constructor(
@@ -202,7 +210,9 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     this.#arb.push(lane, frame, this.dev.txReadyNs(frame, spacingPs));
     this.dev.fifoFrames++;
     this.dev.framesBuilt++;
-    this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
+    const now = this.dev.sched.now();
+    if (this.dev.handoffObserver !== null) this.dev.handoffObserver(this.dev.index, this.portNum, frame, now);
+    this.#wake(this.#arb.nextNs(now, this.eth.pause));
   }
 
   /** Runs #onTx at `t` (or now) unless it runs by then anyway. */
@@ -333,6 +343,8 @@ export class SimDevice {
    * closure made per model would be a new call target for every model.
    */
   observer: FrameObserver | null = null;
+  /** The model's hand-off observer (HandoffObserver), or null. */
+  handoffObserver: HandoffObserver | null = null;
 
   readonly #pollEv: SimEvent;
   readonly #timerEv: SimEvent;

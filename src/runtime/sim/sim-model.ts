@@ -43,7 +43,7 @@ import { DeferredPayloads } from './deferred-payloads.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
 import { Random, type Seed } from './random.js';
 import { Priority, Scheduler, SimError, SimEvent } from './scheduler.js';
-import { type FrameObserver, SimDevice, type SimDeviceContext, type SimPort } from './sim-device.js';
+import { type FrameObserver, type HandoffObserver, SimDevice, type SimDeviceContext, type SimPort } from './sim-device.js';
 import { resolveSimRuntimeParams, type SimRuntimeParams } from './sim-params.js';
 import { openPcapFile } from '../pcap-file.js';
 import { applyRoutes, switchPortMac, switchRoutes } from '../switch-routes.js';
@@ -160,6 +160,7 @@ export class SimModel implements RunningModel {
   #observers: FrameObserver[] = [];
   #ccObservers: CongestionObserver[] = [];
   #faultObservers: FaultObserver[] = [];
+  #handoffObservers: HandoffObserver[] = [];
   #changes = 0;
   #stopped = false;
   #driving = false;
@@ -579,6 +580,31 @@ export class SimModel implements RunningModel {
     return () => {
       this.#faultObservers = this.#faultObservers.filter((f) => f !== fn);
     };
+  }
+
+  /**
+   * Adds an observer of the frames the devices hand to their ports' transmit
+   * FIFOs (HandoffObserver: sent, for the transport, though maybe not yet on
+   * the line). Returns a remover.
+   */
+  observeHandoffs(fn: HandoffObserver): () => void {
+    this.#handoffObservers.push(fn);
+    this.#updateHandoffObserver();
+    return () => {
+      this.#handoffObservers = this.#handoffObservers.filter((f) => f !== fn);
+      this.#updateHandoffObserver();
+    };
+  }
+
+  #updateHandoffObserver(): void {
+    const list = this.#handoffObservers;
+    const obs: HandoffObserver | null =
+      list.length === 0
+        ? null
+        : (d, p, f, ns) => {
+            for (const fn of list) fn(d, p, f, ns);
+          };
+    for (const d of this.#devs) d.handoffObserver = obs;
   }
 
   #judge(link: string, faults: FaultInjector, frame: Uint8Array, ns: number, direction: 'a->b' | 'b->a', stage: 'tx' | 'rx'): FaultVerdict {
