@@ -53,11 +53,22 @@ export function trailingRounds(tl: QpTimeline, index: number): { psn: number; ro
   return w ? roundsOf(w.op, w.retransmissions) : null;
 }
 
-/** trailingRounds over the retransmissions `rs` of a WR of operation `op`. */
-function roundsOf(op: string, rs: readonly { ns: number; psn: number }[]): { psn: number; rounds: number; firstNs: number } | null {
+/**
+ * trailingRounds over the retransmissions `rs` of a WR of operation `op`.
+ * `afterTimeout(ns, prevNs)`: a resend at `ns` (the one before it at
+ * `prevNs`) came after a whole timeout with nothing sent or received, so
+ * the timer fired and it starts a round even if its PSN follows on (a
+ * one-packet round, then progress, then a timeout at the next PSN).
+ */
+function roundsOf(
+  op: string,
+  rs: readonly { ns: number; psn: number }[],
+  afterTimeout: (ns: number, prevNs: number) => boolean = () => false,
+): { psn: number; rounds: number; firstNs: number } | null {
   const onePacket = op === 'read' || op === 'fetch_add' || op === 'cmp_swap';
   const starts: { psn: number; ns: number }[] = [];
-  for (let i = 0; i < rs.length; i++) if (onePacket || i === 0 || rs[i]!.psn !== ((rs[i - 1]!.psn + 1) & 0xffffff)) starts.push(rs[i]!);
+  for (let i = 0; i < rs.length; i++)
+    if (onePacket || i === 0 || rs[i]!.psn !== ((rs[i - 1]!.psn + 1) & 0xffffff) || afterTimeout(rs[i]!.ns, rs[i - 1]!.ns)) starts.push(rs[i]!);
   if (starts.length === 0) return null;
   const last = starts[starts.length - 1]!.psn;
   let k = starts.length - 1;
@@ -156,7 +167,14 @@ export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
   if (!w) return { ok: false, why: `WR ${e.index} is not in the timeline` };
   // As the requester resent (handed the frames to its port), where known: a resend may wait in the
   // port's FIFO past the moment the QP gives up, and never be seen on the line.
-  const t = e.delay ? roundsOf(w.op, e.delay.flight.resent.get(e.index) ?? []) : trailingRounds(e.tl, e.index);
+  const d = e.delay;
+  const t = d
+    ? roundsOf(
+        w.op,
+        d.flight.resent.get(e.index) ?? [],
+        (ns, prevNs) => ns - Math.max(prevNs, lastBefore(d.flight.reqTx, ns), lastBefore(d.flight.respRx, ns)) >= d.timeoutNs,
+      )
+    : trailingRounds(e.tl, e.index);
   const rounds = t?.rounds ?? 0;
   if (rounds < e.budget) return { ok: false, why: `gave up after ${rounds} retransmission round(s) from one PSN; retry_cnt ${e.budget} allows ${e.budget}` };
   const since = w.firstPacketNs ?? w.postedNs;

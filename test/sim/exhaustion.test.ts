@@ -165,6 +165,50 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
     expect(explainRetryExhausted({ tl, index: 0, budget: 3, faultNs: [], errorNs: 280_000 }).why).toMatch(/gave up after 0 retransmission round/);
   });
 
+  it('a one-packet round, progress, then timeouts at the next PSN: each resend after a whole timeout of quiet starts a round', () => {
+    // WRITE of PSN 45..46 resent as 45 (NAK), 45 (timeout), ACK of 45, then 46 twice on timeouts.
+    const resends = [
+      { ns: 103_794, psn: 45 },
+      { ns: 222_126, psn: 45 },
+      { ns: 349_104, psn: 46 },
+      { ns: 417_739, psn: 46 },
+    ];
+    const tl = timeline([wr({ op: 'write', psnFirst: 36, psnLast: 46, firstPacketNs: 2183, retransmissions: resends })]);
+    const flight = {
+      reqTx: [2183, ...resends.map((r) => r.ns)],
+      reqTxPsn: [36, ...resends.map((r) => r.psn)],
+      reqRx: [],
+      respTx: [],
+      respRx: [265_080],
+      resent: new Map([[0, resends]]),
+    };
+    // By PSN alone, 46 follows 45: one round from 46, fewer than retry_cnt 2.
+    expect(explainRetryExhausted({ tl, index: 0, budget: 2, faultNs: [80_000, 300_000, 450_000], errorNs: 483_730 }).why).toMatch(
+      /gave up after 1 retransmission round/,
+    );
+    const delay: DelayEvidence = { flight, timeoutNs: 65_536, reqLostNs: [], respLostNs: [] };
+    expect(explainRetryExhausted({ tl, index: 0, budget: 2, faultNs: [80_000, 300_000, 450_000], errorNs: 483_730, delay })).toMatchObject({
+      ok: true,
+      why: expect.stringMatching(/2 retries from PSN 46/),
+    });
+  });
+
+  it('the packets of one round handed over at one instant after a long quiet are one round, not one each', () => {
+    const resends = [70_000, 140_000, 210_000].flatMap((ns) => [10, 11].map((psn) => ({ ns, psn })));
+    const tl = timeline([wr({ op: 'send', psnFirst: 10, psnLast: 11, firstPacketNs: 0, retransmissions: resends })]);
+    const flight = {
+      reqTx: [0, 0, ...resends.map((r) => r.ns)],
+      reqTxPsn: [10, 11, ...resends.map((r) => r.psn)],
+      reqRx: [],
+      respTx: [],
+      respRx: [],
+      resent: new Map([[0, resends]]),
+    };
+    const delay: DelayEvidence = { flight, timeoutNs: 65_536, reqLostNs: [], respLostNs: [] };
+    const e = explainRetryExhausted({ tl, index: 0, budget: 3, faultNs: [1, 70_001, 140_001, 210_001], errorNs: 280_000, delay });
+    expect(e).toMatchObject({ ok: true, why: expect.stringMatching(/^3 retries from PSN 10/) });
+  });
+
   it('a NAK in the quiet time: that round answered the NAK, not a timeout', () => {
     const naks: QpTimeline['events'] = [1, 2].map((k) => ({ ns: k * 70_000 - 100, kind: 'nak-psn-seq' as const, psn: 10, syndrome: 0x60 }));
     const e = readRounds(70_000, [400_000], {}, naks);
