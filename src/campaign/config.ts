@@ -109,6 +109,13 @@ export interface CampaignTopology {
   readonly ecn: number;
   /** With more than two hosts: the chance that every QP's `b` end is the same host (incast). */
   readonly converge: number;
+  /**
+   * With four hosts or more: the chance that they hang off a two-tier
+   * leaf-spine (two to four leaves, one or two spines, every link at the
+   * seed's rate, so the leaves' uplinks are oversubscribed; ECMP over the
+   * spines) instead of one switch.
+   */
+  readonly leafSpine: number;
   /** The switch's shared pool (bytes; the buffer is this plus the ports' reserves and PFC headroom); ECN marks from 1/32 to 1/8 of it. */
   readonly buffer: Range;
   /** Every link's rate (bit/s), one of these per seed, and delay (ns). */
@@ -155,6 +162,7 @@ export const DEFAULT_CAMPAIGN: Campaign = deepFreeze({
     pfc: 0,
     ecn: 0,
     converge: 0,
+    leafSpine: 0,
     buffer: [262144, 262144],
     linkRates: [100_000_000_000],
     delayNs: [1000, 1000],
@@ -270,7 +278,7 @@ const TOP = [
   'explainExhaustion',
   'topology',
 ] as const;
-const TOPOLOGY_KEYS = ['hosts', 'switch', 'pfc', 'ecn', 'converge', 'buffer', 'linkRates', 'delayNs'] as const;
+const TOPOLOGY_KEYS = ['hosts', 'switch', 'pfc', 'ecn', 'converge', 'leafSpine', 'buffer', 'linkRates', 'delayNs'] as const;
 const FAULT_KEYS = ['kinds', 'perSeed', 'rate', 'delayNs', 'reorderDepth', 'duplicateCopies'] as const;
 /** Every key of a campaign file, by where (docs/faults.md documents each; a test checks). */
 export const CAMPAIGN_KEYS = Object.freeze({
@@ -382,6 +390,7 @@ export function parseCampaign(raw: unknown, source = 'campaign'): Campaign {
     pfc: prob(to.pfc, p('topology.pfc'), dt.pfc),
     ecn: prob(to.ecn, p('topology.ecn'), dt.ecn),
     converge: prob(to.converge, p('topology.converge'), dt.converge),
+    leafSpine: prob(to.leafSpine, p('topology.leafSpine'), dt.leafSpine),
     // Room for a few 4 KiB-MTU frames per port at the least.
     buffer: range(to.buffer, p('topology.buffer'), dt.buffer, 65536, 1 << 30),
     linkRates: rates(to.linkRates, p('topology.linkRates'), dt.linkRates),

@@ -189,6 +189,12 @@ function hostMemoryMiB(qps: readonly Record<string, unknown>[], traffic: readonl
   return Math.ceil((4 * 2 ** 20 + 1.25 * most) / 2 ** 20);
 }
 
+/** Two to four leaves (at least two hosts each), one or two spines, for `n` hosts. */
+function drawLeafSpine(r: Random, n: number): { kind: 'leaf-spine'; leaves: number; spines: number; hostsPerLeaf: number } {
+  const leaves = 2 + r.int(Math.min(4, Math.floor(n / 2)) - 1);
+  return { kind: 'leaf-spine', leaves, spines: 1 + r.int(2), hostsPerLeaf: Math.ceil(n / leaves) };
+}
+
 /** The links' largest frame (the topology's default `mtu`), which sizes the PFC headroom. */
 const LINK_MTU = 9018;
 
@@ -197,7 +203,7 @@ const PRIORITY = 3;
 
 /**
  * The seed's fabric (null: two hosts on one cable, as before the knob): a
- * star of hosts on one switch, its PFC and ECN, and each QP's two hosts,
+ * star of hosts on one switch or a leaf-spine, its PFC and ECN, and each QP's two hosts,
  * set on the QPs (`a`, `b`, and the priority's `sl` and DSCP).
  */
 function drawFabric(
@@ -217,16 +223,20 @@ function drawFabric(
   const delay = pick(r, t.delayNs);
   // The drawn size is the shared pool: the buffer also holds every port's reserve and, with PFC, its headroom.
   // (A buffer smaller than those leaves a lossy priority a threshold of 0, and a frame above the reserve never gets in.)
-  const d = DEFAULT_SWITCH_CONFIG;
-  const buffer = shared + n * (d.reserveBytes + (pfc ? headroomBytes(d.pfc, linkRate, delay, LINK_MTU) : 0));
   for (const q of qps) {
     const rq = r.fork(`qp/${q.name as string}`);
     const a = converge ? 1 + rq.int(n - 1) : rq.int(n);
     const b = converge ? 0 : (a + 1 + rq.int(n - 1)) % n;
     Object.assign(q, { a: `h${a}`, b: `h${b}`, sl: PRIORITY, traffic_class: (PRIORITY << 3) << 2 });
   }
+  // Drawn last, and only when asked for, so that a campaign without it draws as before. The QPs keep
+  // h0..h<n-1>; a last leaf's spare hosts stay idle.
+  const shape = n >= 4 && t.leafSpine > 0 && r.bernoulli(t.leafSpine) ? drawLeafSpine(r, n) : { kind: 'star' as const, hosts: n };
+  const ports = shape.kind === 'star' ? n : Math.max(shape.hostsPerLeaf + shape.spines, shape.leaves);
+  const d = DEFAULT_SWITCH_CONFIG;
+  const buffer = shared + ports * (d.reserveBytes + (pfc ? headroomBytes(d.pfc, linkRate, delay, LINK_MTU) : 0));
   return {
-    topology: { kind: 'star', hosts: n, linkRate, delay, hostMtu: 4096, hostMemory: `${hostMemoryMiB(qps, traffic)}MiB` },
+    topology: { ...shape, linkRate, delay, hostMtu: 4096, hostMemory: `${hostMemoryMiB(qps, traffic)}MiB` },
     switch: {
       buffer,
       pfc: { enabled: pfc, priorities: [PRIORITY] },

@@ -49,10 +49,12 @@ describe('campaign topology knob', () => {
     }
   });
 
-  it('campaigns/fabric.json draws stars of 2-8 hosts, QPs between two hosts each, faults on every link, the buffer above its reservations', () => {
+  it('campaigns/fabric.json draws stars of 2-8 hosts and leaf-spines, QPs between two hosts each, faults on every link, the buffer above its reservations', () => {
     const c = loadCampaign('campaigns/fabric.json');
     const hosts = new Set<number>();
+    const shapes = new Set<string>();
     let switched = 0;
+    let leafSpine = 0;
     let converged = 0;
     let pfc = 0;
     let ecn = 0;
@@ -66,16 +68,34 @@ describe('campaign topology knob', () => {
       }
       switched++;
       const n = s.devices.length;
-      hosts.add(n);
-      expect(s.switches).toHaveLength(1);
-      expect(s.links).toHaveLength(n);
+      const leaves = s.switches.filter((x) => x.name.startsWith('leaf')).length;
+      const spines = s.switches.filter((x) => x.name.startsWith('spine')).length;
+      let ports = n;
+      if (leaves === 0) {
+        hosts.add(n);
+        expect(s.switches).toHaveLength(1);
+        expect(s.links).toHaveLength(n);
+      } else {
+        // Two to four leaves of two hosts or more each, one or two spines, every leaf on every spine.
+        leafSpine++;
+        shapes.add(`${leaves}x${spines}`);
+        expect(leaves).toBeGreaterThanOrEqual(2);
+        expect(leaves).toBeLessThanOrEqual(4);
+        expect([1, 2]).toContain(spines);
+        expect(s.switches).toHaveLength(leaves + spines);
+        expect(n % leaves).toBe(0);
+        expect(s.links).toHaveLength(n + leaves * spines);
+        expect(n / leaves).toBeGreaterThanOrEqual(2);
+        ports = Math.max(n / leaves + spines, leaves);
+      }
       const sw = s.switches[0]!.config;
+      for (const x of s.switches) expect(x.config).toEqual(sw);
       if (sw.pfc.enabled) pfc++;
       if (sw.ecn !== null) ecn++;
       const rate = s.links[0]!.linkRate;
       expect([10e9, 25e9, 100e9]).toContain(rate);
       const reserved =
-        n * (DEFAULT_SWITCH_CONFIG.reserveBytes + (sw.pfc.enabled ? headroomBytes(DEFAULT_SWITCH_CONFIG.pfc, rate, s.links[0]!.propagationDelay, 9018) : 0));
+        ports * (DEFAULT_SWITCH_CONFIG.reserveBytes + (sw.pfc.enabled ? headroomBytes(DEFAULT_SWITCH_CONFIG.pfc, rate, s.links[0]!.propagationDelay, 9018) : 0));
       expect(sw.bufferBytes - reserved).toBeGreaterThanOrEqual(65536);
       expect(sw.bufferBytes - reserved).toBeLessThanOrEqual(524288);
       for (const q of s.qps) {
@@ -91,6 +111,10 @@ describe('campaign topology knob', () => {
     }
     expect(switched).toBeGreaterThan(250);
     expect([...hosts].sort()).toEqual([2, 3, 4, 5, 6, 7, 8]);
+    // 40 % of the seeds with four hosts or more: all six shapes.
+    expect(leafSpine).toBeGreaterThan(50);
+    expect(leafSpine).toBeLessThan(switched / 2);
+    expect([...shapes].sort()).toEqual(['2x1', '2x2', '3x1', '3x2', '4x1', '4x2']);
     for (const k of [pfc, ecn, converged]) {
       expect(k).toBeGreaterThan(50);
       expect(k).toBeLessThan(switched - 50);
