@@ -10,7 +10,10 @@
  *    posted receives name, deregistered;
  *  - destroy-cq: each QP's CQ destroyed (must fail: EBUSY);
  *  - overflow: more WRs posted than the SQ holds (ENOMEM at the first over);
- *  - post-reset-init: a fresh QP posted to in RESET and INIT.
+ *  - post-reset-init: a fresh QP posted to in RESET and INIT;
+ *  - mw-invalidate: B's WRITE and READ targets reached through a memory
+ *    window, which B rebinds (type 1, ibv_bind_mw) or invalidates (type 2,
+ *    IBV_WR_LOCAL_INV) while A's WRs use its key.
  * Checks (what rxe and the IBTA agree on; docs/pipeline.md "Threads" says
  * where the IBTA leaves room): a verb misused returns its errno, never
  * throws; A's completions are in posting order: successes, then at most one
@@ -28,6 +31,17 @@ import {
   IBV_QPS_RTS,
   IBV_QP_STATE,
   IBV_QPT_RC,
+  IBV_ACCESS_MW_BIND,
+  IBV_ACCESS_REMOTE_READ,
+  IBV_ACCESS_REMOTE_WRITE,
+  IBV_MW_TYPE_1,
+  IBV_MW_TYPE_2,
+  IBV_WR_BIND_MW,
+  IBV_WR_LOCAL_INV,
+  ibv_alloc_mw,
+  ibv_bind_mw,
+  ibv_dealloc_mw,
+  ibv_inc_rkey,
   IBV_SEND_SIGNALED,
   IBV_WC_LOC_PROT_ERR,
   IBV_WC_LOC_QP_OP_ERR,
@@ -63,7 +77,18 @@ const SLOT = 3 * 1024;
 const RECV_IDS = 500;
 const BAD_KEY = 0x00c0ffee;
 
-const KINDS = ['err', 'bad-lkey', 'bad-rkey', 'dereg-local', 'dereg-remote', 'dereg-recv', 'destroy-cq', 'overflow', 'post-reset-init'] as const;
+const KINDS = [
+  'err',
+  'bad-lkey',
+  'bad-rkey',
+  'dereg-local',
+  'dereg-remote',
+  'dereg-recv',
+  'destroy-cq',
+  'overflow',
+  'post-reset-init',
+  'mw-invalidate',
+] as const;
 type Kind = (typeof KINDS)[number];
 type Op = 'write' | 'send' | 'read';
 const WR_OPCODE: Record<Op, number> = { write: IBV_WR_RDMA_WRITE, send: IBV_WR_SEND, read: IBV_WR_RDMA_READ };
@@ -80,6 +105,7 @@ const CAUSES: Record<Kind, readonly number[]> = {
   'destroy-cq': [],
   overflow: [],
   'post-reset-init': [],
+  'mw-invalidate': [IBV_WC_REM_ACCESS_ERR],
 };
 
 interface Message {
@@ -118,7 +144,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   const qb = H.createQp(db, IBV_QPT_RC, { maxSendWr: 1, maxRecvWr: MAX_MESSAGES, cqDepth: 64 });
   H.connect(qa, qb, { timeout: 14, minRnrTimer: 1 });
   const local = H.region(da, n * SLOT);
-  const remote = H.region(db, n * SLOT);
+  const remote = H.region(db, n * SLOT, H.ALL_ACCESS | IBV_ACCESS_MW_BIND);
   const rbuf = H.region(db, n * SLOT);
   for (const m of msgs) fill(m.op === 'read' ? remote.data : local.data, m.i * SLOT, m.len, rand);
   // The sources as they were: a deregistered MR's bytes stay, but compare against a copy.
@@ -128,6 +154,32 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
     const rc = ibv_post_recv(qb.qp, { wr_id: BigInt(RECV_IDS + j), sg_list: [rbuf.sge(m.i * SLOT, SLOT)], num_sge: 1, next: null });
     if (rc !== 0) throw new Error(`post_recv ${j}: ${rc}`);
   });
+  // mw-invalidate: A reaches B's targets through a window over all of them.
+  const mw = kind === 'mw-invalidate' ? ibv_alloc_mw(db.pd, seed % 4 < 2 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2) : null;
+  if (mw) db.cleanup.push(() => void ibv_dealloc_mw(mw));
+  let targetRkey = remote.rkey;
+  if (mw) {
+    const info = { mr: remote.mr, addr: remote.addr, length: BigInt(n * SLOT), mw_access_flags: IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE };
+    if (mw.type === IBV_MW_TYPE_1) {
+      if (ibv_bind_mw(qb.qp, mw, { wr_id: 1n, send_flags: IBV_SEND_SIGNALED, bind_info: info }) !== 0) throw new Error('bind_mw');
+      targetRkey = mw.rkey;
+    } else {
+      targetRkey = ibv_inc_rkey(mw.rkey);
+      const bind = {
+        wr_id: 1n,
+        next: null,
+        sg_list: null,
+        num_sge: 0,
+        opcode: IBV_WR_BIND_MW,
+        send_flags: IBV_SEND_SIGNALED,
+        bind_mw: { mw, rkey: targetRkey, bind_info: info },
+      };
+      if (ibv_post_send(qb.qp, bind as never) !== 0) throw new Error('post bind');
+    }
+    t.settle();
+    const w = pollAll(qb.scq);
+    if (w.length !== 1 || w[0]!.status !== IBV_WC_SUCCESS) throw new Error(`the bind: ${w.map(H.wcText).join()}`);
+  }
   const sent: ibv_wc[] = [];
   const received: ibv_wc[] = [];
   let posted = 0;
@@ -140,7 +192,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
     send_flags: m.signaled ? IBV_SEND_SIGNALED : 0,
     sg_list: m.len === 0 ? [] : [{ addr: local.at(m.i * SLOT), length: m.len, lkey: m.bad && kind === 'bad-lkey' ? BAD_KEY : local.lkey }],
     num_sge: m.len === 0 ? 0 : 1,
-    wr: { rdma: { remote_addr: remote.at(m.i * SLOT), rkey: m.bad && kind === 'bad-rkey' ? BAD_KEY : remote.rkey } },
+    wr: { rdma: { remote_addr: remote.at(m.i * SLOT), rkey: m.bad && kind === 'bad-rkey' ? BAD_KEY : targetRkey } },
     next: null,
   });
   const cap = qa.initCap.max_send_wr;
@@ -189,6 +241,26 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
           return `post of ${chain.length} WRs with room for ${room}: ${rc}, bad_wr ${bad.wr?.wr_id}`;
         posted += Math.min(room, chain.length);
         return null;
+      }
+      case 'mw-invalidate': {
+        // The window's old key stops working when B's requester executes this (its own SQ, own pace).
+        const rc =
+          mw!.type === IBV_MW_TYPE_1
+            ? ibv_bind_mw(qb.qp, mw!, {
+                wr_id: 2n,
+                send_flags: IBV_SEND_SIGNALED,
+                bind_info: { mr: remote.mr, addr: remote.addr, length: BigInt(n * SLOT), mw_access_flags: IBV_ACCESS_REMOTE_WRITE },
+              })
+            : ibv_post_send(qb.qp, {
+                wr_id: 2n,
+                next: null,
+                sg_list: [],
+                num_sge: 0,
+                opcode: IBV_WR_LOCAL_INV as never,
+                send_flags: IBV_SEND_SIGNALED,
+                invalidate_rkey: targetRkey,
+              });
+        return rc === 0 ? null : `${mw!.type === IBV_MW_TYPE_1 ? 'rebind' : 'local invalidate'}: ${rc}`;
       }
       case 'post-reset-init': {
         const c = H.createQp(da, IBV_QPT_RC, { sendCq: qa.scq, recvCq: qa.rcq, maxSendWr: 2, maxRecvWr: 2 });
@@ -305,6 +377,11 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   if (sb !== (bErr ? IBV_QPS_ERR : IBV_QPS_RTS)) errors.push(`${kind}: B's QP in state ${sb} after A's ${cause}`);
   if (kind === 'dereg-recv' && recvBad >= 0 && ![IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_WR_FLUSH_ERR].includes(received[recvBad]!.status))
     errors.push(`dereg-recv: receive ${recvBad} ${H.wcText(received[recvBad]!)}`);
+  if (mw && misused) {
+    const w = pollAll(qb.scq);
+    if (w.length !== 1 || w[0]!.wr_id !== 2n || w[0]!.status !== IBV_WC_SUCCESS)
+      errors.push(`the window's ${mw.type === IBV_MW_TYPE_1 ? 'rebind' : 'invalidation'}: ${w.map(H.wcText).join()}`);
+  }
   for (const r of [local, remote, rbuf]) r.checkGuards();
   return errors.length > 0 ? `${kind}: ${errors.slice(0, 4).join('; ')}` : null;
 }
