@@ -3,6 +3,7 @@
  * (interleaving-run.ts draws them as the RC test does). A sends to B:
  *  - UC: SEND, SEND with immediate, RDMA WRITE, WRITE with immediate,
  *    0 B to 3 packets at MTU 1024;
+ *    some WRITEs with an rkey B never gave (B drops them: UC has no NAK);
  *  - UD: SEND with and without immediate up to the MTU, some with a wrong
  *    Q_Key (B must drop them), and in some seeds a last one larger than
  *    the MTU (an error completion at A: LOC_LEN_ERR).
@@ -17,6 +18,8 @@
 import { describe, expect, it } from 'vitest';
 import { disableAutoStart } from '../../src/boot.js';
 import {
+  IBV_QPS_ERR,
+  IBV_QPS_RTS,
   IBV_QPT_UC,
   IBV_QPT_UD,
   IBV_SEND_SIGNALED,
@@ -65,7 +68,7 @@ interface Message {
   readonly len: number;
   readonly signaled: boolean;
   readonly imm: number;
-  /** UD: sent with a Q_Key B does not have. */
+  /** UD: sent with a Q_Key B does not have; UC (a WRITE): with an rkey B never gave. */
   readonly badQkey: boolean;
   /** UD: larger than the MTU (the last message only). */
   readonly oversize: boolean;
@@ -88,7 +91,8 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
     const r = rand();
     const max = ud ? mtu : slot;
     const len = oversize ? mtu + 1 + Math.floor(rand() * 32) : r < 0.1 ? 0 : r < 0.5 ? 1 + Math.floor(rand() * 64) : 1 + Math.floor(rand() * max);
-    const badQkey = ud && !oversize && rand() < 0.1;
+    // A zero-length WRITE needs no valid rkey (the IBTA checks none for a 0 B RDMA; rxe): only longer ones are refused.
+    const badQkey = (ud || ((op === 'write' || op === 'write_imm') && len > 0)) && !oversize && rand() < 0.1;
     msgs.push({
       i,
       op,
@@ -143,7 +147,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
           imm_data: m.imm,
           wr: ah
             ? { ud: { ah, remote_qpn: qb.qp.qp_num, remote_qkey: m.badQkey ? H.QKEY ^ 1 : H.QKEY } }
-            : { rdma: { remote_addr: dst.at(m.i * slot), rkey: dst.rkey } },
+            : { rdma: { remote_addr: dst.at(m.i * slot), rkey: m.badQkey ? dst.rkey ^ 0x5a5a00 : dst.rkey } },
           next: null,
         });
         if (rc !== 0) return `post_send ${m.i} (${m.op}): ${rc}`;
@@ -175,6 +179,10 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
     if (!m || w.wr_id !== BigInt(m.i) || w.status !== status || (status === IBV_WC_SUCCESS && w.opcode !== opcode))
       errors.push(`send completion ${k}: ${H.wcText(w)}, expected ${m ? `message ${m.i} (${m.op}, ${m.len} B${m.oversize ? ', oversize' : ''})` : 'none'}`);
   });
+  // After its error completion the UD QP is in ERR, as rxe does (the IBTA has SQE for a UD or UC
+  // send error: receives go on; docs/pipeline.md "Threads"); else still RTS.
+  const state = H.qpState(qa.qp);
+  if (state !== (msgs.some((m) => m.oversize) ? IBV_QPS_ERR : IBV_QPS_RTS)) errors.push(`A's QP in state ${state} at the end`);
   if (msgs.some((m) => m.oversize)) tally.oversize++;
   tally.badQkey += msgs.filter((m) => m.badQkey).length;
   // The receiver: in posting order, each a message sent after the one before, never one twice.
@@ -213,7 +221,9 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   for (const m of msgs) {
     if (ud || (m.op !== 'write' && m.op !== 'write_imm')) continue;
     tally.writes++;
-    const delivered = m.op === 'write' || received.some((w) => w.opcode === IBV_WC_RECV_RDMA_WITH_IMM && w.imm_data === m.imm && w.byte_len === m.len);
+    if (m.badQkey && bytesDiffer(dst.data, m.i * slot, src.data, m.i * slot, 0, slot)) errors.push(`message ${m.i} (${m.op}) with a bad rkey wrote B's memory`);
+    const delivered =
+      (m.op === 'write' && !m.badQkey) || received.some((w) => w.opcode === IBV_WC_RECV_RDMA_WITH_IMM && w.imm_data === m.imm && w.byte_len === m.len);
     const at = m.i * slot;
     const d = bytesDiffer(dst.data, at, src.data, at, m.len, slot);
     if (delivered && d) errors.push(`message ${m.i} (${m.op}, ${m.len} B): ${d}`);
@@ -231,7 +241,7 @@ describe('UC and UD under seeded interleavings of device passes and driver calls
     expect(tally.uc, 'UC seeds').toBeGreaterThan(SEEDS / 3);
     expect(tally.ud, 'UD seeds').toBeGreaterThan(SEEDS / 3);
     expect(tally.lost, 'messages lost for want of a receive').toBeGreaterThan(SEEDS / 20);
-    expect(tally.badQkey, 'UD messages with a wrong Q_Key').toBeGreaterThan(SEEDS / 20);
+    expect(tally.badQkey, 'UD messages with a wrong Q_Key, UC WRITEs with a wrong rkey').toBeGreaterThan(SEEDS / 20);
     expect(tally.oversize, 'UD messages larger than the MTU').toBeGreaterThan(SEEDS / 40);
     expect(tally.writes, 'UC WRITEs').toBeGreaterThan(SEEDS);
   });
