@@ -6,7 +6,9 @@
  * Every QP sends SEND, SEND with immediate, WRITE with immediate (each takes
  * a receive of the SRQ), WRITE and READ, 0 B to 3 packets; B keeps its
  * SRQs stocked eagerly or one receive now and then (RNR NAKs, retried), and
- * arms the SRQ limit at random steps (IBV_SRQ_LIMIT); at the end it arms it
+ * reads its one CQ by polling or by waiting for completion events (arm,
+ * poll, wait: a lost event is a hang); it arms the SRQ limit at random
+ * steps (IBV_SRQ_LIMIT); at the end it arms it
  * once more above what is left and takes one more message.
  * Checks: every signaled WR completes once, in order per QP, successfully
  * with its opcode; each QP's receives complete in its message order, with
@@ -35,6 +37,11 @@ import {
   IBV_WR_SEND,
   IBV_WR_SEND_WITH_IMM,
   ibv_ack_async_event,
+  ibv_ack_cq_events,
+  ibv_create_comp_channel,
+  ibv_destroy_comp_channel,
+  ibv_get_cq_event,
+  ibv_req_notify_cq,
   ibv_create_srq,
   ibv_destroy_srq,
   ibv_get_async_event,
@@ -115,7 +122,7 @@ interface Shared {
   readonly total: number;
 }
 
-const tally = { srq: 0, xrc: 0, events: 0, rnr: 0, twoSrqs: 0 };
+const tally = { srq: 0, xrc: 0, events: 0, rnr: 0, twoSrqs: 0, cqEvents: 0 };
 
 async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> {
   const rand = seededRandom(seed);
@@ -124,8 +131,12 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   const nSrqs = xrc && rand() < 0.5 ? 2 : 1;
   const [da, db] = [H.openDev('rnic0'), H.openDev('rnic1')];
   t.policy = () => 'settle';
+  // B waits for completion events (arm, poll, wait) or polls; its one CQ takes every QP's receives.
+  const useEvents = rand() < 0.5;
+  const channel = useEvents ? ibv_create_comp_channel(db.ctx) : null;
+  if (channel) db.cleanup.push(() => void ibv_destroy_comp_channel(channel));
   const scq = H.createCq(da, 128);
-  const rcq = H.createCq(db, 128);
+  const rcq = H.createCq(db, 128, channel);
   let slots = 0;
   const plan = Array.from({ length: nFlows }, (_, f) =>
     Array.from({ length: 1 + Math.floor(rand() * MAX_MESSAGES) }, (_, i): Message => {
@@ -223,12 +234,37 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
     s.arms++;
     return null;
   };
-  const pollB = () => {
-    for (const w of pollAll(rcq)) {
+  const pollB = (): number => {
+    const got = pollAll(rcq);
+    for (const w of got) {
       received.push(w);
       const s = srqs[Math.floor((Number(w.wr_id) - RECV_IDS) / FLOW_IDS)];
       if (s) s.consumed++;
     }
+    return got.length;
+  };
+  // As the rdma-core examples with -e: poll; when none, arm and poll once more; then wait, not polling.
+  const cq = { armed: false, waiting: false, events: 0 };
+  const serveB = () => {
+    if (cq.waiting || pollB() > 0 || !channel) return;
+    if (!cq.armed) {
+      if (ibv_req_notify_cq(rcq, 0) !== 0) failure = 'req_notify_cq failed';
+      cq.armed = true;
+      if (pollB() > 0) return;
+    }
+    cq.waiting = true;
+    ibv_get_cq_event(channel).then(
+      (ev) => {
+        if (ev.cq !== rcq) failure = 'a completion event for another CQ';
+        ibv_ack_cq_events(rcq, 1);
+        cq.events++;
+        cq.armed = false;
+        cq.waiting = false;
+      },
+      (e: Error) => {
+        if (!ended) failure = `get_cq_event: ${e.message}`;
+      },
+    );
   };
   const step = (): string | null => {
     for (const s of srqs) {
@@ -265,7 +301,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
       f.sent.push(w);
       f.retired = (id % FLOW_IDS) + 1;
     }
-    pollB();
+    serveB();
     return failure;
   };
   const consumers = plan.flat().filter((m) => consumesReceive(m.op)).length;
@@ -273,7 +309,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
     step,
     done: () => flows.every((f) => f.sent.length === f.msgs.filter((m) => m.signaled).length) && received.length >= consumers,
     where: () =>
-      `${xrc ? 'XRC' : 'SRQ'}: ${flows.map((f, i) => `flow ${i}: ${f.sent.length} sent, ${f.posted}/${f.msgs.length} posted`).join('; ')}; ${received.length}/${consumers} received; SRQs ${srqs.map((s) => `${s.posted}/${s.total} posted`).join(', ')}`,
+      `${xrc ? 'XRC' : 'SRQ'}: ${flows.map((f, i) => `flow ${i}: ${f.sent.length} sent, ${f.posted}/${f.msgs.length} posted`).join('; ')}; ${received.length}/${consumers} received; SRQs ${srqs.map((s) => `${s.posted}/${s.total} posted`).join(', ')}; B ${channel ? `waits for events (${cq.events} had${cq.waiting ? ', waiting' : ''})` : 'polls'}`,
   });
   if (e) return `${xrc ? 'XRC' : 'SRQ'}: ${e}`;
   // The limit, armed above what is left on SRQ 0, must fire at the next receive it takes.
@@ -361,6 +397,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   if (nSrqs > 1) tally.twoSrqs++;
   if (!eager) tally.rnr++;
   tally.events += srqs.reduce((n, s) => n + s.events, 0);
+  tally.cqEvents += cq.events;
   for (const r of [src, dst, ...rbufs]) r.checkGuards();
   return errors.length > 0 ? `${xrc ? 'XRC' : 'SRQ'}: ${errors.slice(0, 4).join('; ')}` : null;
 }
@@ -375,5 +412,6 @@ describe('SRQ and XRC under seeded interleavings of device passes and driver cal
     expect(tally.twoSrqs, 'XRC seeds with two SRQs').toBeGreaterThan(SEEDS / 10);
     expect(tally.rnr, 'seeds with receives posted late').toBeGreaterThan(SEEDS / 4);
     expect(tally.events, 'SRQ limit events').toBeGreaterThan(SEEDS * 1.2);
+    expect(tally.cqEvents, 'completion events B waited for').toBeGreaterThan(SEEDS / 2);
   });
 });
