@@ -4,6 +4,7 @@
  * SENDs and READs (0 B to 3 packets) to B; at a step drawn from the seed,
  * with WRs outstanding, one misuse happens:
  *  - err: A's QP modified to ERR mid-message, and the rest posted in ERR;
+ *  - err-b: B's QP modified to ERR under A's traffic (A's retries run out);
  *  - bad-lkey / bad-rkey: one WR with a key nobody registered;
  *  - dereg-local / dereg-remote / dereg-recv: the MR that A's posted WRs
  *    read or write, the one B's WRITEs and READs target, or the one B's
@@ -48,6 +49,7 @@ import {
   IBV_WC_REM_ACCESS_ERR,
   IBV_WC_REM_INV_REQ_ERR,
   IBV_WC_REM_OP_ERR,
+  IBV_WC_RETRY_EXC_ERR,
   IBV_WC_SUCCESS,
   IBV_WC_WR_FLUSH_ERR,
   IBV_WR_RDMA_READ,
@@ -79,6 +81,7 @@ const BAD_KEY = 0x00c0ffee;
 
 const KINDS = [
   'err',
+  'err-b',
   'bad-lkey',
   'bad-rkey',
   'dereg-local',
@@ -96,6 +99,8 @@ const WR_OPCODE: Record<Op, number> = { write: IBV_WR_RDMA_WRITE, send: IBV_WR_S
 /** The errors a misuse can explain at A (besides the flush after them). */
 const CAUSES: Record<Kind, readonly number[]> = {
   err: [],
+  // B in ERR drops what comes in, silently (IBTA 10.3.1): A's transport retries run out.
+  'err-b': [IBV_WC_RETRY_EXC_ERR],
   'bad-lkey': [IBV_WC_LOC_PROT_ERR],
   'bad-rkey': [IBV_WC_REM_ACCESS_ERR],
   'dereg-local': [IBV_WC_LOC_PROT_ERR],
@@ -119,6 +124,7 @@ interface Message {
 
 const tally = Object.fromEntries(KINDS.map((k) => [k, 0])) as Record<Kind, number>;
 const seen = { flushed: 0, caused: 0, midMessage: 0 };
+const causedBy: Partial<Record<Kind, number>> = {};
 
 function qpState(qp: Parameters<typeof H.qpState>[0]): number {
   return H.qpState(qp);
@@ -142,7 +148,8 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   t.policy = () => 'settle';
   const qa = H.createQp(da, IBV_QPT_RC, { maxSendWr: DEPTH, maxRecvWr: 1, cqDepth: 64 });
   const qb = H.createQp(db, IBV_QPT_RC, { maxSendWr: 1, maxRecvWr: MAX_MESSAGES, cqDepth: 64 });
-  H.connect(qa, qb, { timeout: 14, minRnrTimer: 1 });
+  // retry_cnt 3: 7 would be infinite in rxe, and err-b waits for the retries to run out.
+  H.connect(qa, qb, { timeout: 14, minRnrTimer: 1, retryCnt: 3 });
   const local = H.region(da, n * SLOT);
   const remote = H.region(db, n * SLOT, H.ALL_ACCESS | IBV_ACCESS_MW_BIND);
   const rbuf = H.region(db, n * SLOT);
@@ -206,6 +213,11 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
         attr.qp_state = IBV_QPS_ERR;
         const rc = ibv_modify_qp(qa.qp, attr, IBV_QP_STATE);
         return rc === 0 ? null : `modify to ERR: ${rc}`;
+      }
+      case 'err-b': {
+        attr.qp_state = IBV_QPS_ERR;
+        const rc = ibv_modify_qp(qb.qp, attr, IBV_QP_STATE);
+        return rc === 0 ? null : `modify B to ERR: ${rc}`;
       }
       case 'bad-lkey':
       case 'bad-rkey': {
@@ -285,6 +297,8 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
         const e = misuse();
         if (e) return e;
       }
+      // Nothing but A's timers moves an err-b run on: time goes by in steps of a third of the timeout.
+      if (kind === 'err-b' && misused) t.clock.t += 22e6;
       for (let k = Math.floor(rand() * 4); k > 0 && posted < n && posted - retired < DEPTH; k--) {
         const m = msgs[posted]!;
         const rc = ibv_post_send(qa.qp, wrOf(m));
@@ -322,6 +336,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
       firstBad = i;
       if (w.status !== IBV_WC_WR_FLUSH_ERR) {
         seen.caused++;
+        causedBy[kind] = (causedBy[kind] ?? 0) + 1;
         if (!CAUSES[kind].includes(w.status)) errors.push(`${kind}: WR ${i} (${m.op}) completed ${H.wcText(w)}, which the misuse does not explain`);
         if ((kind === 'bad-lkey' || kind === 'bad-rkey') && !m.bad)
           errors.push(
@@ -373,7 +388,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   const cause = firstBad >= 0 ? sent.find((w) => Number(w.wr_id) === firstBad)!.status : IBV_WC_SUCCESS;
   const [sa, sb] = [qpState(qa.qp), qpState(qb.qp)];
   if (sa !== (firstBad >= 0 || errAt >= 0 ? IBV_QPS_ERR : IBV_QPS_RTS)) errors.push(`${kind}: A's QP in state ${sa} after ${cause}`);
-  const bErr = cause === IBV_WC_REM_ACCESS_ERR || cause === IBV_WC_REM_OP_ERR || cause === IBV_WC_REM_INV_REQ_ERR;
+  const bErr = (kind === 'err-b' && misused) || cause === IBV_WC_REM_ACCESS_ERR || cause === IBV_WC_REM_OP_ERR || cause === IBV_WC_REM_INV_REQ_ERR;
   if (sb !== (bErr ? IBV_QPS_ERR : IBV_QPS_RTS)) errors.push(`${kind}: B's QP in state ${sb} after A's ${cause}`);
   if (kind === 'dereg-recv' && recvBad >= 0 && ![IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_WR_FLUSH_ERR].includes(received[recvBad]!.status))
     errors.push(`dereg-recv: receive ${recvBad} ${H.wcText(received[recvBad]!)}`);
@@ -390,6 +405,7 @@ describe('verbs misused while RC traffic is in flight, under seeded interleaving
   it(`${SEEDS} seeds: errnos, completions in order with the error the misuse explains, flushes, bytes, QP states, no hang`, { timeout: 600_000 }, async () => {
     await runSeeds(SEEDS, runSeed);
     for (const k of KINDS) expect(tally[k], `seeds misusing: ${k}`).toBeGreaterThan(SEEDS / KINDS.length / 2);
+    for (const k of KINDS) if (CAUSES[k].length > 0) expect(causedBy[k] ?? 0, `seeds where ${k} caused its error`).toBeGreaterThan(SEEDS / KINDS.length / 4);
     expect(seen.caused, 'error completions a misuse caused').toBeGreaterThan(SEEDS / 10);
     expect(seen.flushed, 'WRs flushed').toBeGreaterThan(SEEDS / 2);
   });
