@@ -66,6 +66,8 @@ function ackThrough(nic: NicCore, q: QpCtx, psn: number): number {
   if (retired > 0) {
     restoreRetries(q);
     if (q.draining) sqDrainCheck(nic, q, nic.qpOff(q));
+    // A WQE that waits for the window to empty (a failing one, a bind) goes next.
+    if (win.length === 0) nic.schedule(q);
   }
   return retired;
 }

@@ -352,11 +352,12 @@ export class Nic implements NicCore {
     q.txIndex = 0;
     q.rdAtomicOut = 0;
     q.ackDeadline = Infinity;
-    // The NAK that reports the error still goes out (IBTA 9.9.3: NAK, then error); nothing else does.
-    const naks = q.responses.filter((r) => r.kind === 'nak');
-    q.responses.length = 0;
-    q.responses.push(...naks);
-    if (naks.length > 0) this.schedule(q);
+    // The NAK that reports the error still goes out (IBTA 9.9.3: NAK, then error), and so do the
+    // responses queued before it: they answer requests before the failed one, which the responder
+    // executed in PSN order (rxe sends a READ's responses before it handles the next request).
+    // Without them the requester blames the NAK on the READ ahead of the failed WR. Nothing after.
+    q.responses.length = q.responses.findLastIndex((r) => r.kind === 'nak') + 1;
+    if (q.responses.length > 0) this.schedule(q);
     for (let addr = sqPeek(mem, t, off); addr >= 0; addr = sqPeek(mem, t, off)) {
       const counter = sqAdvance(t, off);
       const w = readSendWqe(mem, addr - mem.baseNum, q.qpType, counter, 255, 1 << 16) ?? new SendWqe();

@@ -157,6 +157,17 @@ export function failHead(nic: NicCore, q: QpCtx, w: SendWqe, status: number, cou
   nic.fail(q);
 }
 
+/** Why the requester cannot start `w` (null: unreadable), or IBV_WC_SUCCESS: checked before anything is sent. */
+function localError(t: NicCore['env']['tables'], q: QpCtx, w: SendWqe | null, maxMsg: number): number {
+  if (!w || !opcodeAllowed(q.qpType, w.opcode)) return IBV_WC_LOC_QP_OP_ERR;
+  const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
+  if (w.length > maxMsg || (q.qpType === IBV_QPT_UD && w.length > q.mtu) || (isAtomic && w.length !== 8)) return IBV_WC_LOC_LEN_ERR;
+  // Local keys are checked before anything is sent: a READ or ATOMIC writes its local buffer.
+  const needed = w.opcode === IBV_WR_RDMA_READ || isAtomic ? IBV_ACCESS_LOCAL_WRITE : 0;
+  if (!(w.flags & IBV_SEND_INLINE) && checkSges(t, q.pdn, w.sges, needed) !== MrCheck.OK) return IBV_WC_LOC_PROT_ERR;
+  return IBV_WC_SUCCESS;
+}
+
 /** Takes newly posted send WQEs into the window. */
 function fetch(nic: NicCore, q: QpCtx, qp: number): void {
   const { mem, tables: t, caps } = nic.env;
@@ -181,24 +192,27 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
       completeSend(nic, q, w, IBV_WC_SUCCESS);
       continue;
     }
-    const counter = sqAdvance(t, qp);
-    const w = readSendWqe(mem, o, q.qpType, counter, q.maxSendSge, q.maxInline);
-    if (!w || !opcodeAllowed(q.qpType, w.opcode)) {
-      const bad = w ?? Object.assign(new SendWqe(), { counter, wrIdLo: mem.dv.getUint32(o, true), wrIdHi: mem.dv.getUint32(o + 4, true) });
-      failHead(nic, q, bad, IBV_WC_LOC_QP_OP_ERR);
+    // Read at the consumer counter before taking it: a WQE that fails waits there (below).
+    const counter = QPC.f.sqConsumed.get(t.dv, qp);
+    const read = readSendWqe(mem, o, q.qpType, counter, q.maxSendSge, q.maxInline);
+    const status = localError(t, q, read, maxMsg);
+    if (status !== IBV_WC_SUCCESS) {
+      // A work queue's completions come in the order its WRs were posted
+      // (IBTA ch. 10, work completions; rxe's completer ends an errored WQE
+      // only at the head): the WRs ahead in the window complete first, so this
+      // one waits at the consumer counter until the window is empty.
+      if (q.window.length > 0) {
+        if (read) releaseSendWqe(read);
+        return;
+      }
+      sqAdvance(t, qp);
+      const bad = read ?? Object.assign(new SendWqe(), { counter, wrIdLo: mem.dv.getUint32(o, true), wrIdHi: mem.dv.getUint32(o + 4, true) });
+      failHead(nic, q, bad, status);
       return;
     }
-    const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
-    if (w.length > maxMsg || (q.qpType === IBV_QPT_UD && w.length > q.mtu) || (isAtomic && w.length !== 8)) {
-      failHead(nic, q, w, IBV_WC_LOC_LEN_ERR);
-      return;
-    }
-    // Local keys are checked before anything is sent: a READ or ATOMIC writes its local buffer.
-    const needed = w.opcode === IBV_WR_RDMA_READ || isAtomic ? IBV_ACCESS_LOCAL_WRITE : 0;
-    if (!(w.flags & IBV_SEND_INLINE) && checkSges(t, q.pdn, w.sges, needed) !== MrCheck.OK) {
-      failHead(nic, q, w, IBV_WC_LOC_PROT_ERR);
-      return;
-    }
+    sqAdvance(t, qp);
+    const w = read!;
+    const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w!.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
     w.firstPsn = q.sqPsn;
     // One packet without a division when the message fits the MTU (every small message).
     w.npsn = isAtomic || q.qpType === IBV_QPT_UD || w.length <= q.mtu ? 1 : Math.ceil(w.length / q.mtu);
