@@ -67,7 +67,10 @@ function ackThrough(nic: NicCore, q: QpCtx, psn: number): number {
     restoreRetries(q);
     if (q.draining) sqDrainCheck(nic, q, nic.qpOff(q));
     // A WQE that waits for the window to empty (a failing one, a bind) goes next.
-    if (win.length === 0) nic.schedule(q);
+    if (win.length === 0 && q.waitsForEmptyWindow) {
+      q.waitsForEmptyWindow = false;
+      nic.schedule(q);
+    }
   }
   return retired;
 }

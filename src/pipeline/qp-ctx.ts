@@ -120,6 +120,8 @@ export class QpCtx {
   sinceAckReq = 0;
   /** The QP hit a fatal error: flush when the window drains. */
   sqError = false;
+  /** The next WQE (a bind or invalidation, or one failing its local checks) waits for the window to empty. */
+  waitsForEmptyWindow = false;
   /** SQD: the firmware's drain is running; each retirement checks whether it is over (sq-drain.ts). */
   draining = false;
   /**
@@ -251,6 +253,7 @@ export class QpCtx {
     this.rnrUntil = 0;
     this.sinceAckReq = 0;
     this.sqError = false;
+    this.waitsForEmptyWindow = false;
     this.retryStarted = false;
     this.nakSent = false;
     this.recv = null;

@@ -182,7 +182,10 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
     const o = sqNextOff(t, qp, ringOff, logSize, logStride);
     if (q.qpType !== IBV_QPT_UD && isLocalOp(SEND_CTRL.f.opcode.get(mem.dv, o))) {
       // A bind or invalidation waits until every WQE before it has completed (local-ops.ts); the completer reschedules the QP.
-      if (q.window.length > 0) return;
+      if (q.window.length > 0) {
+        q.waitsForEmptyWindow = true;
+        return;
+      }
       const w = readSendWqe(mem, o, q.qpType, sqAdvance(t, qp), q.maxSendSge, q.maxInline)!;
       const status = executeLocalOp(t, w, q.qpn, q.pdn);
       if (status !== IBV_WC_SUCCESS) {
@@ -203,6 +206,7 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
       // one waits at the consumer counter until the window is empty.
       if (q.window.length > 0) {
         if (read) releaseSendWqe(read);
+        q.waitsForEmptyWindow = true;
         return;
       }
       sqAdvance(t, qp);
@@ -212,7 +216,7 @@ function fetch(nic: NicCore, q: QpCtx, qp: number): void {
     }
     sqAdvance(t, qp);
     const w = read!;
-    const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w!.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
+    const isAtomic = w.opcode === IBV_WR_ATOMIC_CMP_AND_SWP || w.opcode === IBV_WR_ATOMIC_FETCH_AND_ADD;
     w.firstPsn = q.sqPsn;
     // One packet without a division when the message fits the MTU (every small message).
     w.npsn = isAtomic || q.qpType === IBV_QPT_UD || w.length <= q.mtu ? 1 : Math.ceil(w.length / q.mtu);
