@@ -78,8 +78,10 @@ import { psnAddMasked, psnCount, type QpTimeline, RequestKeys, TimelineRecorder,
 export interface RunScenarioOptions {
   /** Where a captured port's pcap goes (index 0 is the scenario's first capture); default: kept in memory, returned in `captures`. */
   captureWriter?: (port: string, index: number) => PcapWriter;
-  /** Another frame observer for the run. */
+  /** Another frame observer for the run (it may read payload bytes: payloads are then gathered into their frames). */
   observe?: FrameObserver;
+  /** Another frame observer that reads headers only (SimModel.observeHeaders: payloads may stay deferred). */
+  observeHeaders?: FrameObserver;
   /** Lines worth telling as they happen (a stall). */
   log?: (line: string) => void;
   /** Told of every frame a fault rule acted on (which rule, and the frame by its BTH), at the end of the run. */
@@ -456,7 +458,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
   const requestKeys = new RequestKeys(s.devices.map((d) => d.ports.map((p) => p.mac)));
   const timeline = new TimelineRecorder(requestKeys);
-  const unobserve = [sim.observe(timeline.observe), sim.observeHandoffs(timeline.handoff)];
+  // The runner's own observers read headers only (observeHeaders): payloads may stay deferred.
+  const unobserve = [sim.observeHeaders(timeline.observe), sim.observeHandoffs(timeline.handoff)];
   // Every rate change of congestion control, for the DCQCN checks (fabric-checks.ts).
   const ccEvents: CongestionEvent[] = [];
   if (s.switches.length > 0) unobserve.push(sim.observeCongestion((e) => ccEvents.push(e)));
@@ -478,6 +481,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       ),
     );
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
+  if (opts.observeHeaders) unobserve.push(sim.observeHeaders(opts.observeHeaders));
   const verify: string[] = [];
   const stalls: StallReport[] = [];
   const devIndex = new Map(s.devices.map((d, i) => [d.name, i]));
@@ -648,7 +652,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     };
     if (responders.size > 0) {
       unobserve.push(
-        sim.observe((e) => {
+        sim.observeHeaders((e) => {
           const bth = bthOffset(e.headers);
           if (bth < 0) return;
           const info = OPCODES[e.headers[bth]!];
