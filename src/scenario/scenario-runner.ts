@@ -74,6 +74,7 @@ export type { FaultHit } from './fault-hits.js';
 import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
 import { psnAddMasked, psnCount, type QpTimeline, RequestKeys, TimelineRecorder, wcStatusName } from './timeline.js';
+import { fillBytes } from '../device/fill-bytes.js';
 
 export interface RunScenarioOptions {
   /** Where a captured port's pcap goes (index 0 is the scenario's first capture); default: kept in memory, returned in `captures`. */
@@ -717,7 +718,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         while (st.recvPosted - st.recvDone < t.recvDepth && st.recvPosted < st.recvCount) {
           const k = st.recvPosted;
           const off = (k % t.recvDepth) * st.recvSlot;
-          rb.bytes.fill(filler(k), off, off + st.recvSlot);
+          fillBytes(rb.bytes, filler(k), off, off + st.recvSlot);
           const rwr = { wr_id: BigInt(k), next: null, sg_list: [{ addr: rb.mr.addr + BigInt(off), length: st.recvSlot, lkey: rb.mr.lkey }], num_sge: 1 };
           const srq = st.resp.srq;
           const rc = srq ? ibv_post_srq_recv(srq, rwr, {}) : ibv_post_recv(st.resp.qp, rwr, {});
@@ -1172,7 +1173,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
     case 'write':
     case 'write_imm':
       st.local.bytes.set(st.data(i, p.size), slotOff);
-      st.remote.bytes.fill(filler(i), slotOff, slotEnd);
+      fillBytes(st.remote.bytes, filler(i), slotOff, slotEnd);
       sge(p.size);
       wr.opcode = p.op === 'write' ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
       if (p.op === 'write_imm') wr.imm_data = i;
@@ -1180,7 +1181,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
       break;
     case 'read':
       st.remote.bytes.set(st.data(i, p.size), slotOff);
-      st.local.bytes.fill(filler(i), slotOff, slotEnd);
+      fillBytes(st.local.bytes, filler(i), slotOff, slotEnd);
       sge(p.size);
       wr.opcode = IBV_WR_RDMA_READ;
       wr.wr = { rdma: { remote_addr: rAddr, rkey: st.remote.mr.rkey } };
@@ -1195,7 +1196,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
       break;
     case 'fetch_add':
     case 'cmp_swap': {
-      st.local.bytes.fill(filler(i), slotOff, slotEnd);
+      fillBytes(st.local.bytes, filler(i), slotOff, slotEnd);
       sge(8);
       const a = BigInt(p.atomic);
       wr.opcode = p.op === 'fetch_add' ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
