@@ -14,6 +14,7 @@ import { ContextTables } from './contexts.js';
 import { HwCounters } from './counters.js';
 import type { HostMemory } from './host-memory.js';
 import { Bar } from './registers.js';
+import { fillBytes } from './fill-bytes.js';
 
 /**
  * FIFO pool of free indices [first, count): O(1), reuses the least recently
@@ -235,7 +236,7 @@ export class Firmware {
   /** Zero a context entry (all but the words listed in `keep`, byte offsets). */
   clearEntry(off: number, size: number, keep: readonly number[] = []): void {
     const saved = keep.map((k) => this.tables.dv.getUint32(off + k, true));
-    this.tables.u8.fill(0, off, off + size);
+    fillBytes(this.tables.u8, 0, off, off + size);
     keep.forEach((k, i) => this.tables.dv.setUint32(off + k, saved[i]!, true));
   }
 }

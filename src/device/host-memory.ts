@@ -20,6 +20,7 @@
  * register). `i32` (Int32Array over the whole memory) is the view for those.
  */
 import { DeviceError } from './errors.js';
+import { fillBytes } from './fill-bytes.js';
 
 export const DEFAULT_HOST_MEMORY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_HOST_BASE = 0x1_0000_0000n;
@@ -308,7 +309,7 @@ export class HostMemory {
     if (off < 0) {
       throw new DeviceError('DEV_ERR_NO_MEMORY', `no free extent of ${rounded} bytes aligned to ${align} (${this.allocator.bytesFree} bytes free)`);
     }
-    this.u8.fill(0, off, off + rounded);
+    fillBytes(this.u8, 0, off, off + rounded);
     const addrNum = this.baseNum + off;
     return { addr: BigInt(addrNum), addrNum, view: this.u8.subarray(off, off + len) };
   }

@@ -29,6 +29,7 @@ import type { Firmware } from './firmware.js';
 import type { HostMemory } from './host-memory.js';
 import { decodeStruct, defineLayout, encodeStruct, reserved, u, type Layout } from './layout.js';
 import { DbKind, Reg, ringKind, type Bar } from './registers.js';
+import { fillBytes } from './fill-bytes.js';
 
 export const MAILBOX_SIZE = 4096;
 export const MAILBOX_IN_OFFSET = 0x40;
@@ -77,7 +78,7 @@ export function executeCommand(fw: Firmware, mailbox: Uint8Array): CommandResult
   if (inLen < def.input.size || inLen > MAILBOX_MAX_IN) {
     return failWith(fw, dv, CmdStatus.BAD_INPUT_LEN, 0, `${def.name}: inputLength ${inLen}, needs ${def.input.size}..${MAILBOX_MAX_IN}`);
   }
-  mailbox.fill(0, MAILBOX_OUT_OFFSET, MAILBOX_SIZE);
+  fillBytes(mailbox, 0, MAILBOX_OUT_OFFSET, MAILBOX_SIZE);
   const input = decodeStruct(def.input, dv, MAILBOX_IN_OFFSET) as Record<string, unknown>;
   let out: Record<string, unknown> | void;
   try {
@@ -146,7 +147,7 @@ export function serviceCommandDoorbell(fw: Firmware, bar: Bar): boolean {
  */
 export function writeCommand(mailbox: Uint8Array, opcode: number, token: number, input: Layout, values: Readonly<Record<string, unknown>>): void {
   const dv = new DataView(mailbox.buffer, mailbox.byteOffset, MAILBOX_SIZE);
-  mailbox.fill(0, 0, MAILBOX_OUT_OFFSET);
+  fillBytes(mailbox, 0, 0, MAILBOX_OUT_OFFSET);
   encodeStruct(MAILBOX_HDR, dv, 0, { opcode, token, inputLength: input.size });
   encodeStruct(input, dv, MAILBOX_IN_OFFSET, values as never);
 }

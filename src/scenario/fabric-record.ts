@@ -78,7 +78,7 @@ export class FabricRecorder {
         this.#sim.scheduler.schedule(this.#ev, (Math.floor(now / intervalNs) + 1) * intervalNs);
       }
     };
-    this.#unobserve = sim.observe(observer);
+    this.#unobserve = sim.observeHeaders(observer);
   }
 
   #flow(device: string, qpn: number): FlowRx {

@@ -74,12 +74,15 @@ export type { FaultHit } from './fault-hits.js';
 import { resolveProfile, retriesForever } from '../pipeline/profiles.js';
 import { FabricRecorder, type FabricSeries } from './fabric-record.js';
 import { psnAddMasked, psnCount, type QpTimeline, RequestKeys, TimelineRecorder, wcStatusName } from './timeline.js';
+import { fillBytes } from '../device/fill-bytes.js';
 
 export interface RunScenarioOptions {
   /** Where a captured port's pcap goes (index 0 is the scenario's first capture); default: kept in memory, returned in `captures`. */
   captureWriter?: (port: string, index: number) => PcapWriter;
-  /** Another frame observer for the run. */
+  /** Another frame observer for the run (it may read payload bytes: payloads are then gathered into their frames). */
   observe?: FrameObserver;
+  /** Another frame observer that reads headers only (SimModel.observeHeaders: payloads may stay deferred). */
+  observeHeaders?: FrameObserver;
   /** Lines worth telling as they happen (a stall). */
   log?: (line: string) => void;
   /** Told of every frame a fault rule acted on (which rule, and the frame by its BTH), at the end of the run. */
@@ -456,7 +459,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
   const requestKeys = new RequestKeys(s.devices.map((d) => d.ports.map((p) => p.mac)));
   const timeline = new TimelineRecorder(requestKeys);
-  const unobserve = [sim.observe(timeline.observe), sim.observeHandoffs(timeline.handoff)];
+  // The runner's own observers read headers only (observeHeaders): payloads may stay deferred.
+  const unobserve = [sim.observeHeaders(timeline.observe), sim.observeHandoffs(timeline.handoff)];
   // Every rate change of congestion control, for the DCQCN checks (fabric-checks.ts).
   const ccEvents: CongestionEvent[] = [];
   if (s.switches.length > 0) unobserve.push(sim.observeCongestion((e) => ccEvents.push(e)));
@@ -478,6 +482,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       ),
     );
   if (opts.observe) unobserve.push(sim.observe(opts.observe));
+  if (opts.observeHeaders) unobserve.push(sim.observeHeaders(opts.observeHeaders));
   const verify: string[] = [];
   const stalls: StallReport[] = [];
   const devIndex = new Map(s.devices.map((d, i) => [d.name, i]));
@@ -648,7 +653,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     };
     if (responders.size > 0) {
       unobserve.push(
-        sim.observe((e) => {
+        sim.observeHeaders((e) => {
           const bth = bthOffset(e.headers);
           if (bth < 0) return;
           const info = OPCODES[e.headers[bth]!];
@@ -713,7 +718,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
         while (st.recvPosted - st.recvDone < t.recvDepth && st.recvPosted < st.recvCount) {
           const k = st.recvPosted;
           const off = (k % t.recvDepth) * st.recvSlot;
-          rb.bytes.fill(filler(k), off, off + st.recvSlot);
+          fillBytes(rb.bytes, filler(k), off, off + st.recvSlot);
           const rwr = { wr_id: BigInt(k), next: null, sg_list: [{ addr: rb.mr.addr + BigInt(off), length: st.recvSlot, lkey: rb.mr.lkey }], num_sge: 1 };
           const srq = st.resp.srq;
           const rc = srq ? ibv_post_srq_recv(srq, rwr, {}) : ibv_post_recv(st.resp.qp, rwr, {});
@@ -1168,7 +1173,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
     case 'write':
     case 'write_imm':
       st.local.bytes.set(st.data(i, p.size), slotOff);
-      st.remote.bytes.fill(filler(i), slotOff, slotEnd);
+      fillBytes(st.remote.bytes, filler(i), slotOff, slotEnd);
       sge(p.size);
       wr.opcode = p.op === 'write' ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
       if (p.op === 'write_imm') wr.imm_data = i;
@@ -1176,7 +1181,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
       break;
     case 'read':
       st.remote.bytes.set(st.data(i, p.size), slotOff);
-      st.local.bytes.fill(filler(i), slotOff, slotEnd);
+      fillBytes(st.local.bytes, filler(i), slotOff, slotEnd);
       sge(p.size);
       wr.opcode = IBV_WR_RDMA_READ;
       wr.wr = { rdma: { remote_addr: rAddr, rkey: st.remote.mr.rkey } };
@@ -1191,7 +1196,7 @@ function buildWr(st: Stream, i: number, p: WrPlan, slotOff: number): ibv_send_wr
       break;
     case 'fetch_add':
     case 'cmp_swap': {
-      st.local.bytes.fill(filler(i), slotOff, slotEnd);
+      fillBytes(st.local.bytes, filler(i), slotOff, slotEnd);
       sge(8);
       const a = BigInt(p.atomic);
       wr.opcode = p.op === 'fetch_add' ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;

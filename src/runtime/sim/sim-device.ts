@@ -61,7 +61,10 @@ export interface FrameEvent {
   /**
    * The same frame, its ICRC possibly not computed yet (wire/lazy-icrc.ts):
    * for an observer that reads only headers and payload, which then costs
-   * no CRC pass. Valid only during the call.
+   * no CRC pass. Its payload is in place for an observer added with
+   * `SimModel.observe`; for one added with `observeHeaders` only the
+   * headers are (the payload may still be in the sender's host memory).
+   * Valid only during the call.
    */
   readonly headers: Uint8Array;
   /** Virtual time, ns. */
@@ -74,7 +77,9 @@ export type FrameObserver = (e: FrameEvent) => void;
  * A frame the pipeline (or the port's ARP/ND) handed to a port's transmit
  * FIFO, where it may wait for the line (frames ahead of it, PAUSE) before
  * FrameEvent 'tx'. For the transport the frame is sent: its timers run.
- * `frame` is valid only during the call; its ICRC may not be computed yet.
+ * `frame` is valid only during the call; its ICRC may not be computed yet,
+ * and its payload may still be in the sender's host memory (deferred-payloads.ts):
+ * read its headers.
  */
 export type HandoffObserver = (deviceIndex: number, portNum: number, frame: Uint8Array, ns: number) => void;
 
@@ -87,15 +92,17 @@ class PortFrameEvent implements FrameEvent {
     readonly portNum: number,
     readonly bytes: Uint8Array,
     readonly ns: number,
+    /** False while every observer reads headers only (SimModel.observeHeaders): a deferred payload stays where it is. */
+    readonly payloadRead: boolean,
   ) {}
 
   get frame(): Uint8Array {
     return sealIcrc(this.bytes);
   }
 
-  /** The payload is always in place here (a deferred one is copied in: lazy-icrc.ts). */
+  /** The payload in place (a deferred one copied in: lazy-icrc.ts), unless no observer reads it. */
   get headers(): Uint8Array {
-    return materializePayload(this.bytes);
+    return this.payloadRead ? materializePayload(this.bytes) : this.bytes;
   }
 }
 
@@ -284,7 +291,7 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.observer;
     // An observer reading `frame` sees the ICRC as on the wire; one reading `headers` costs no CRC (lazy-icrc.ts).
-    if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns));
+    if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.dev.observerReadsPayload));
   }
 
   /**
@@ -302,7 +309,7 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     const ns = this.dev.sched.now();
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.observer;
-    if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns));
+    if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.dev.observerReadsPayload));
     if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
     else this.dev.rxPush(this.portNum, frame);
   }
@@ -345,6 +352,8 @@ export class SimDevice {
   observer: FrameObserver | null = null;
   /** The model's hand-off observer (HandoffObserver), or null. */
   handoffObserver: HandoffObserver | null = null;
+  /** False while every observer reads headers only (SimModel.observeHeaders): FrameEvent.headers then copies no deferred payload in. */
+  observerReadsPayload = true;
 
   readonly #pollEv: SimEvent;
   readonly #timerEv: SimEvent;

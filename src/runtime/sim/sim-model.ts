@@ -158,6 +158,8 @@ export class SimModel implements RunningModel {
   readonly #made: DeviceOnHost[];
   readonly #captures: PcapWriter[] = [];
   #observers: FrameObserver[] = [];
+  /** The observers added with `observe` (they may read payload bytes): while there is one, nothing is deferred. */
+  readonly #payloadReaders = new Set<FrameObserver>();
   #ccObservers: CongestionObserver[] = [];
   #faultObservers: FaultObserver[] = [];
   #handoffObservers: HandoffObserver[] = [];
@@ -615,10 +617,28 @@ export class SimModel implements RunningModel {
 
   /** Adds a frame observer (every frame starting serialization, 'tx', and arriving, 'rx'); returns a remover. */
   observe(fn: FrameObserver): () => void {
+    return this.#addObserver(fn, true);
+  }
+
+  /**
+   * Adds a frame observer that reads only the headers of `FrameEvent.headers`
+   * (addresses, BTH, extension headers, lengths), never its payload bytes:
+   * while every observer is of this kind, payloads may stay in the sender's
+   * host memory until delivery (deferred-payloads.ts), so observing costs no
+   * copy. `FrameEvent.frame` is still every byte as on the wire (reading it
+   * copies a deferred payload in). Returns a remover.
+   */
+  observeHeaders(fn: FrameObserver): () => void {
+    return this.#addObserver(fn, false);
+  }
+
+  #addObserver(fn: FrameObserver, readsPayload: boolean): () => void {
     this.#observers.push(fn);
+    if (readsPayload) this.#payloadReaders.add(fn);
     this.#updateObserver();
     return () => {
       this.#observers = this.#observers.filter((f) => f !== fn);
+      this.#payloadReaders.delete(fn);
       this.#updateObserver();
     };
   }
@@ -633,18 +653,22 @@ export class SimModel implements RunningModel {
           : (e) => {
               for (const f of list) f(e);
             };
-    for (const d of this.#devs) d.observer = obs;
+    const readsPayload = this.#payloadReaders.size > 0;
+    for (const d of this.#devs) {
+      d.observer = obs;
+      d.observerReadsPayload = readsPayload;
+    }
     this.#updateDeferral();
   }
 
   /**
    * Payloads may stay in host memory until delivery (deferred-payloads.ts)
    * only while nothing but the devices reads frames on the way: no
-   * observer, no capture, no fault rule.
+   * observer but header-only ones (observeHeaders), no capture, no fault rule.
    */
   #updateDeferral(): void {
     const quiet =
-      this.#observers.length === 0 && this.links.every((l) => l.faults === null) && this.#devs.every((d) => d.ports.every((p) => p.capture === null));
+      this.#payloadReaders.size === 0 && this.links.every((l) => l.faults === null) && this.#devs.every((d) => d.ports.every((p) => p.capture === null));
     this.#payloads.setEnabled(quiet);
   }
 
