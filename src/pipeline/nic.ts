@@ -395,16 +395,20 @@ export class Nic implements NicCore {
 
   /**
    * One pass: firmware commands, doorbells, timers, then up to `budget`
-   * packets from the transmit schedule. Returns the amount of work done
-   * (0 = idle).
+   * packets from the transmit schedule in at most `rounds` rounds of it
+   * (each QP on the schedule sends up to QP_BURST packets per round).
+   * Returns the amount of work done (0 = idle). The simulator runs one
+   * round per pass (its event timing is built on it); the realtime
+   * runtime runs more, so a burst of posts leaves in one pass
+   * (runtime/device-host.ts PASS_ROUNDS).
    */
-  poll(budget = 256): number {
+  poll(budget = 256, rounds = 1): number {
     const now = this.env.clock.now();
     const owed = this.ready.length > 0 && commandPending(this.env.fw, this.env.bar) ? this.sendOwedResponses(budget, now) : 0;
     let work = owed + this.serviceDoorbells();
     if (this.parked.length > 0) this.unpark(now);
     work += this.serviceTimers(now);
-    work += this.transmitScheduled(budget - owed, now);
+    work += this.transmitScheduled(budget - owed, now, rounds);
     return work;
   }
 
@@ -583,10 +587,22 @@ export class Nic implements NicCore {
     return this.ready.length > 0;
   }
 
-  private transmitScheduled(budget: number, now: number): number {
+  /** Rounds of the schedule until `budget` packets are sent, `rounds` rounds have run, or a round sends nothing. */
+  private transmitScheduled(budget: number, now: number, rounds: number): number {
     let sent = 0;
-    let rounds = this.ready.length;
-    while (rounds-- > 0 && sent < budget) {
+    for (let r = 0; r < rounds && sent < budget && this.ready.length > 0; r++) {
+      const n = this.transmitRound(budget - sent, now);
+      if (n === 0) break;
+      sent += n;
+    }
+    return sent;
+  }
+
+  /** One round: each QP on the schedule when it starts sends up to QP_BURST packets, while `budget` lasts. */
+  private transmitRound(budget: number, now: number): number {
+    let sent = 0;
+    let left = this.ready.length;
+    while (left-- > 0 && sent < budget) {
       const q = this.ready.shift()!;
       if (this.paused(q, now)) {
         // Still scheduled (schedule() leaves it alone); back on the list when the pause ends.
