@@ -66,6 +66,8 @@ function drawFlow(rand: () => number): Msg[] {
 
 /** A flow's outcome: every completion on both of its CQs, and both buffers. */
 interface Outcome {
+  /** Receives the flow's messages consume. */
+  receives: number;
   completions: string[];
   buffers: Uint8Array[];
 }
@@ -98,18 +100,21 @@ async function run(seed: number, rounds: number): Promise<Outcome[]> {
       });
       if (rc !== 0) throw new Error(`post_recv: ${rc}`);
     });
-    const o: Outcome = { completions: [], buffers: [] };
+    const o: Outcome = { receives: msgs.filter((m) => consumesReceive(m.op)).length, completions: [], buffers: [] };
     out.push(o);
     return { a, b, msgs, posted: 0, retired: 0, o };
   });
-  const poll = (side: Side, s: (typeof state)[number], tag: string) => {
+  /** Polls up to 16 completions; returns how many. */
+  const poll = (side: Side, s: (typeof state)[number], tag: string): number => {
     const wc: ibv_wc[] = [];
     const n = ibv_poll_cq(side.cq, 16, wc);
+    if (n < 0) throw new Error(`poll_cq: ${n}`);
     for (let k = 0; k < n; k++) {
       const c = wc[k]!;
       s.o.completions.push(`${tag} ${c.wr_id} ${c.status} ${c.opcode} ${c.byte_len} ${c.wc_flags} ${c.imm_data}`);
       if (tag === 'A') s.retired = Number(c.wr_id) + 1;
     }
+    return n;
   };
   for (let step = 0; step < 100_000; step++) {
     let done = true;
@@ -139,7 +144,7 @@ async function run(seed: number, rounds: number): Promise<Outcome[]> {
   }
   bed.settle();
   for (const s of state) {
-    poll(s.b, s, 'B');
+    while (poll(s.b, s, 'B') > 0) {}
     s.o.buffers = [s.a.buf.slice(), s.b.buf.slice()];
     ibv_destroy_qp(s.a.qp);
     ibv_destroy_qp(s.b.qp);
@@ -182,6 +187,7 @@ describe('rounds of the transmit schedule per pass', () => {
         const m = many[f]!;
         // Every send completion and receive came, successfully (status 0).
         expect(o.completions.every((c) => c.split(' ')[2] === '0')).toBe(true);
+        expect(o.completions.filter((c) => c.startsWith('B')).length).toBe(o.receives);
         // Each CQ's completions in their order (A's and B's interleave by timing).
         const byCq = (cs: string[]) => [...cs.filter((c) => c.startsWith('A')), ...cs.filter((c) => c.startsWith('B'))];
         expect(byCq(m.completions), `seed ${seed}, flow ${f}`).toEqual(byCq(o.completions));
