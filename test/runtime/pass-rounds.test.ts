@@ -24,7 +24,7 @@ import {
   ibv_post_send,
   type ibv_wc,
 } from '../../src/index.js';
-import { PASS_ROUNDS } from '../../src/runtime/device-host.js';
+import { PASS_ROUND_BYTES, PASS_ROUNDS } from '../../src/runtime/device-host.js';
 import { handTurnedHost, type HandTurnedHost } from '../helpers/hand-turned-host.js';
 import { seededRandom } from '../seeded.js';
 
@@ -176,6 +176,34 @@ describe('rounds of the transmit schedule per pass', () => {
     bed.host.poll();
     const landed = Array.from({ length: 100 }, (_, i) => b.buf[i * 8 + 7]).filter((v, i) => v === i + 1).length;
     expect(landed).toBe(100);
+  });
+
+  it('a burst of 64 KiB WRITEs leaves one round per pass (PASS_ROUND_BYTES: a pass keeps its frames in cache)', async () => {
+    bed = await handTurnedHost();
+    bed.policy = () => 0;
+    const size = 65536;
+    const [a, b] = rcPair(8 * size, DEPTH);
+    b.buf.fill(0);
+    for (let i = 0; i < 8; i++) {
+      a.buf.fill(i + 1, i * size, (i + 1) * size);
+      const rc = ibv_post_send(a.qp, {
+        wr_id: BigInt(i),
+        opcode: IBV_WR_RDMA_WRITE,
+        send_flags: i === 7 ? IBV_SEND_SIGNALED : 0,
+        sg_list: [{ addr: a.mr.addr + BigInt(i * size), length: size, lkey: a.mr.lkey }],
+        num_sge: 1,
+        wr: { rdma: { remote_addr: b.mr.addr + BigInt(i * size), rkey: b.mr.rkey } },
+        next: null,
+      });
+      expect(rc).toBe(0);
+    }
+    expect(PASS_ROUND_BYTES).toBeLessThanOrEqual(16 * 4096 + 16 * 128); // one round's 16 packets at MTU 4096 reach it
+    bed.host.poll();
+    // One round: QP_BURST (16) packets at MTU 4096, the first message.
+    const landed = Array.from({ length: 8 }, (_, i) => b.buf[(i + 1) * size - 1]).filter((v, i) => v === i + 1).length;
+    expect(landed).toBe(1);
+    bed.settle();
+    expect(Array.from({ length: 8 }, (_, i) => b.buf[(i + 1) * size - 1])).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
   it(`gives what one round per pass gives (${SEEDS} seeds, two QP pairs, WRITE / SEND / READ, 0 B to 3 packets)`, async () => {
