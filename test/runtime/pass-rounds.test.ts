@@ -30,7 +30,7 @@ import { seededRandom } from '../seeded.js';
 
 disableAutoStart(); // only the hand-turned devices are listed
 
-const SEEDS = Number(process.env.RNIC_PASS_ROUNDS_SEEDS ?? 300);
+const SEEDS = Number(process.env.RNIC_PASS_ROUNDS_SEEDS ?? 100);
 const DEPTH = 128;
 const SLOT = 9000; // up to 3 packets at MTU 4096
 const MAX_MESSAGES = 120;
