@@ -95,7 +95,8 @@ describe('campaign topology knob', () => {
       const rate = s.links[0]!.linkRate;
       expect([10e9, 25e9, 100e9]).toContain(rate);
       const reserved =
-        ports * (DEFAULT_SWITCH_CONFIG.reserveBytes + (sw.pfc.enabled ? headroomBytes(DEFAULT_SWITCH_CONFIG.pfc, rate, s.links[0]!.propagationDelay, 9018) : 0));
+        ports *
+        (DEFAULT_SWITCH_CONFIG.reserveBytes + (sw.pfc.enabled ? headroomBytes(DEFAULT_SWITCH_CONFIG.pfc, rate, s.links[0]!.propagationDelay, 9018) : 0));
       expect(sw.bufferBytes - reserved).toBeGreaterThanOrEqual(65536);
       expect(sw.bufferBytes - reserved).toBeLessThanOrEqual(524288);
       for (const q of s.qps) {
