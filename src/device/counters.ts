@@ -89,6 +89,9 @@ export const COUNTERS: readonly CounterDecl[] = Object.freeze([
   c('port_rcv_data', 'ib_port', 'RDMA frames received (good or not): bytes divided by 4 (PortRcvData)'),
   c('port_xmit_packets', 'ib_port', 'RDMA frames sent (PortXmitPkts)'),
   c('port_rcv_packets', 'ib_port', 'RDMA frames received, with errors included (PortRcvPkts)'),
+  // native InfiniBand ports
+  c('rx_vcrc_errors', 'model', 'InfiniBand packets dropped for a bad VCRC (also in port_rcv_errors)'),
+  c('rx_dlid_mismatch', 'model', "InfiniBand packets dropped: the LRH DLID is none of the port's LIDs (base LID .. base + 2^LMC - 1)"),
 ]);
 
 /** Index constants for the hot path; `Ctr.X` === COUNTERS index of 'x'. */
@@ -141,6 +144,8 @@ export const enum Ctr {
   PORT_RCV_DATA,
   PORT_XMIT_PACKETS,
   PORT_RCV_PACKETS,
+  RX_VCRC_ERRORS,
+  RX_DLID_MISMATCH,
   /** Number of counters. */
   COUNT,
 }

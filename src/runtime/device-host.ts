@@ -15,13 +15,14 @@ import type { SwitchPortStats } from '../fabric/switch/switch.js';
 import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
 import { Random } from './sim/random.js';
 import { resolveCcParams } from '../pipeline/cc-params.js';
-import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
+import { type EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
 import type { NicClock } from '../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, type PcapWriter } from '../wire/index.js';
+import type { PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
-import type { DeviceResources } from './device-resources.js';
+import { ConfigError } from './config-error.js';
+import { type DeviceResources, makePort, portLinktype } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
 import { DEFAULT_BURST_BYTES, type PaceSettings } from './pacer.js';
 import { createUdpCableShm, UdpIoThread, type UdpCableShm } from './udp-io.js';
@@ -104,9 +105,7 @@ export class DeviceHost {
       const tables = ContextTables.attach(r.tables);
       const counters = HwCounters.attach(r.counters);
       const fw = new Firmware({ caps, mem, bar, tables, counters, clock });
-      const ports = r.ports.map(
-        (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
-      );
+      const ports = r.ports.map((p) => makePort(p, `${r.name}.ports`, portClock));
       const env = {
         name: r.name,
         caps,
@@ -124,7 +123,7 @@ export class DeviceHost {
       const nic = new Nic(env);
       r.ports.forEach((p, i) => {
         if (p.capture) {
-          const w = openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+          const w = openPcapFile(p.capture, { linktype: portLinktype(p), nanosecond: true });
           this.captures.push(w);
           ports[i]!.setCapture(w);
         }
@@ -274,6 +273,7 @@ export class DeviceHost {
       const inj = this.injectors.get(c) ?? null;
       if (c.kind === 'wire') {
         if (!this.isHere(c.a) || !this.isHere(c.b)) continue; // the other end lives on another thread: a ring cable
+        this.checkLinkLayers(c.a, c.b);
         const w = new InProcessCable();
         // Device to device with nothing on the way: the bytes arrive as the far device built them (a switch may forward what came from a socket).
         const carriage = inj === null && this.portRef(c.a) !== null && this.portRef(c.b) !== null ? 'as-built' : 'checked';
@@ -395,13 +395,24 @@ export class DeviceHost {
     return { switches: this.fabric?.stats() ?? {}, ports };
   }
 
+  /** Two device ports on one wire share a link layer (parseConfig says so first; this guards configs built in code). */
+  private checkLinkLayers(a: string, b: string): void {
+    const ib = (ref: string) => {
+      const p = this.portRef(ref);
+      return p === null ? false : p.dev.ports[p.portNum - 1]!.ib !== null;
+    };
+    if (ib(a) !== ib(b))
+      throw new ConfigError(`a wire joins ports of one link layer: ${a} is ${ib(a) ? 'InfiniBand' : 'Ethernet'}, ${b} is ${ib(b) ? 'InfiniBand' : 'Ethernet'}`);
+  }
+
   /** Starts or stops capturing a port at run time (null stops). */
   setCapture(ref: string, path: string | null): void {
     const p = this.portRef(ref);
     if (!p) throw new Error(`no port ${ref} here`);
-    const w = path ? openPcapFile(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null;
+    const port = p.dev.ports[p.portNum - 1]!;
+    const w = path ? openPcapFile(path, { linktype: port.linktype, nanosecond: true }) : null;
     if (w) this.captures.push(w);
-    p.dev.ports[p.portNum - 1]!.setCapture(w);
+    port.setCapture(w);
   }
 
   /** Closes the cables (the UDP I/O thread sends what is still queued first), then the captures. */

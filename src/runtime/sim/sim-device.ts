@@ -36,12 +36,12 @@ import type { LinkDir, LinkTransmitter, SerializeTap, SimLink, TxDoneListener } 
 import { TimedQueue } from '../../fabric/timed-queue.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { resolveCcParams } from '../../pipeline/cc-params.js';
-import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
+import type { EthPort, FrameSink } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
 import { materializePayload, type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
-import type { DeviceResources } from '../device-resources.js';
+import { type DeviceResources, makePort } from '../device-resources.js';
 import type { DeferredPayloads } from './deferred-payloads.js';
 import { bthDestQp, bthOffset, payloadLength, TX_DMA_CLASS, TxDma } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
@@ -388,9 +388,7 @@ export class SimDevice {
     const counters = HwCounters.attach(r.counters);
     const fw = new Firmware({ caps, mem, bar, tables, counters, clock: sched });
     const portClock = { nowNs: () => BigInt(sched.now()) };
-    const eth = r.ports.map(
-      (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
-    );
+    const eth = r.ports.map((p) => makePort(p, `${r.name}.ports`, portClock));
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
     this.nic = new SimNic(
       { name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc, deferIcrc: true, payloads: ctx.payloads },

@@ -35,10 +35,10 @@ import { resolveTimingParams, type TimingParams } from '../../fabric/timing-para
 import { DEFAULT_SWITCH_CONFIG } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
-import { LINKTYPE_ETHERNET, parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
+import { parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
 import type { ModelConfig, SwitchEntry } from '../config.js';
-import { createDevice, type DeviceOnHost } from '../device-resources.js';
+import { createDevice, type DeviceOnHost, portLinktype } from '../device-resources.js';
 import { DeferredPayloads } from './deferred-payloads.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
 import { Random, type Seed } from './random.js';
@@ -176,7 +176,7 @@ export class SimModel implements RunningModel {
     this.#route(config);
     for (const [i, d] of config.devices.entries()) {
       for (const [j, p] of d.ports.entries())
-        if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
+        if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: portLinktype(p), nanosecond: true }));
     }
     this.#updateDeferral();
     this.devices = this.#made.map(
@@ -212,6 +212,8 @@ export class SimModel implements RunningModel {
       const faults = rules.length > 0 ? new FaultInjector(rules, { random: this.random.fork(`${name}.faults`) }) : null;
       const sa = this.#switchPort(c.a, `cables[${i}].a`, o.linkRate, o.propagationDelay, o.mtu);
       const sb = this.#switchPort(c.b, `cables[${i}].b`, o.linkRate, o.propagationDelay, o.mtu);
+      this.#checkLinkLayers(c.a, c.b, sa !== null, sb !== null, `cables[${i}]`);
+      link.nativeIb = !sa && !sb && this.#port(c.a, `cables[${i}].a`).eth.ib !== null;
       if (sa) this.#plugSwitch(sa, link, 'aToB', link.a, faults, 'a->b', c.b);
       else this.#plug(this.#port(c.a, `cables[${i}].a`), link, 'aToB', link.a, faults, 'a->b');
       if (sb) this.#plugSwitch(sb, link, 'bToA', link.b, faults, 'b->a', c.a);
@@ -296,6 +298,16 @@ export class SimModel implements RunningModel {
       switches: new Set(this.#pendingSwitches.keys()),
     });
     for (const info of out) applyRoutes(info.sw, routes.get(info.name)!);
+  }
+
+  /** A wire joins two ports of one link layer; the switch is Ethernet (docs/pipeline.md, native InfiniBand). */
+  #checkLinkLayers(a: string, b: string, aSwitch: boolean, bSwitch: boolean, path: string): void {
+    const ib = (ref: string, sw: boolean) => !sw && this.#port(ref, path).eth.ib !== null;
+    const ia = ib(a, aSwitch);
+    const ibb = ib(b, bSwitch);
+    if (ia === ibb) return;
+    const what = (ref: string, sw: boolean, isIb: boolean) => `${ref} is ${sw ? 'an Ethernet switch port' : isIb ? 'InfiniBand' : 'Ethernet'}`;
+    throw new ConfigError(`${path}: a wire joins ports of one link layer: ${what(a, aSwitch, ia)}, ${what(b, bSwitch, ibb)}`);
   }
 
   #port(ref: string, path: string): SimPort {
@@ -635,7 +647,7 @@ export class SimModel implements RunningModel {
 
   async setCapture(port: string, path: string | null): Promise<void> {
     const p = this.#port(port, 'setCapture');
-    this.#capture(p, path ? openPcapFile(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
+    this.#capture(p, path ? openPcapFile(path, { linktype: p.eth.linktype, nanosecond: true }) : null);
   }
 
   stats(): SimStats {
