@@ -15,7 +15,7 @@ import type { SwitchPortStats } from '../fabric/switch/switch.js';
 import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
 import { Random } from './sim/random.js';
 import { resolveCcParams } from '../pipeline/cc-params.js';
-import { type EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
+import type { EthPort } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
 import type { NicClock } from '../pipeline/nic-env.js';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restartModel, startSimModel, stopModel } from '../../src/boot.js';
-import { type ModelConfig, parseConfig } from '../../src/runtime/config.js';
+import type { ModelConfig } from '../../src/runtime/config.js';
 import {
   IBV_GID_TYPE_IB,
   IBV_LINK_LAYER_INFINIBAND,
@@ -30,27 +30,12 @@ import {
   IBV_WC_RECV_RDMA_WITH_IMM,
   IBV_WC_SEND,
   IBV_WC_SUCCESS,
+  ibv_query_gid_ex,
+  newGidEntry,
 } from '../../src/driver/verbs/index.js';
 import { decodePacket, iteratePcap, LINKTYPE_INFINIBAND, Lnh, readPcapHeader } from '../../src/wire/index.js';
+import { ibConfig, LID_A, LID_B } from '../helpers/ib.js';
 import * as H from './harness.js';
-
-const LID_A = 0x10;
-const LID_B = 0x24;
-
-/** Two IB hosts: rnic0 (LID 0x10, LMC 2: LIDs 0x10..0x13) and rnic1 (LID 0x24), one wire, port 1 of each captured. */
-export function ibConfig(workers: number, dir: string): ModelConfig {
-  return parseConfig(
-    {
-      workers,
-      devices: [
-        { name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', linkLayer: 'infiniband', lid: LID_A, lmc: 2, capture: join(dir, 'a.pcap') }] },
-        { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', linkLayer: 'infiniband', lid: LID_B, smLid: 1 }] },
-      ],
-      cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1' }],
-    },
-    'ib-test',
-  );
-}
 
 const RUNTIMES: { name: string; start: (c: ModelConfig) => Promise<unknown> }[] = [
   { name: 'simulator', start: (c) => startSimModel({ ...c, workers: 0, seed: 7 }) },
@@ -92,7 +77,10 @@ describe.each(RUNTIMES)('native InfiniBand on the $name', ({ start }) => {
     expect(pa.flags & 1, 'no IBV_QPF_GRH_REQUIRED on IB').toBe(0);
     // EUI-64 of 02:00:00:00:00:01: 00:00:00:ff:fe:00:00:01.
     expect(Array.from(f.a.gid.raw)).toEqual([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xfe, 0, 0, 1]);
-    void IBV_GID_TYPE_IB;
+    const e = newGidEntry();
+    expect(ibv_query_gid_ex(f.a.ctx, 1, 0, e, 0)).toBe(0);
+    expect(e.gid_type, 'GID 0 is of type IB').toBe(IBV_GID_TYPE_IB);
+    expect(ibv_query_gid_ex(f.a.ctx, 1, 1, e, 0), 'no GID 1 on an IB port without an SM-assigned prefix').not.toBe(0);
   });
 
   for (const global of [false, true]) {
