@@ -45,7 +45,8 @@ import {
   rnic_read_counters,
 } from '../driver/verbs/index.js';
 import type { ibv_cq, ibv_send_wr, ibv_wc } from '../driver/verbs/index.js';
-import { decodePacket, LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../wire/index.js';
+import { decodePacket, LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND, OPCODES, PcapWriter } from '../wire/index.js';
+import { portLinktype } from '../runtime/device-resources.js';
 import { localAckTimeoutNs, rnrTimerNs } from '../pipeline/timer-tables.js';
 import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
 import { Random } from '../runtime/sim/random.js';
@@ -74,7 +75,8 @@ import { psnAddMasked, psnCount, type QpTimeline, RequestKeys, TimelineRecorder,
 
 export interface RunScenarioOptions {
   /** Where a captured port's pcap goes (index 0 is the scenario's first capture); default: kept in memory, returned in `captures`. */
-  captureWriter?: (port: string, index: number) => PcapWriter;
+  /** `linktype`: the port's (LINKTYPE_INFINIBAND for a native IB port). */
+  captureWriter?: (port: string, index: number, linktype: number) => PcapWriter;
   /** Another frame observer for the run. */
   observe?: FrameObserver;
   /** Lines worth telling as they happen (a stall). */
@@ -459,18 +461,24 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const chunks = new Map<string, Uint8Array[]>();
   const writers: PcapWriter[] = [];
   s.capture.forEach((port, i) => {
+    const [dev, num] = port.split(':') as [string, string];
+    const cfg = s.devices.find((d) => d.name === dev)?.ports[Number(num) - 1];
+    const linktype = cfg ? portLinktype(cfg) : LINKTYPE_ETHERNET;
     let w: PcapWriter;
-    if (opts.captureWriter) w = opts.captureWriter(port, i);
+    if (opts.captureWriter) w = opts.captureWriter(port, i, linktype);
     else {
       const parts: Uint8Array[] = [];
       chunks.set(port, parts);
-      w = new PcapWriter((c) => parts.push(c.slice()), { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+      w = new PcapWriter((c) => parts.push(c.slice()), { linktype, nanosecond: true });
     }
     writers.push(w);
     sim.capturePort(port, w);
   });
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
-  const requestKeys = new RequestKeys(s.devices.map((d) => d.ports.map((p) => p.mac)));
+  const requestKeys = new RequestKeys(
+    s.devices.map((d) => d.ports.map((p) => p.mac)),
+    s.devices.map((d) => d.ports.flatMap((p) => (p.ib ? [p.ib] : []))),
+  );
   const timeline = new TimelineRecorder(requestKeys);
   const unobserve = [sim.observe(timeline.observe)];
   // Every rate change of congestion control, for the DCQCN checks (fabric-checks.ts).
@@ -649,14 +657,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     if (responders.size > 0) {
       unobserve.push(
         sim.observe((e) => {
-          const bth = bthOffset(e.headers);
+          const bth = bthOffset(e.headers, e.ib);
           if (bth < 0) return;
           const info = OPCODES[e.headers[bth]!];
           if (!info) return;
           const psn = bthPsn(e.headers, bth);
           if (e.dir === 'tx') {
             if (!info.isRequest) return;
-            const w = requesters.get(requestKeys.ofFrame(e.deviceIndex, e.headers, bth));
+            const w = requesters.get(requestKeys.ofFrame(e.deviceIndex, e.headers, bth, e.ib));
             if (!w) return;
             const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
             // A READ request stands for all its response PSNs: resumed, it starts below the last of
@@ -673,7 +681,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           if (!w || !later(psn, w.maxPsn)) return;
           // The tap sees frames before the receiver checks them: a corrupted one (a flipped PSN bit)
           // must not count. Only a frame that would advance the PSN is decoded (ICRC checked).
-          if (!decodePacket(e.frame).ok) return;
+          if (!decodePacket(e.frame, e.ib ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET).ok) return;
           w.maxPsn = psn;
           progressAt(w, e.ns);
         }),
@@ -1257,7 +1265,7 @@ function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve
         const pw = byPort.get(`${e.device}:${e.portNum}`);
         if (!pw) return;
         settle(pw.w);
-        const bth = bthOffset(e.headers);
+        const bth = bthOffset(e.headers, e.ib);
         if (bth < 0) return;
         const opcode = e.headers[bth]!;
         const qpn = bthDestQp(e.headers, bth);
@@ -1265,7 +1273,7 @@ function recordFaults(sim: SimModel, onFault: (hit: FaultHit) => void, unobserve
         const key = `${pw.direction}/${opcode}/${qpn}/${psn}`;
         const occurrence = seen.get(key) ?? 0;
         seen.set(key, occurrence + 1);
-        const to = keys.destDevice(e.headers);
+        const to = keys.destDevice(e.headers, e.ib);
         pw.w.pending = { direction: pw.direction, opcode, qpn, psn, occurrence, ns: e.ns, to: to < 0 ? null : names[to]! };
       }),
     );

@@ -66,6 +66,8 @@ export interface FrameEvent {
   readonly headers: Uint8Array;
   /** Virtual time, ns. */
   readonly ns: number;
+  /** The port is native InfiniBand: the frame is LRH (+GRH) ... VCRC (frame-info.ts bthOffset(f, true)). */
+  readonly ib: boolean;
 }
 
 export type FrameObserver = (e: FrameEvent) => void;
@@ -79,6 +81,7 @@ class PortFrameEvent implements FrameEvent {
     readonly portNum: number,
     readonly bytes: Uint8Array,
     readonly ns: number,
+    readonly ib: boolean,
   ) {}
 
   get frame(): Uint8Array {
@@ -198,8 +201,9 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
 
   /** A frame from the pipeline (or the port's ARP/ND): into its priority's lane with its ready time. */
   sendOwned(frame: Uint8Array, priority = 0, spacingPs = -1): void {
-    const lane = frame[12] === 0x88 && frame[13] === 0x08 ? CONTROL_LANE : priority & 7;
-    this.#arb.push(lane, frame, this.dev.txReadyNs(frame, spacingPs));
+    const ib = this.eth.ib !== null;
+    const lane = frame[12] === 0x88 && frame[13] === 0x08 && !ib ? CONTROL_LANE : priority & 7;
+    this.#arb.push(lane, frame, this.dev.txReadyNs(frame, spacingPs, ib));
     this.dev.fifoFrames++;
     this.dev.framesBuilt++;
     this.#wake(this.#arb.nextNs(this.dev.sched.now(), this.eth.pause));
@@ -274,7 +278,7 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.observer;
     // An observer reading `frame` sees the ICRC as on the wire; one reading `headers` costs no CRC (lazy-icrc.ts).
-    if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns));
+    if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.eth.ib !== null));
   }
 
   /**
@@ -292,8 +296,9 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     const ns = this.dev.sched.now();
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.observer;
-    if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns));
-    if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
+    if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.eth.ib !== null));
+    // MAC control (PAUSE / PFC) exists on Ethernet only.
+    if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08 && this.eth.ib === null) this.#onMacControl(frame, ns);
     else this.dev.rxPush(this.portNum, frame);
   }
 
@@ -576,10 +581,10 @@ export class SimDevice {
    * (Inline data is gathered like any other: the frame does not say it
    * was inline.)
    */
-  txReadyNs(frame: Uint8Array, spacingPs = -1): number {
+  txReadyNs(frame: Uint8Array, spacingPs = -1, ib = false): number {
     const nowPs = this.sched.now() * 1000;
     let readyPs = nowPs;
-    const bth = bthOffset(frame);
+    const bth = bthOffset(frame, ib);
     const cls = bth >= 0 ? TX_DMA_CLASS[frame[bth]!]! : TxDma.NONE;
     const kind = cls & ~TxDma.PAYLOAD;
     if (kind === TxDma.REQUEST_FIRST || kind === TxDma.REQUEST_LATER) {

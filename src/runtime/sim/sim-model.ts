@@ -35,7 +35,7 @@ import { resolveTimingParams, type TimingParams } from '../../fabric/timing-para
 import { DEFAULT_SWITCH_CONFIG } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
-import { parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
+import { LINKTYPE_INFINIBAND, parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
 import type { ModelConfig, SwitchEntry } from '../config.js';
 import { createDevice, type DeviceOnHost, portLinktype } from '../device-resources.js';
@@ -214,6 +214,7 @@ export class SimModel implements RunningModel {
       const sb = this.#switchPort(c.b, `cables[${i}].b`, o.linkRate, o.propagationDelay, o.mtu);
       this.#checkLinkLayers(c.a, c.b, sa !== null, sb !== null, `cables[${i}]`);
       link.nativeIb = !sa && !sb && this.#port(c.a, `cables[${i}].a`).eth.ib !== null;
+      if (faults && link.nativeIb) faults.linktype = LINKTYPE_INFINIBAND;
       if (sa) this.#plugSwitch(sa, link, 'aToB', link.a, faults, 'a->b', c.b);
       else this.#plug(this.#port(c.a, `cables[${i}].a`), link, 'aToB', link.a, faults, 'a->b');
       if (sb) this.#plugSwitch(sb, link, 'bToA', link.b, faults, 'b->a', c.a);
