@@ -290,7 +290,6 @@ export function ibGidTable(mac: string): GidEntry[] {
 function checkIbLids(p: { lid: number; lmc: number }, path: string): void {
   if (p.lid === 0 || p.lid > 0xbfff) bad(`${path}.lid`, `an InfiniBand port's base LID is a unicast LID 1..0xBFFF, got ${p.lid}`);
   if (p.lid & ((1 << p.lmc) - 1)) bad(`${path}.lid`, `base LID ${p.lid} is not a multiple of 2^lmc = ${1 << p.lmc}`);
-  if (p.lid + (1 << p.lmc) - 1 > 0xbfff) bad(`${path}.lmc`, `LIDs ${p.lid}..${p.lid + (1 << p.lmc) - 1} run past 0xBFFF`);
 }
 
 function resolvePort(raw: Readonly<Record<string, unknown>>, portNum: number): PortAttrs {

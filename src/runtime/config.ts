@@ -401,6 +401,28 @@ function distinctEnds(a: PortConfig, b: PortConfig, aRef: string, bRef: string, 
   if (same6) fail(path, `${aRef} and ${bRef} are on one wire with the same IPv6 address ${same6}`);
 }
 
+/**
+ * Why a wire between `a` and `b` (null: a switch port, which is Ethernet)
+ * cannot work, or null when both ends have one link layer.
+ */
+export function mixedLinkLayers(a: PortConfig | null, aRef: string, b: PortConfig | null, bRef: string): string | null {
+  if ((a?.ib === undefined) === (b?.ib === undefined)) return null;
+  const what = (p: PortConfig | null, ref: string) => `${ref} is ${p === null ? 'an Ethernet switch port' : p.ib ? 'InfiniBand' : 'Ethernet'}`;
+  return `a wire joins ports of one link layer: ${what(a, aRef)}, ${what(b, bRef)}`;
+}
+
+/** Every wire of a configuration built in code (parseConfig checks a file's as it reads them): a ConfigError for one of mixed link layers. */
+export function checkWireLinkLayers(config: Pick<ModelConfig, 'devices' | 'cables'>): void {
+  const port = (ref: string): PortConfig | null => {
+    const [dev, num] = ref.split(':') as [string, string];
+    return config.devices.find((d) => d.name === dev)?.ports[Number(num) - 1] ?? null;
+  };
+  config.cables.forEach((c, i) => {
+    const mixed = c.kind === 'wire' ? mixedLinkLayers(port(c.a), c.a, port(c.b), c.b) : null;
+    if (mixed) throw new ConfigError(`cables[${i}]: ${mixed}`);
+  });
+}
+
 /** The `ib` part of a port (empty for Ethernet); IB-only keys on an Ethernet port are an error, not ignored. */
 function ibPortOf(p: z.output<typeof PortSchema>, path: string): { ib?: IbPortConfig } {
   if (p.linkLayer === 'ethernet') {
@@ -409,7 +431,6 @@ function ibPortOf(p: z.output<typeof PortSchema>, path: string): { ib?: IbPortCo
   }
   if (p.lid === undefined) fail(`${path}.lid`, 'an InfiniBand port needs its LID (1..0xBFFF), as the subnet manager would assign it');
   if (p.lid & ((1 << p.lmc) - 1)) fail(`${path}.lid`, `base LID ${p.lid} is not a multiple of 2^lmc = ${1 << p.lmc}`);
-  if (p.lid + (1 << p.lmc) - 1 > 0xbfff) fail(`${path}.lmc`, `LIDs ${p.lid}..${p.lid + (1 << p.lmc) - 1} run past the unicast range (0xBFFF)`);
   if (p.ipv4.length > 0 || p.ipv6.length > 0) fail(path, 'an InfiniBand port has no IP addresses (its only GID is fe80::/64 + the port GUID)');
   return { ib: { lid: p.lid, lmc: p.lmc, smLid: p.smLid, sl2vl: p.sl2vl ?? Array.from({ length: 16 }, (_, sl) => Math.min(sl, 14)) } };
 }
@@ -454,10 +475,8 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       const a = use(c.a, `${path}.a`);
       const b = use(c.b, `${path}.b`);
       if (a && b) distinctEnds(a, b, c.a, c.b, path);
-      if ((a?.ib === undefined) !== (b?.ib === undefined)) {
-        const what = (p: PortConfig | null, ref: string) => `${ref} is ${p === null ? 'an Ethernet switch port' : p.ib ? 'InfiniBand' : 'Ethernet'}`;
-        fail(path, `a wire joins ports of one link layer: ${what(a, c.a)}, ${what(b, c.b)}`);
-      }
+      const mixed = mixedLinkLayers(a, c.a, b, c.b);
+      if (mixed) fail(path, mixed);
       return { kind: 'wire', a: c.a, b: c.b, ...faults };
     }
     const udpEnd = use(c.port, `${path}.port`);

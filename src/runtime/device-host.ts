@@ -21,7 +21,6 @@ import { releaseFrame } from '../pipeline/packet-builder.js';
 import type { NicClock } from '../pipeline/nic-env.js';
 import { LINKTYPE_INFINIBAND, type PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
-import { ConfigError } from './config-error.js';
 import { type DeviceResources, makePort, portLinktype } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
 import { DEFAULT_BURST_BYTES, type PaceSettings } from './pacer.js';
@@ -273,7 +272,7 @@ export class DeviceHost {
       const inj = this.injectors.get(c) ?? null;
       if (c.kind === 'wire') {
         if (!this.isHere(c.a) || !this.isHere(c.b)) continue; // the other end lives on another thread: a ring cable
-        if (this.checkLinkLayers(c.a, c.b) && inj !== null) inj.linktype = LINKTYPE_INFINIBAND;
+        if (inj !== null && this.isIbWire(c.a)) inj.linktype = LINKTYPE_INFINIBAND;
         const w = new InProcessCable();
         // Device to device with nothing on the way: the bytes arrive as the far device built them (a switch may forward what came from a socket).
         const carriage = inj === null && this.portRef(c.a) !== null && this.portRef(c.b) !== null ? 'as-built' : 'checked';
@@ -395,15 +394,10 @@ export class DeviceHost {
     return { switches: this.fabric?.stats() ?? {}, ports };
   }
 
-  /** Two device ports on one wire share a link layer (parseConfig says so first; this guards configs built in code). True: InfiniBand. */
-  private checkLinkLayers(a: string, b: string): boolean {
-    const ib = (ref: string) => {
-      const p = this.portRef(ref);
-      return p === null ? false : p.dev.ports[p.portNum - 1]!.ib !== null;
-    };
-    if (ib(a) !== ib(b))
-      throw new ConfigError(`a wire joins ports of one link layer: ${a} is ${ib(a) ? 'InfiniBand' : 'Ethernet'}, ${b} is ${ib(b) ? 'InfiniBand' : 'Ethernet'}`);
-    return ib(a);
+  /** Whether a wire joins two native IB ports (startModel has refused one of mixed link layers). */
+  private isIbWire(a: string): boolean {
+    const p = this.portRef(a);
+    return p !== null && p.dev.ports[p.portNum - 1]!.ib !== null;
   }
 
   /** Starts or stops capturing a port at run time (null stops). */

@@ -37,7 +37,7 @@ import { Switch } from '../../fabric/switch/switch.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
 import { LINKTYPE_INFINIBAND, parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
-import type { ModelConfig, SwitchEntry } from '../config.js';
+import { checkWireLinkLayers, type ModelConfig, type SwitchEntry } from '../config.js';
 import { createDevice, type DeviceOnHost, portLinktype } from '../device-resources.js';
 import { DeferredPayloads } from './deferred-payloads.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
@@ -199,6 +199,7 @@ export class SimModel implements RunningModel {
         `faults: a top-level fault list needs exactly one cable (there are ${config.cables.length}); give each link its own in links[i].faults`,
       );
     }
+    checkWireLinkLayers(config);
     for (const [i, c] of config.cables.entries()) {
       if (c.kind !== 'wire') throw new ConfigError(`cables[${i}]: the simulator runs only in-process wires, not ${c.kind} cables`);
       const o = config.links?.[i] ?? {};
@@ -212,7 +213,6 @@ export class SimModel implements RunningModel {
       const faults = rules.length > 0 ? new FaultInjector(rules, { random: this.random.fork(`${name}.faults`) }) : null;
       const sa = this.#switchPort(c.a, `cables[${i}].a`, o.linkRate, o.propagationDelay, o.mtu);
       const sb = this.#switchPort(c.b, `cables[${i}].b`, o.linkRate, o.propagationDelay, o.mtu);
-      this.#checkLinkLayers(c.a, c.b, sa !== null, sb !== null, `cables[${i}]`);
       link.nativeIb = !sa && !sb && this.#port(c.a, `cables[${i}].a`).eth.ib !== null;
       if (faults && link.nativeIb) faults.linktype = LINKTYPE_INFINIBAND;
       if (sa) this.#plugSwitch(sa, link, 'aToB', link.a, faults, 'a->b', c.b);
@@ -299,16 +299,6 @@ export class SimModel implements RunningModel {
       switches: new Set(this.#pendingSwitches.keys()),
     });
     for (const info of out) applyRoutes(info.sw, routes.get(info.name)!);
-  }
-
-  /** A wire joins two ports of one link layer; the switch is Ethernet (docs/pipeline.md, native InfiniBand). */
-  #checkLinkLayers(a: string, b: string, aSwitch: boolean, bSwitch: boolean, path: string): void {
-    const ib = (ref: string, sw: boolean) => !sw && this.#port(ref, path).eth.ib !== null;
-    const ia = ib(a, aSwitch);
-    const ibb = ib(b, bSwitch);
-    if (ia === ibb) return;
-    const what = (ref: string, sw: boolean, isIb: boolean) => `${ref} is ${sw ? 'an Ethernet switch port' : isIb ? 'InfiniBand' : 'Ethernet'}`;
-    throw new ConfigError(`${path}: a wire joins ports of one link layer: ${what(a, aSwitch, ia)}, ${what(b, bSwitch, ibb)}`);
   }
 
   #port(ref: string, path: string): SimPort {
