@@ -7,9 +7,9 @@ export const LID_B = 0x24;
 
 /**
  * rnic0 (LID 0x10, LMC 2: it owns LIDs 0x10..0x13) and rnic1 (LID 0x24, SM
- * at LID 1), one wire; rnic0's port is captured to `dir`/a.pcap when `dir` is given.
+ * at LID 1), one wire (with `faults` when given); rnic0's port is captured to `dir`/a.pcap when `dir` is given.
  */
-export function ibConfig(workers: number, dir?: string): ModelConfig {
+export function ibConfig(workers: number, dir?: string, faults?: readonly Record<string, unknown>[]): ModelConfig {
   return parseConfig(
     {
       workers,
@@ -20,7 +20,7 @@ export function ibConfig(workers: number, dir?: string): ModelConfig {
         },
         { name: 'rnic1', ports: [{ mac: '02:00:00:00:00:02', linkLayer: 'infiniband', lid: LID_B, smLid: 1 }] },
       ],
-      cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1' }],
+      cables: [{ kind: 'wire', a: 'rnic0:1', b: 'rnic1:1', ...(faults === undefined ? {} : { faults }) }],
     },
     'ib-test',
   );
