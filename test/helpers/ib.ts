@@ -9,7 +9,7 @@ export const LID_B = 0x24;
  * rnic0 (LID 0x10, LMC 2: it owns LIDs 0x10..0x13) and rnic1 (LID 0x24, SM
  * at LID 1), one wire (with `faults` when given); rnic0's port is captured to `dir`/a.pcap when `dir` is given.
  */
-export function ibConfig(workers: number, dir?: string, faults?: readonly Record<string, unknown>[]): ModelConfig {
+export function ibConfig(workers: number, dir?: string, faults?: readonly object[]): ModelConfig {
   return parseConfig(
     {
       workers,
