@@ -221,7 +221,8 @@ export class Nic implements NicCore {
     const ctr = this.ctr(portNum);
     ctr[Ctr.SENT_PKTS]!++;
     ctr[Ctr.PORT_XMIT_PACKETS]!++;
-    ctr[Ctr.PORT_XMIT_DATA]! += frame.length / 4;
+    // IB PortXmitData counts up to the VCRC (IBTA 16.1.3.5): an IB packet's words are its bytes less 2, over 4.
+    ctr[Ctr.PORT_XMIT_DATA]! += this.port(portNum).ib === null ? frame.length / 4 : (frame.length - 2) / 4;
     // A group address (I/G bit) with groups joined here: maybe a message for members on this device too.
     if (frame[0]! & 1 && this.env.fw.mcast.size > 0 && this.port(portNum).ib === null) this.loopMulticast(portNum, frame);
     if (!this.port(portNum).transmitOwned(frame, priority, spacingPs)) releaseFrame(frame);
@@ -683,7 +684,7 @@ export class Nic implements NicCore {
     if (port.receive(frame) !== 'rdma') return;
     const ctr = this.ctr(portNum);
     ctr[Ctr.PORT_RCV_PACKETS]!++;
-    ctr[Ctr.PORT_RCV_DATA]! += frame.length / 4;
+    ctr[Ctr.PORT_RCV_DATA]! += port.ib === null ? frame.length / 4 : Math.max(0, frame.length - 2) / 4;
     // One decode per frame into the NIC's own scratch: nothing allocated but the payload view.
     // The stages below use the packet during this call only (they copy what they keep).
     const d = decodePacket(frame, port.linktype, icrcKnownGood ? RX_DECODE_ICRC_KNOWN : RX_DECODE, this.rxScratch);
