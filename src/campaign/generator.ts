@@ -143,6 +143,8 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
   }
   const faults: Record<string, unknown>[] = [];
   const fabric = drawFabric(c, root.fork('topology'), qps, traffic);
+  // Its own stream: drawing the link layer leaves every other draw of a seed as it was.
+  const ib = fabric === null && c.topology.ib > 0 && root.fork('link-layer').bernoulli(c.topology.ib) ? ibHosts(root.fork('ib-paths'), qps) : null;
   const kinds = [...c.faults.kinds];
   const nf = Math.min(kinds.length, pick(rf, c.faults.perSeed));
   for (let k = 0; k < nf; k++) {
@@ -161,9 +163,26 @@ export function generateScenario(c: Campaign, seed: number): ScenarioJson {
     duration: c.durationNs,
     profile: c.profile,
   };
+  if (ib !== null) return { ...base, devices: ib, qps, faults, traffic };
   if (fabric === null) return { ...base, qps, faults, traffic };
   // Through a switch the rules go on every link (a scenario's top-level faults do, with a topology), so a path of two hops meets them twice.
   return { ...base, topology: fabric.topology, switch: fabric.switch, qps, faults, traffic };
+}
+
+/** Chance that an IB seed's QP carries the GRH (LNH 3) rather than the LRH alone (LNH 2). */
+const IB_GRH = 0.5;
+
+/**
+ * The two default hosts as native InfiniBand ports (LIDs 1 and 2): each QP
+ * uses GID 0 (the only one an IB port has) and draws whether it carries a GRH.
+ */
+function ibHosts(r: Random, qps: Record<string, unknown>[]): Record<string, unknown>[] {
+  for (const q of qps) {
+    delete q.gid_index;
+    if (!r.fork(`grh/${q.name as string}`).bernoulli(IB_GRH)) q.grh = false;
+  }
+  const host = (i: number) => ({ name: `rnic${i}`, ports: [{ mac: `02:00:00:00:00:0${i + 1}`, linkLayer: 'infiniband', lid: i + 1, mtu: 4096 }] });
+  return [host(0), host(1)];
 }
 
 /**

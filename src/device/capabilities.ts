@@ -31,6 +31,7 @@ import {
   IBV_DEVICE_XRC,
   IBV_DEVICE_SYS_IMAGE_GUID,
   IBV_DEVICE_UD_AV_PORT_ENFORCE,
+  IBV_GID_TYPE_IB,
   IBV_GID_TYPE_ROCE_V1,
   IBV_GID_TYPE_ROCE_V2,
   IBV_LINK_LAYER_ETHERNET,
@@ -277,17 +278,35 @@ export function buildGidTable(mac: string, ipv4: readonly string[], ipv6: readon
   return out;
 }
 
+/**
+ * The GID table of a native InfiniBand port: GID 0 is the default subnet
+ * prefix fe80::/64 with the port GUID (the MAC's EUI-64, as the node GUID
+ * is derived) as interface id; nothing else until an SM assigns more.
+ */
+export function ibGidTable(mac: string): GidEntry[] {
+  return [{ gid: linkLocalGid(mac), type: IBV_GID_TYPE_IB }];
+}
+
+function checkIbLids(p: { lid: number; lmc: number }, path: string): void {
+  if (p.lid === 0 || p.lid > 0xbfff) bad(`${path}.lid`, `an InfiniBand port's base LID is a unicast LID 1..0xBFFF, got ${p.lid}`);
+  if (p.lid & ((1 << p.lmc) - 1)) bad(`${path}.lid`, `base LID ${p.lid} is not a multiple of 2^lmc = ${1 << p.lmc}`);
+}
+
 function resolvePort(raw: Readonly<Record<string, unknown>>, portNum: number): PortAttrs {
   const hex = portNum.toString(16).padStart(2, '0');
+  // An IB port: no IP addresses, no GRH requirement, GIDs not from IP addresses.
+  const ib = raw['linkLayer'] === 'INFINIBAND';
   const withDefaults: Record<string, unknown> = {
     macAddress: `02:00:00:00:00:${hex}`,
-    ipv4Addresses: [`192.0.2.${portNum}`],
+    ipv4Addresses: ib ? [] : [`192.0.2.${portNum}`],
+    ...(ib ? { flags: 0, portCapFlags: IBV_PORT_CM_SUP } : {}),
     ...raw,
   };
   const path = `ports[${portNum - 1}]`;
   const p = resolveParams(PORT_PARAMS, withDefaults, path);
   if (p.activeMtu > p.maxMtu) bad(`${path}.activeMtu`, `${p.activeMtu} exceeds maxMtu ${p.maxMtu}`);
-  const gidTable = buildGidTable(p.macAddress, p.ipv4Addresses, p.ipv6Addresses);
+  const gidTable = p.linkLayer === IBV_LINK_LAYER_INFINIBAND ? ibGidTable(p.macAddress) : buildGidTable(p.macAddress, p.ipv4Addresses, p.ipv6Addresses);
+  if (p.linkLayer === IBV_LINK_LAYER_INFINIBAND) checkIbLids(p, path);
   if (gidTable.length > p.gidTblLen) bad(`${path}.gidTblLen`, `${gidTable.length} GIDs do not fit ${p.gidTblLen} entries`);
   if (p.pkeys.length > p.pkeyTblLen) bad(`${path}.pkeys`, `${p.pkeys.length} P_Keys do not fit ${p.pkeyTblLen} entries`);
   const pkeyTable = Array.from({ length: p.pkeyTblLen }, (_, i) => p.pkeys[i] ?? 0);

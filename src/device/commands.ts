@@ -694,6 +694,12 @@ function checkAv(fw: Firmware, inp: Record<string, unknown>, prefix: 'ah' | 'alt
   if (port.linkLayer === IBV_LINK_LAYER_ETHERNET && !g('IsGlobal')) {
     fail(CmdStatus.BAD_PARAM, prefix + 'IsGlobal', 'RoCE requires a GRH (is_global = 1)');
   }
+  if (port.linkLayer !== IBV_LINK_LAYER_ETHERNET) {
+    const dlid = g('Dlid');
+    if (dlid === 0 || dlid === 0xffff)
+      fail(CmdStatus.BAD_PARAM, prefix + 'Dlid', `DLID ${dlid} is reserved (0) or permissive (0xFFFF): an InfiniBand path needs a port's LID`);
+    if (g('IsGlobal') && sgid >= port.gidTable.length) fail(CmdStatus.BAD_PARAM, prefix + 'SgidIndex', `GID index ${sgid} is empty on port ${portNum}`);
+  }
   if (g('StaticRate') > IBV_RATE_1200_GBPS) fail(CmdStatus.BAD_PARAM, prefix + 'StaticRate', `bad ibv_rate ${g('StaticRate')}`);
 }
 

@@ -85,10 +85,17 @@ export const COUNTERS: readonly CounterDecl[] = Object.freeze([
   c('rx_qp_type_mismatch', 'model', "packets dropped: the opcode's transport (RC / UC / UD) is not the QP's type"),
   c('rx_qp_state_drop', 'model', "packets dropped: the QP's state does not accept them (requests in RESET / INIT / ERR, responses outside RTS / SQD)"),
   // IB port counters (IBTA PortCounters / PortCountersExtended), as Linux shows them for a RoCE port
-  c('port_xmit_data', 'ib_port', 'RDMA frames sent: bytes (Ethernet header through ICRC, no FCS) divided by 4, as PortXmitData counts 4-octet words'),
-  c('port_rcv_data', 'ib_port', 'RDMA frames received (good or not): bytes divided by 4 (PortRcvData)'),
+  c(
+    'port_xmit_data',
+    'ib_port',
+    'RDMA frames sent: bytes (Ethernet header through ICRC, no FCS; on IB, LRH through ICRC, no VCRC) divided by 4, as PortXmitData counts 4-octet words',
+  ),
+  c('port_rcv_data', 'ib_port', 'RDMA frames received (good or not): bytes divided by 4, on IB without the VCRC (PortRcvData)'),
   c('port_xmit_packets', 'ib_port', 'RDMA frames sent (PortXmitPkts)'),
   c('port_rcv_packets', 'ib_port', 'RDMA frames received, with errors included (PortRcvPkts)'),
+  // native InfiniBand ports
+  c('rx_vcrc_errors', 'model', 'InfiniBand packets dropped for a bad VCRC (also in port_rcv_errors)'),
+  c('rx_dlid_mismatch', 'model', "InfiniBand packets dropped: the LRH DLID is none of the port's LIDs (base LID .. base + 2^LMC - 1)"),
 ]);
 
 /** Index constants for the hot path; `Ctr.X` === COUNTERS index of 'x'. */
@@ -141,6 +148,8 @@ export const enum Ctr {
   PORT_RCV_DATA,
   PORT_XMIT_PACKETS,
   PORT_RCV_PACKETS,
+  RX_VCRC_ERRORS,
+  RX_DLID_MISMATCH,
   /** Number of counters. */
   COUNT,
 }

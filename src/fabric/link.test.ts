@@ -118,6 +118,17 @@ describe('timing', () => {
     expect(link.stats('aToB').busyPs).toBe(3 * 6720);
   });
 
+  it('a native IB link serializes a packet as its bytes alone: 1502 B at 100 Gb/s is 120.16 ns, a 30 B one 2.4 ns', () => {
+    const { sched, link, atB } = setup({ propagationDelay: '0ns' });
+    link.nativeIb = true;
+    link.a.send(frame(1502, 1));
+    for (let i = 0; i < 2; i++) link.a.send(frame(30, 2 + i));
+    sched.runUntilIdle();
+    // 120.16, 122.56, 124.96 → 121, 123, 125 (no 60-byte minimum, FCS, preamble or gap)
+    expect(atB.map((x) => x.ns)).toEqual([121, 123, 125]);
+    expect(link.stats('aToB').busyPs).toBe(120_160 + 2 * 2400);
+  });
+
   it('other rates: 25 Gb/s and 56 Gb/s (rounded up to the ps)', () => {
     const a = setup({ linkRate: '25Gbit/s', propagationDelay: '2us' });
     a.link.a.send(frame(1000, 1));

@@ -91,6 +91,14 @@ export const ETH_FCS_BYTES = 4;
 /** Minimum frame without FCS; shorter frames are padded on the wire. */
 export const ETH_MIN_FRAME_BYTES = 60;
 
+/**
+ * Bytes a native InfiniBand packet of `len` (LRH through VCRC) occupies: just
+ * itself. The start / end delimiters and idles between packets are not modelled.
+ */
+export function ibWireBytes(len: number): number {
+  return len;
+}
+
 /** Bytes a frame of `len` (no FCS) occupies on the wire, padding, FCS, preamble and IFG included. */
 export function wireBytes(len: number): number {
   return (len < ETH_MIN_FRAME_BYTES ? ETH_MIN_FRAME_BYTES : len) + ETH_FCS_BYTES + ETH_PREAMBLE_IFG_BYTES;
@@ -265,6 +273,8 @@ export class SimLink {
   readonly #lanes: Readonly<Record<LinkDir, Lane>>;
   #up = true;
   #closed = false;
+  /** Carries native InfiniBand packets: serialized as their bytes alone (no Ethernet padding, FCS, preamble, IFG). */
+  nativeIb = false;
   #onStateChange: ((up: boolean) => void) | null = null;
 
   constructor(sched: EventScheduler, params: SimLinkParams = resolveSimLinkParams(), name = 'link') {
@@ -626,7 +636,7 @@ class Lane implements LinkTransmitter {
     if (copies > 0) {
       // Copies carry no mark: they get the ICRC itself.
       if (copies > 1) sealIcrc(wire);
-      const serPs = ceilDiv(wireBytes(wire.length) * 8, this.#num, this.#den);
+      const serPs = ceilDiv((this.link.nativeIb ? ibWireBytes(wire.length) : wireBytes(wire.length)) * 8, this.#num, this.#den);
       for (let i = 0; i < copies; i++) {
         end += serPs;
         this.s.framesTransmitted++;
@@ -638,7 +648,7 @@ class Lane implements LinkTransmitter {
     if (release !== undefined) {
       for (const r of release) {
         if (!(r instanceof Uint8Array)) throw new FabricError('FABRIC_BAD_CONFIG', `${this.link.name}: a released frame must be a Uint8Array`);
-        const serPs = ceilDiv(wireBytes(r.length) * 8, this.#num, this.#den);
+        const serPs = ceilDiv((this.link.nativeIb ? ibWireBytes(r.length) : wireBytes(r.length)) * 8, this.#num, this.#den);
         end += serPs;
         this.s.framesTransmitted++;
         this.s.bytesTransmitted += r.length;

@@ -34,7 +34,7 @@ import {
   ndMessageType,
 } from '../wire/ndp.js';
 import { encodePfc } from '../wire/mac-control.js';
-import { LINKTYPE_ETHERNET } from '../wire/pcap.js';
+import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from '../wire/pcap.js';
 import type { PcapWriter } from '../wire/pcap-writer.js';
 import { ROCE_V2_UDP_PORT } from '../wire/udp.js';
 import { PriorityPause } from './pfc.js';
@@ -243,6 +243,14 @@ export interface FrameSink {
   sendOwned?(frame: Uint8Array, priority?: number, spacingPs?: number): void;
 }
 
+/** A native InfiniBand port's link: its LIDs and SL-to-VL map (runtime/config.ts IbPortConfig). */
+export interface IbLink {
+  readonly lid: number;
+  readonly lmc: number;
+  /** VL of each SL 0..15. */
+  readonly sl2vl: readonly number[];
+}
+
 /** What `receive` did with a frame. */
 export type RxClass = 'consumed' | 'rdma' | 'mac-control' | 'ignored';
 
@@ -359,8 +367,19 @@ export class EthPort {
    * ETH_PORT_COUNTERS.length slots (e.g. a Float64Array over a
    * SharedArrayBuffer that another thread reads).
    */
-  constructor(params: EthPortParams, clock: PortClock, counters?: Float64Array) {
+  /**
+   * The native InfiniBand link of this port, or null for Ethernet. An IB
+   * port frames LRH (+GRH) ... VCRC: no MAC filter, ARP, ND or PFC; every
+   * frame goes to the RDMA receive path, which checks VCRC and DLID.
+   */
+  readonly ib: IbLink | null;
+  /** LINKTYPE_ETHERNET or LINKTYPE_INFINIBAND: how the port's frames decode and capture. */
+  readonly linktype: number;
+
+  constructor(params: EthPortParams, clock: PortClock, counters?: Float64Array, ib: IbLink | null = null) {
     this.params = params;
+    this.ib = ib;
+    this.linktype = ib ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET;
     this.#clock = clock;
     this.#mac = parseMac(params.macAddress);
     if (counters && counters.length < PortCtr.COUNT) {
@@ -470,8 +489,9 @@ export class EthPort {
    * the clock's time. The port does not close the writer it is given.
    */
   setCapture(writer: PcapWriter | null): void {
-    if (writer && writer.linktype !== LINKTYPE_ETHERNET) {
-      throw new EthPortError('PORT_BAD_CAPTURE', `capture writer has link type ${writer.linktype}, the port writes Ethernet (${LINKTYPE_ETHERNET})`);
+    if (writer && writer.linktype !== this.linktype) {
+      const what = this.ib ? 'InfiniBand' : 'Ethernet';
+      throw new EthPortError('PORT_BAD_CAPTURE', `capture writer has link type ${writer.linktype}, the port writes ${what} (${this.linktype})`);
     }
     this.#capture = writer;
   }
@@ -511,7 +531,7 @@ export class EthPort {
     if (this.#capture) this.#capture.write(frame, this.#clock.nowNs());
     c[PortCtr.TX_PACKETS]!++;
     c[PortCtr.TX_BYTES]! += frame.length;
-    if (frame[12] === 0x88 && frame[13] === 0x08) this.pause.noteTransmit(frame, Number(this.#clock.nowNs()) * 1000);
+    if (frame[12] === 0x88 && frame[13] === 0x08 && this.ib === null) this.pause.noteTransmit(frame, Number(this.#clock.nowNs()) * 1000);
     if (sink.sendOwned) {
       sink.sendOwned(frame, priority, spacingPs);
       return true;
@@ -534,6 +554,7 @@ export class EthPort {
     if (this.#capture) this.#capture.write(frame, this.#clock.nowNs());
     c[PortCtr.RX_PACKETS]!++;
     c[PortCtr.RX_BYTES]! += frame.length;
+    if (this.ib !== null) return this.#rdma();
     // The Ethernet header read in place (no views, no objects): dst at 0, src at 6.
     if (frame.length < ETH_HEADER_LENGTH || !this.#acceptsDst(frame)) return this.#ignore();
     let p = 12;

@@ -222,9 +222,10 @@ export class Nic implements NicCore {
     const ctr = this.ctr(portNum);
     ctr[Ctr.SENT_PKTS]!++;
     ctr[Ctr.PORT_XMIT_PACKETS]!++;
-    ctr[Ctr.PORT_XMIT_DATA]! += frame.length / 4;
+    // IB PortXmitData counts up to the VCRC (IBTA 16.1.3.5): an IB packet's words are its bytes less 2, over 4.
+    ctr[Ctr.PORT_XMIT_DATA]! += this.port(portNum).ib === null ? frame.length / 4 : (frame.length - 2) / 4;
     // A group address (I/G bit) with groups joined here: maybe a message for members on this device too.
-    if (frame[0]! & 1 && this.env.fw.mcast.size > 0) this.loopMulticast(portNum, frame);
+    if (frame[0]! & 1 && this.env.fw.mcast.size > 0 && this.port(portNum).ib === null) this.loopMulticast(portNum, frame);
     if (!this.port(portNum).transmitOwned(frame, priority, spacingPs)) releaseFrame(frame);
   }
 
@@ -711,17 +712,24 @@ export class Nic implements NicCore {
     if (port.receive(frame) !== 'rdma') return;
     const ctr = this.ctr(portNum);
     ctr[Ctr.PORT_RCV_PACKETS]!++;
-    ctr[Ctr.PORT_RCV_DATA]! += frame.length / 4;
+    ctr[Ctr.PORT_RCV_DATA]! += port.ib === null ? frame.length / 4 : Math.max(0, frame.length - 2) / 4;
     // One decode per frame into the NIC's own scratch: nothing allocated but the payload view.
     // The stages below use the packet during this call only (they copy what they keep).
-    const d = decodePacket(frame, LINKTYPE_ETHERNET, icrcKnownGood ? RX_DECODE_ICRC_KNOWN : RX_DECODE, this.rxScratch);
+    const d = decodePacket(frame, port.linktype, icrcKnownGood ? RX_DECODE_ICRC_KNOWN : RX_DECODE, this.rxScratch);
     if (!d.ok) {
       ctr[Ctr.PORT_RCV_ERRORS]!++;
       if (d.error.code === 'WIRE_BAD_ICRC') ctr[Ctr.RX_ICRC_ENCAPSULATED]!++;
       else if (d.error.code === 'WIRE_UNKNOWN_OPCODE') ctr[Ctr.RX_UNKNOWN_OPCODE]!++;
+      else if (d.error.code === 'WIRE_BAD_VCRC') ctr[Ctr.RX_VCRC_ERRORS]!++;
       return;
     }
-    const p = this.rxScratch.packet; // = d.packet: an Ethernet decode fills the scratch it is given
+    const p = this.rxScratch.packet; // = d.packet: a decode fills the scratch it is given
+    // A native IB port takes the DLIDs of its LMC range (IBTA 7.11.1); the link layer drops the rest.
+    const ib = port.ib;
+    if (ib !== null && p.lrh!.dlid >>> ib.lmc !== ib.lid >>> ib.lmc) {
+      ctr[Ctr.RX_DLID_MISMATCH]!++;
+      return;
+    }
     const info = OPCODES[p.bth.opcode]!;
     if (info.transport === Transport.CNP) {
       ctr[Ctr.RCVD_PKTS]!++;

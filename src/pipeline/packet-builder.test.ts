@@ -10,8 +10,20 @@ function template(kind: 'v4' | 'v6' | 'v1', defer: boolean): PathTemplate {
   const v4 = kind !== 'v6';
   const sgid = v4 ? ipv4MappedGid(Uint8Array.of(192, 0, 2, 1)) : parseIpv6('2001:db8::1');
   const dgid = v4 ? ipv4MappedGid(Uint8Array.of(192, 0, 2, 2)) : parseIpv6('2001:db8::2');
-  const av: AddressVector = { dgid, dmac: Uint8Array.of(2, 0, 0, 0, 0, 2), flowLabel: 5, sl: 0, trafficClass: 0x68, hopLimit: 64, sgidIndex: 0, portNum: 1 };
-  const path: PathInfo = { framing: kind === 'v1' ? 'roce-v1' : 'roce-v2', v6: kind === 'v6', sgid, dgid };
+  const av: AddressVector = {
+    dgid,
+    dmac: Uint8Array.of(2, 0, 0, 0, 0, 2),
+    flowLabel: 5,
+    sl: 0,
+    trafficClass: 0x68,
+    hopLimit: 64,
+    sgidIndex: 0,
+    portNum: 1,
+    dlid: 0,
+    srcPathBits: 0,
+    isGlobal: true,
+  };
+  const path: PathInfo = { framing: kind === 'v1' ? 'roce-v1' : 'roce-v2', v6: kind === 'v6', sgid, dgid, lrh: null };
   return new PathTemplate(path, av, SRC_MAC, 0x123, { hopLimit: 64, udpSrcPort: 0xc123 }, false, defer);
 }
 

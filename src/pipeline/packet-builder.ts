@@ -27,7 +27,7 @@ import {
   Op,
   type Framing,
 } from '../wire/index.js';
-import type { EthPort } from './eth-port.js';
+import type { EthPort, IbLink } from './eth-port.js';
 import type { AddressVector } from './work-requests.js';
 
 export interface PathInfo {
@@ -35,16 +35,41 @@ export interface PathInfo {
   v6: boolean;
   sgid: Uint8Array;
   dgid: Uint8Array;
+  /** Native InfiniBand: the LRH fields (null on RoCE). */
+  lrh: IbLrhFields | null;
 }
 
-/** Picks the framing and source GID for an address vector (sgid_index into the port's GID table). */
-export function pathFor(port: PortAttrs, av: AddressVector): PathInfo | null {
+/** What a native IB path puts in its LRH; the GRH is carried when `global`. */
+export interface IbLrhFields {
+  slid: number;
+  dlid: number;
+  sl: number;
+  vl: number;
+  global: boolean;
+}
+
+const NO_GID = new Uint8Array(16);
+
+/**
+ * Picks the framing and source GID for an address vector (sgid_index into
+ * the port's GID table). On an InfiniBand port: LRH from the AV (SLID =
+ * base LID | path bits within the LMC, VL = SL2VL[SL]), the GRH only when
+ * the AV is global. Null for an AV the port cannot send.
+ */
+export function pathFor(port: PortAttrs, av: AddressVector, ib: IbLink | null = null): PathInfo | null {
+  if (ib !== null) {
+    if (av.dlid === 0 || av.dlid === 0xffff) return null;
+    const lrh = { slid: ib.lid | (av.srcPathBits & ((1 << ib.lmc) - 1)), dlid: av.dlid, sl: av.sl, vl: ib.sl2vl[av.sl] ?? 0, global: av.isGlobal };
+    if (!av.isGlobal) return { framing: 'ib', v6: false, sgid: NO_GID, dgid: NO_GID, lrh };
+    const g = port.gidTable[av.sgidIndex];
+    return g ? { framing: 'ib', v6: false, sgid: g.gid, dgid: av.dgid, lrh } : null;
+  }
   const e = port.gidTable[av.sgidIndex];
   if (!e) return null;
   const v1 = e.type === IBV_GID_TYPE_ROCE_V1;
   const v4 = isIpv4MappedGid(e.gid);
   if (!v1 && v4 !== isIpv4MappedGid(av.dgid)) return null;
-  return { framing: v1 ? 'roce-v1' : 'roce-v2', v6: !v1 && !v4, sgid: e.gid, dgid: av.dgid };
+  return { framing: v1 ? 'roce-v1' : 'roce-v2', v6: !v1 && !v4, sgid: e.gid, dgid: av.dgid, lrh: null };
 }
 
 const EMPTY = new Uint8Array(0);
@@ -157,8 +182,10 @@ export class PathTemplate {
     /** Leave each frame's ICRC pending (NicEnv.deferIcrc). */
     private readonly deferIcrc = false,
   ) {
-    const src = path.v6 || path.framing === 'roce-v1' ? path.sgid : path.sgid.subarray(12, 16);
-    const dst = path.v6 || path.framing === 'roce-v1' ? path.dgid : path.dgid.subarray(12, 16);
+    const full = path.v6 || path.framing !== 'roce-v2';
+    const src = full ? path.sgid : path.sgid.subarray(12, 16);
+    const dst = full ? path.dgid : path.dgid.subarray(12, 16);
+    const lrh = path.lrh;
     this.pkt = newPacket(path.framing, Op.RC_SEND_ONLY, {
       ipVersion: path.v6 ? 6 : 4,
       srcMac,
@@ -171,10 +198,12 @@ export class PathTemplate {
       flowLabel: av.flowLabel,
       udpSrcPort: ip.udpSrcPort,
       destQp: destQpn,
+      ...(lrh === null ? {} : { slid: lrh.slid, dlid: lrh.dlid, sl: lrh.sl, vl: lrh.vl, global: lrh.global }),
     });
     if (this.pkt.eth) this.pkt.eth.etherType = path.framing === 'roce-v1' ? EtherType.ROCE : path.v6 ? EtherType.IPV6 : EtherType.IPV4;
     if (this.pkt.ipv6) this.pkt.ipv6.nextHeader = IP_PROTO_UDP;
-    this.macResolved = !isZeroMac(av.dmac);
+    // Native IB has no MAC: the LRH's DLID is the next hop.
+    this.macResolved = lrh !== null || !isZeroMac(av.dmac);
     this.routedLen = routingLength(this.pkt);
     this.#prebuild();
   }
@@ -231,7 +260,9 @@ export class PathTemplate {
     const routed = off + payloadLen + (-payloadLen & 3) + 4;
     // One result object per template, refilled: callers use it before the next begin.
     const b = this.begun;
-    b.frame = acquireFrame(Math.max(routed, 60), payloadAlign < 0 ? 0 : (payloadAlign - off) & 7);
+    // Ethernet pads to its 60-byte minimum; an IB packet is exactly LRH .. ICRC + the 2-byte VCRC.
+    const len = p.framing === 'ib' ? routed + 2 : Math.max(routed, 60);
+    b.frame = acquireFrame(len, payloadAlign < 0 ? 0 : (payloadAlign - off) & 7);
     b.payloadOff = off;
     b.payloadLen = payloadLen;
     return b;

@@ -15,7 +15,7 @@ export function connectedPath(nic: NicCore, q: QpCtx): PathTemplate | null {
   if (!q.path) {
     const port = nic.env.caps.ports[q.portNum - 1];
     if (!port || !q.av) return null;
-    const path = pathFor(port, q.av);
+    const path = pathFor(port, q.av, nic.port(q.portNum).ib);
     if (!path) return null;
     q.path = new PathTemplate(
       path,
@@ -48,13 +48,13 @@ function udSourcePort(p: DeviceProfile, qpn: number, av: AddressVector): number 
 
 /** UD: a template per destination, cached by the AV's bytes. */
 export function udPath(nic: NicCore, q: QpCtx, av: AddressVector, cache: Map<string, PathTemplate>): PathTemplate | null {
-  const key = `${av.portNum}/${av.sgidIndex}/${av.dgid.join('.')}/${av.dmac.join('.')}/${av.trafficClass}/${av.hopLimit}/${av.flowLabel}`;
+  const key = `${av.portNum}/${av.sgidIndex}/${av.dgid.join('.')}/${av.dmac.join('.')}/${av.trafficClass}/${av.hopLimit}/${av.flowLabel}/${av.dlid}/${av.sl}/${av.srcPathBits}/${av.isGlobal}`;
   let t = cache.get(key);
   if (!t) {
     const portNum = av.portNum || q.portNum;
     const port = nic.env.caps.ports[portNum - 1];
     if (!port) return null;
-    const path = pathFor(port, av);
+    const path = pathFor(port, av, nic.port(portNum).ib);
     if (!path) return null;
     t = new PathTemplate(
       path,

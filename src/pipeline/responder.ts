@@ -34,7 +34,7 @@ import { Ctr } from '../device/counters.js';
 import { QPC } from '../device/contexts.js';
 import { MwFault, mwInvalidate } from '../device/mw.js';
 import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
-import { Op, OPCODES, Position, rethVaNumber, type ScratchPacket, Syndrome } from '../wire/index.js';
+import { type Lrh, Op, OPCODES, Position, rethVaNumber, type ScratchPacket, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
 import { copyBytes, copyDisjoint, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
@@ -103,8 +103,15 @@ function completeRecv(
   imm: number,
   srcQp: number,
   solicited: boolean,
+  /** A native IB UD packet's LRH: the CQE's slid, sl and dlid_path_bits. */
+  lrh: Lrh | null = null,
 ): void {
   const f = nic.cqe();
+  if (lrh !== null) {
+    f.slid = lrh.slid;
+    f.sl = lrh.sl;
+    f.dlidPathBits = lrh.dlid & ((1 << (nic.port(q.portNum).ib?.lmc ?? 0)) - 1);
+  }
   f.wrIdLo = w.wrIdLo;
   f.wrIdHi = w.wrIdHi;
   f.status = status;
@@ -671,7 +678,12 @@ function udReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, frame: 
     return;
   }
   const grh = new Uint8Array(GRH_BYTES);
-  if (p.ipv4) {
+  let flags = IBV_WC_GRH;
+  if (p.framing === 'ib') {
+    // The GRH as it came (after the 8-byte LRH); an LRH-only packet leaves the 40 bytes undefined (zero here) and no IBV_WC_GRH.
+    if (p.grh) grh.set(frame.subarray(8, 8 + GRH_BYTES));
+    else flags = 0;
+  } else if (p.ipv4) {
     // IPv4: 20 zero bytes, then the IPv4 header (Linux rxe's layout).
     const ipOff = p.eth!.vlan ? 18 : 14;
     grh.set(frame.subarray(ipOff, ipOff + 20), 20);
@@ -687,11 +699,10 @@ function udReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, frame: 
     completeRecv(nic, q, w, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, deth.srcQp, false);
     return;
   }
-  let flags = IBV_WC_GRH;
   let imm = 0;
   if (p.immDt !== null) {
     flags |= IBV_WC_WITH_IMM;
     imm = bswap32(p.immDt);
   }
-  completeRecv(nic, q, w, IBV_WC_SUCCESS, IBV_WC_RECV, GRH_BYTES + len, flags, imm, deth.srcQp, p.bth.se === 1);
+  completeRecv(nic, q, w, IBV_WC_SUCCESS, IBV_WC_RECV, GRH_BYTES + len, flags, imm, deth.srcQp, p.bth.se === 1, p.lrh);
 }

@@ -39,6 +39,10 @@ export interface AddressVector {
   hopLimit: number;
   sgidIndex: number;
   portNum: number;
+  /** InfiniBand: destination LID, source path bits (the low LMC bits of the SLID), and whether a GRH is carried. */
+  dlid: number;
+  srcPathBits: number;
+  isGlobal: boolean;
 }
 
 export const enum WqeStatus {
@@ -200,6 +204,9 @@ export function readAv(dv: DataView, off: number): AddressVector {
     hopLimit: dv.getUint8(off + 0x1c),
     sgidIndex: dv.getUint8(off + 0x1d),
     portNum: dv.getUint8(off + 0x1e),
+    dlid: dv.getUint16(off + 0x16, true),
+    srcPathBits: dv.getUint8(off + 0x20) & 0x7f,
+    isGlobal: dv.getUint8(off + 0x20) >>> 7 === 1,
   };
 }
 

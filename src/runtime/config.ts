@@ -29,6 +29,20 @@ export interface PortConfig {
   mtu: number;
   /** Write every frame in and out of this port to a pcap file. */
   capture?: string;
+  /** Native InfiniBand link layer (absent: Ethernet, RoCE). */
+  ib?: IbPortConfig;
+}
+
+/** What a native InfiniBand port has that the subnet manager would assign (docs/configuration.md). */
+export interface IbPortConfig {
+  /** Base LID, 1..0xBFFF, a multiple of 2^lmc. */
+  lid: number;
+  /** LID mask count 0..7: the port answers lid .. lid + 2^lmc - 1. */
+  lmc: number;
+  /** The subnet manager's LID (ibv_query_port sm_lid). */
+  smLid: number;
+  /** VL of each SL 0..15 (SL2VL table); identity when not given. */
+  sl2vl: readonly number[];
 }
 
 export interface DeviceConfig {
@@ -190,6 +204,16 @@ const PortSchema = strictObject({
     .meta({ description: 'IPv6 addresses the port owns: answered by ND; each gives a RoCE v1 and a v2 GID', defaultText: 'none' }),
   mtu: oneOf([256, 512, 1024, 2048, 4096], '256, 512, 1024, 2048 or 4096').default(4096).meta({ description: 'active MTU, 256..4096' }),
   capture: text().optional().meta({ description: 'write every frame in and out of the port to this pcap (ns timestamps)', defaultText: 'none' }),
+  linkLayer: oneOf(['ethernet', 'infiniband'], "'ethernet' or 'infiniband'")
+    .default('ethernet')
+    .meta({ description: "'infiniband': native IB framing (LRH, optional GRH, VCRC); GID 0 is fe80::/64 + the port GUID (from the MAC)" }),
+  lid: int(1, 0xbfff).optional().meta({ description: 'InfiniBand only: the base LID, 1..0xBFFF, a multiple of 2^lmc', defaultText: 'required on IB' }),
+  lmc: int(0, 7).default(0).meta({ description: 'InfiniBand only: LID mask count (the port owns 2^lmc LIDs)' }),
+  smLid: int(0, 0xbfff).default(1).meta({ description: "InfiniBand only: the subnet manager's LID" }),
+  sl2vl: list(int(0, 14), 'a list of 16 VLs').length(16, { error: 'sl2vl has one VL per SL: 16 entries' }).optional().meta({
+    description: 'InfiniBand only: the VL of each SL 0..15 (VL 15 is management only)',
+    defaultText: 'identity (SL 15 to VL 14)',
+  }),
 });
 
 const profileName = () => oneOf(PROFILE_NAMES, PROFILE_NAMES.map((n) => `'${n}'`).join(' or '));
@@ -377,6 +401,40 @@ function distinctEnds(a: PortConfig, b: PortConfig, aRef: string, bRef: string, 
   if (same6) fail(path, `${aRef} and ${bRef} are on one wire with the same IPv6 address ${same6}`);
 }
 
+/**
+ * Why a wire between `a` and `b` (null: a switch port, which is Ethernet)
+ * cannot work, or null when both ends have one link layer.
+ */
+export function mixedLinkLayers(a: PortConfig | null, aRef: string, b: PortConfig | null, bRef: string): string | null {
+  if ((a?.ib === undefined) === (b?.ib === undefined)) return null;
+  const what = (p: PortConfig | null, ref: string) => `${ref} is ${p === null ? 'an Ethernet switch port' : p.ib ? 'InfiniBand' : 'Ethernet'}`;
+  return `a wire joins ports of one link layer: ${what(a, aRef)}, ${what(b, bRef)}`;
+}
+
+/** Every wire of a configuration built in code (parseConfig checks a file's as it reads them): a ConfigError for one of mixed link layers. */
+export function checkWireLinkLayers(config: Pick<ModelConfig, 'devices' | 'cables'>): void {
+  const port = (ref: string): PortConfig | null => {
+    const [dev, num] = ref.split(':') as [string, string];
+    return config.devices.find((d) => d.name === dev)?.ports[Number(num) - 1] ?? null;
+  };
+  config.cables.forEach((c, i) => {
+    const mixed = c.kind === 'wire' ? mixedLinkLayers(port(c.a), c.a, port(c.b), c.b) : null;
+    if (mixed) throw new ConfigError(`cables[${i}]: ${mixed}`);
+  });
+}
+
+/** The `ib` part of a port (empty for Ethernet); IB-only keys on an Ethernet port are an error, not ignored. */
+function ibPortOf(p: z.output<typeof PortSchema>, path: string): { ib?: IbPortConfig } {
+  if (p.linkLayer === 'ethernet') {
+    if (p.lid !== undefined || p.sl2vl !== undefined) fail(path, `lid and sl2vl are for linkLayer 'infiniband' ports`);
+    return {};
+  }
+  if (p.lid === undefined) fail(`${path}.lid`, 'an InfiniBand port needs its LID (1..0xBFFF), as the subnet manager would assign it');
+  if (p.lid & ((1 << p.lmc) - 1)) fail(`${path}.lid`, `base LID ${p.lid} is not a multiple of 2^lmc = ${1 << p.lmc}`);
+  if (p.ipv4.length > 0 || p.ipv6.length > 0) fail(path, 'an InfiniBand port has no IP addresses (its only GID is fe80::/64 + the port GUID)');
+  return { ib: { lid: p.lid, lmc: p.lmc, smLid: p.smLid, sl2vl: p.sl2vl ?? Array.from({ length: 16 }, (_, sl) => Math.min(sl, 14)) } };
+}
+
 /** Validates raw JSON into a ModelConfig; every fault names its path. */
 export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
   const r = ConfigSchema.safeParse(raw);
@@ -417,9 +475,13 @@ export function parseConfig(raw: unknown, source = 'config'): ModelConfig {
       const a = use(c.a, `${path}.a`);
       const b = use(c.b, `${path}.b`);
       if (a && b) distinctEnds(a, b, c.a, c.b, path);
+      const mixed = mixedLinkLayers(a, c.a, b, c.b);
+      if (mixed) fail(path, mixed);
       return { kind: 'wire', a: c.a, b: c.b, ...faults };
     }
-    const onSwitch = use(c.port, `${path}.port`) === null;
+    const udpEnd = use(c.port, `${path}.port`);
+    const onSwitch = udpEnd === null;
+    if (udpEnd?.ib) fail(`${path}.port`, `${c.port} is an InfiniBand port: a UDP cable carries RoCE v2 (Ethernet) frames`);
     if (c.hosts !== undefined && !onSwitch) fail(`${path}.hosts`, `only a switch port's cable names the hosts beyond it (${c.port} is a device port)`);
     if (c.burstBytes !== undefined && c.rate === undefined) fail(`${path}.burstBytes`, 'only a paced cable (one with a rate) has a burst');
     let local: UdpEndpoint;
@@ -467,7 +529,14 @@ export function resolveDevices(parsed: readonly z.output<typeof DeviceSchema>[],
     if (names.has(d.name)) fail(`${source}.devices[${i}].name`, `device ${d.name} is defined twice`);
     names.add(d.name);
     const ports = d.ports.map(
-      (p): PortConfig => ({ mac: p.mac, ipv4: p.ipv4, ipv6: p.ipv6, mtu: p.mtu, ...(p.capture === undefined ? {} : { capture: p.capture }) }),
+      (p, j): PortConfig => ({
+        mac: p.mac,
+        ipv4: p.ipv4,
+        ipv6: p.ipv6,
+        mtu: p.mtu,
+        ...(p.capture === undefined ? {} : { capture: p.capture }),
+        ...ibPortOf(p, `${source}.devices[${i}].ports[${j}]`),
+      }),
     );
     if (d.congestion !== undefined) {
       try {

@@ -15,13 +15,13 @@ import type { SwitchPortStats } from '../fabric/switch/switch.js';
 import { FaultInjector, FaultyCableEnd } from '../fabric/faults.js';
 import { Random } from './sim/random.js';
 import { resolveCcParams } from '../pipeline/cc-params.js';
-import { EthPort, resolveEthPortParams } from '../pipeline/eth-port.js';
+import type { EthPort } from '../pipeline/eth-port.js';
 import { Nic } from '../pipeline/nic.js';
 import { releaseFrame } from '../pipeline/packet-builder.js';
 import type { NicClock } from '../pipeline/nic-env.js';
-import { LINKTYPE_ETHERNET, type PcapWriter } from '../wire/index.js';
+import { LINKTYPE_INFINIBAND, type PcapWriter } from '../wire/index.js';
 import type { CableConfig } from './config.js';
-import type { DeviceResources } from './device-resources.js';
+import { type DeviceResources, makePort, portLinktype } from './device-resources.js';
 import { RingEnd } from './ring-end.js';
 import { DEFAULT_BURST_BYTES, type PaceSettings } from './pacer.js';
 import { createUdpCableShm, UdpIoThread, type UdpCableShm } from './udp-io.js';
@@ -120,9 +120,7 @@ export class DeviceHost {
       const tables = ContextTables.attach(r.tables);
       const counters = HwCounters.attach(r.counters);
       const fw = new Firmware({ caps, mem, bar, tables, counters, clock });
-      const ports = r.ports.map(
-        (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
-      );
+      const ports = r.ports.map((p) => makePort(p, `${r.name}.ports`, portClock));
       const env = {
         name: r.name,
         caps,
@@ -140,7 +138,7 @@ export class DeviceHost {
       const nic = new Nic(env);
       r.ports.forEach((p, i) => {
         if (p.capture) {
-          const w = openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+          const w = openPcapFile(p.capture, { linktype: portLinktype(p), nanosecond: true });
           this.captures.push(w);
           ports[i]!.setCapture(w);
         }
@@ -290,6 +288,7 @@ export class DeviceHost {
       const inj = this.injectors.get(c) ?? null;
       if (c.kind === 'wire') {
         if (!this.isHere(c.a) || !this.isHere(c.b)) continue; // the other end lives on another thread: a ring cable
+        if (inj !== null && this.isIbWire(c.a)) inj.linktype = LINKTYPE_INFINIBAND;
         const w = new InProcessCable();
         // Device to device with nothing on the way: the bytes arrive as the far device built them (a switch may forward what came from a socket).
         const carriage = inj === null && this.portRef(c.a) !== null && this.portRef(c.b) !== null ? 'as-built' : 'checked';
@@ -411,13 +410,20 @@ export class DeviceHost {
     return { switches: this.fabric?.stats() ?? {}, ports };
   }
 
+  /** Whether a wire joins two native IB ports (startModel has refused one of mixed link layers). */
+  private isIbWire(a: string): boolean {
+    const p = this.portRef(a);
+    return p !== null && p.dev.ports[p.portNum - 1]!.ib !== null;
+  }
+
   /** Starts or stops capturing a port at run time (null stops). */
   setCapture(ref: string, path: string | null): void {
     const p = this.portRef(ref);
     if (!p) throw new Error(`no port ${ref} here`);
-    const w = path ? openPcapFile(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null;
+    const port = p.dev.ports[p.portNum - 1]!;
+    const w = path ? openPcapFile(path, { linktype: port.linktype, nanosecond: true }) : null;
     if (w) this.captures.push(w);
-    p.dev.ports[p.portNum - 1]!.setCapture(w);
+    port.setCapture(w);
   }
 
   /** Closes the cables (the UDP I/O thread sends what is still queued first), then the captures. */

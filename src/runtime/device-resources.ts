@@ -12,6 +12,8 @@ import { HostMemory, type HostMemoryDescriptor } from '../device/host-memory.js'
 import { Bar } from '../device/registers.js';
 import { ConfigError } from './config-error.js';
 import { type DeviceProfile, resolveProfile } from '../pipeline/profiles.js';
+import { EthPort, type PortClock, resolveEthPortParams } from '../pipeline/eth-port.js';
+import { LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND } from '../wire/pcap.js';
 import type { DeviceConfig, PortConfig } from './config.js';
 
 /** Plain data: posted to a worker as is. */
@@ -50,7 +52,13 @@ export function capsConfigOf(d: DeviceConfig): CapabilitiesConfig {
   const guid = `0x${guidFromMac(d.ports[0]!.mac).toString(16).padStart(16, '0')}`;
   return {
     device: { nodeGuid: guid, sysImageGuid: guid, ...d.caps },
-    ports: d.ports.map((p) => ({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6, activeMtu: p.mtu })),
+    ports: d.ports.map((p) => ({
+      macAddress: p.mac,
+      ipv4Addresses: p.ipv4,
+      ipv6Addresses: p.ipv6,
+      activeMtu: p.mtu,
+      ...(p.ib ? { linkLayer: 'INFINIBAND', lid: p.ib.lid, lmc: p.ib.lmc, smLid: p.ib.smLid } : {}),
+    })),
   };
 }
 
@@ -85,4 +93,15 @@ export function createDevice(d: DeviceConfig): DeviceOnHost {
     counters,
     nodeGuid: guidFromMac(d.ports[0]!.mac),
   };
+}
+
+/** The MAC function of a configured port: Ethernet, or a native InfiniBand link with its LIDs and SL2VL map. */
+export function makePort(p: PortConfig, path: string, clock: PortClock): EthPort {
+  const params = resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, path);
+  return new EthPort(params, clock, undefined, p.ib ? { lid: p.ib.lid, lmc: p.ib.lmc, sl2vl: p.ib.sl2vl } : null);
+}
+
+/** The pcap link type of a configured port's capture. */
+export function portLinktype(p: PortConfig): number {
+  return p.ib ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET;
 }

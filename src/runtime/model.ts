@@ -9,7 +9,7 @@ import type { HostMemory } from '../device/host-memory.js';
 import type { HwCounters } from '../device/counters.js';
 import { Reg, type Bar } from '../device/registers.js';
 import { FrameRing } from '../fabric/frame-ring.js';
-import type { ModelConfig } from './config.js';
+import { checkWireLinkLayers, type ModelConfig } from './config.js';
 import { DeviceHost, type FabricStats, type RingCable } from './device-host.js';
 import { createDevice, type DeviceOnHost } from './device-resources.js';
 import { type HostedSwitchSpec, hostedSwitches } from './realtime-switch.js';
@@ -121,6 +121,7 @@ function udpStatsOf(config: ModelConfig, shm: Map<number, UdpCableShm>): Record<
  * engine runs, and the driver waits for READY when it opens a device.
  */
 export function startModel(config: ModelConfig, opts: StartOptions = {}): RunningModel {
+  checkWireLinkLayers(config);
   const made: DeviceOnHost[] = config.devices.map(createDevice);
   const switches = hostedSwitches(config);
   const exitWord = new SharedArrayBuffer(8);

@@ -6,6 +6,7 @@
  */
 import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
 import type { FaultVerdict } from '../fabric/faults.js';
+import { LINKTYPE_INFINIBAND } from '../wire/index.js';
 import type { FaultJudgement, SimModel } from '../runtime/sim/sim-model.js';
 import type { RequestKeys } from './timeline.js';
 
@@ -43,7 +44,9 @@ export function recordFaultHits(sim: SimModel, onFault: (hit: FaultHit) => void,
   const downFired = new Map<string, number[]>();
   const seen = new Map<string, number>();
   return sim.observeFaults((j: FaultJudgement) => {
-    const bth = bthOffset(j.frame);
+    // A native IB link's frames start with the LRH.
+    const ib = injectors.get(j.link)?.linktype === LINKTYPE_INFINIBAND;
+    const bth = bthOffset(j.frame, ib);
     if (bth < 0) return;
     const opcode = j.frame[bth]!;
     const qpn = bthDestQp(j.frame, bth);
@@ -62,7 +65,7 @@ export function recordFaultHits(sim: SimModel, onFault: (hit: FaultHit) => void,
       whileDown = now === fired[v.rule];
       fired[v.rule] = now;
     }
-    const to = keys.destDevice(j.frame);
+    const to = keys.destDevice(j.frame, ib);
     onFault({
       link: j.link,
       direction: j.direction,

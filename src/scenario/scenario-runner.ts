@@ -45,7 +45,8 @@ import {
   rnic_read_counters,
 } from '../driver/verbs/index.js';
 import type { ibv_cq, ibv_send_wr, ibv_wc } from '../driver/verbs/index.js';
-import { decodePacket, LINKTYPE_ETHERNET, OPCODES, PcapWriter } from '../wire/index.js';
+import { decodePacket, LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND, OPCODES, PcapWriter } from '../wire/index.js';
+import { portLinktype } from '../runtime/device-resources.js';
 import { localAckTimeoutNs, rnrTimerNs } from '../pipeline/timer-tables.js';
 import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
 import { Random } from '../runtime/sim/random.js';
@@ -78,7 +79,8 @@ import { fillBytes } from '../device/fill-bytes.js';
 
 export interface RunScenarioOptions {
   /** Where a captured port's pcap goes (index 0 is the scenario's first capture); default: kept in memory, returned in `captures`. */
-  captureWriter?: (port: string, index: number) => PcapWriter;
+  /** `linktype`: the port's (LINKTYPE_INFINIBAND for a native IB port). */
+  captureWriter?: (port: string, index: number, linktype: number) => PcapWriter;
   /** Another frame observer for the run (it may read payload bytes: payloads are then gathered into their frames). */
   observe?: FrameObserver;
   /** Another frame observer that reads headers only (SimModel.observeHeaders: payloads may stay deferred). */
@@ -446,18 +448,24 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
   const chunks = new Map<string, Uint8Array[]>();
   const writers: PcapWriter[] = [];
   s.capture.forEach((port, i) => {
+    const [dev, num] = port.split(':') as [string, string];
+    const cfg = s.devices.find((d) => d.name === dev)?.ports[Number(num) - 1];
+    const linktype = cfg ? portLinktype(cfg) : LINKTYPE_ETHERNET;
     let w: PcapWriter;
-    if (opts.captureWriter) w = opts.captureWriter(port, i);
+    if (opts.captureWriter) w = opts.captureWriter(port, i, linktype);
     else {
       const parts: Uint8Array[] = [];
       chunks.set(port, parts);
-      w = new PcapWriter((c) => parts.push(c.slice()), { linktype: LINKTYPE_ETHERNET, nanosecond: true });
+      w = new PcapWriter((c) => parts.push(c.slice()), { linktype, nanosecond: true });
     }
     writers.push(w);
     sim.capturePort(port, w);
   });
   const recorder = s.switches.length > 0 ? new FabricRecorder(sim, s.output.sampleIntervalNs) : null;
-  const requestKeys = new RequestKeys(s.devices.map((d) => d.ports.map((p) => p.mac)));
+  const requestKeys = new RequestKeys(
+    s.devices.map((d) => d.ports.map((p) => p.mac)),
+    s.devices.map((d) => d.ports.flatMap((p) => (p.ib ? [p.ib] : []))),
+  );
   const timeline = new TimelineRecorder(requestKeys);
   // The runner's own observers read headers only (observeHeaders): payloads may stay deferred.
   const unobserve = [sim.observeHeaders(timeline.observe), sim.observeHandoffs(timeline.handoff)];
@@ -654,14 +662,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     if (responders.size > 0) {
       unobserve.push(
         sim.observeHeaders((e) => {
-          const bth = bthOffset(e.headers);
+          const bth = bthOffset(e.headers, e.ib);
           if (bth < 0) return;
           const info = OPCODES[e.headers[bth]!];
           if (!info) return;
           const psn = bthPsn(e.headers, bth);
           if (e.dir === 'tx') {
             if (!info.isRequest) return;
-            const w = requesters.get(requestKeys.ofFrame(e.deviceIndex, e.headers, bth));
+            const w = requesters.get(requestKeys.ofFrame(e.deviceIndex, e.headers, bth, e.ib));
             if (!w) return;
             const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
             // A READ request stands for all its response PSNs: resumed, it starts below the last of
@@ -678,7 +686,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           if (!w || !later(psn, w.maxPsn)) return;
           // The tap sees frames before the receiver checks them: a corrupted one (a flipped PSN bit)
           // must not count. Only a frame that would advance the PSN is decoded (ICRC checked).
-          if (!decodePacket(e.frame).ok) return;
+          if (!decodePacket(e.frame, e.ib ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET).ok) return;
           w.maxPsn = psn;
           progressAt(w, e.ns);
         }),

@@ -33,6 +33,7 @@ import {
   IBV_QPS_INIT,
   IBV_QPS_RTR,
   IBV_QPS_RTS,
+  IBV_LINK_LAYER_INFINIBAND,
   IBV_QPT_RC,
   IBV_QPT_UC,
   IBV_QPT_UD,
@@ -69,12 +70,14 @@ import {
   ibv_modify_qp,
   ibv_open_device,
   ibv_query_gid,
+  ibv_query_port,
   rnic_errno,
   ibv_query_qp,
   ibv_reg_mr,
   mtu_bytes_to_enum,
   newAhAttr,
   newGid,
+  newPortAttr,
   newQpAttr,
   newQpCap,
   qpStateName,
@@ -117,6 +120,8 @@ export interface QpEnd {
   readonly dev: HostDev;
   readonly port: number;
   readonly gid: ibv_gid;
+  /** The port's LID when it is an InfiniBand port (the peer's DLID), else null. */
+  readonly ibLid: number | null;
   readonly qp: ibv_qp;
   readonly scq: ibv_cq;
   readonly rcq: ibv_cq;
@@ -190,6 +195,7 @@ function makeEnd(dev: HostDev, port: number, spec: ScenarioQp, sqPsn: number, xr
   const gid = newGid();
   const rc = ibv_query_gid(dev.ctx, port, spec.gid_index, gid);
   if (rc !== 0) throw new ScenarioRunError(`ibv_query_gid(${dev.name} port ${port}, index ${spec.gid_index}) failed: ${errnoName(rnic_errno())}`);
+  const ibLid = portLid(dev, port);
   const scq = ibv_create_cq(dev.ctx, spec.cq_depth, null, null, 0);
   dev.cleanup.push(() => void ibv_destroy_cq(scq));
   const rcq = ibv_create_cq(dev.ctx, spec.cq_depth, null, null, 0);
@@ -200,7 +206,7 @@ function makeEnd(dev: HostDev, port: number, spec: ScenarioQp, sqPsn: number, xr
   cap.max_send_sge = 1;
   cap.max_recv_sge = 1;
   cap.max_inline_data = spec.max_inline_data;
-  if (xrc === 'recv') return { ...xrcReceiveEnd(dev, spec, rcq), dev, port, gid, scq, rcq, sqPsn, ah: null };
+  if (xrc === 'recv') return { ...xrcReceiveEnd(dev, spec, rcq), dev, port, gid, ibLid, scq, rcq, sqPsn, ah: null };
   let qp: ibv_qp;
   if (xrc === 'send') {
     cap.max_recv_wr = 0;
@@ -211,7 +217,15 @@ function makeEnd(dev: HostDev, port: number, spec: ScenarioQp, sqPsn: number, xr
     qp = ibv_create_qp(dev.pd, init);
   }
   dev.cleanup.push(() => void ibv_destroy_qp(qp));
-  return { dev, port, gid, qp, scq, rcq, sqPsn, ah: null, srq: null, srqNum: 0 };
+  return { dev, port, gid, ibLid, qp, scq, rcq, sqPsn, ah: null, srq: null, srqNum: 0 };
+}
+
+/** The LID of an InfiniBand port, null on Ethernet. */
+function portLid(dev: HostDev, port: number): number | null {
+  const pa = newPortAttr();
+  const rc = ibv_query_port(dev.ctx, port, pa);
+  if (rc !== 0) throw new ScenarioRunError(`ibv_query_port(${dev.name} port ${port}) failed: ${errnoName(rc)}`);
+  return pa.link_layer === IBV_LINK_LAYER_INFINIBAND ? pa.lid : null;
 }
 
 /** An XRC receive end: a private XRC domain, an XRC SRQ completing on `cq`, and the XRC receive QP (as ibv_xsrq_pingpong sets them up). */
@@ -247,6 +261,10 @@ function xrcReceiveEnd(dev: HostDev, spec: ScenarioQp, cq: ibv_cq): { qp: ibv_qp
 function avTowards(end: QpEnd, peer: QpEnd, spec: ScenarioQp): ibv_ah_attr {
   const ah = newAhAttr();
   ah.is_global = 1;
+  if (peer.ibLid !== null) {
+    ah.dlid = peer.ibLid;
+    ah.is_global = spec.grh === false ? 0 : 1;
+  }
   ah.port_num = end.port;
   ah.sl = spec.sl;
   ah.grh.dgid = { raw: Uint8Array.from(peer.gid.raw) };

@@ -89,6 +89,8 @@ export interface ScenarioQp {
   readonly b: string;
   readonly bPort: number;
   readonly gid_index: number;
+  /** InfiniBand: false for an LRH-only AV (absent: the GRH is carried). */
+  readonly grh?: boolean;
   /** Service level and IP traffic class of the address vector each end uses (priority: docs/fabric.md). */
   readonly sl: number;
   readonly traffic_class: number;
@@ -227,7 +229,16 @@ const QpSchema = strictObject({
   ),
   a: described(endpointRef().optional(), 'one end, `"DEVICE"` or `"DEVICE:PORT"`', 'the first device'),
   b: described(endpointRef().optional(), 'the other end', 'the second device (the first if there is one)'),
-  gid_index: described(int(0, 255).default(3), "source GID index (3: RoCE v2 over the port's first IPv4 address)"),
+  gid_index: described(
+    int(0, 255).optional(),
+    "source GID index (3: RoCE v2 over the port's first IPv4 address; 0 on an InfiniBand port: fe80::/64 + the port GUID)",
+    '3 (Ethernet), 0 (InfiniBand)',
+  ),
+  grh: described(
+    bool().optional(),
+    "InfiniBand ports: carry the GRH (LNH 3); false: the LRH alone (LNH 2), routed by the peer's LID. RoCE always carries it",
+    'true',
+  ),
   sl: described(int(0, 15).default(0), "the address vector's service level: the 802.1p priority the NIC uses (PCP when tagged)"),
   traffic_class: described(
     int(0, 255).default(0),
@@ -403,7 +414,8 @@ function resolveQp(q: RawQp, i: number, path: string, devices: readonly DeviceCo
     aPort: a.port,
     b: b.dev,
     bPort: b.port,
-    gid_index: q.gid_index,
+    gid_index: q.gid_index ?? (devices.find((d) => d.name === a.dev)!.ports[a.port - 1]!.ib ? 0 : 3),
+    ...(q.grh === undefined ? {} : { grh: q.grh }),
     sl: q.sl,
     traffic_class: q.traffic_class,
     hop_limit: q.hop_limit,

@@ -7,7 +7,7 @@
  * when it arrives) and by the runner (posts, completions). It knows frames
  * only by their BTH: the requester's destination QP and the PSN.
  */
-import { AethType, aethType, decodePacket, OPCODES } from '../wire/index.js';
+import { AethType, aethType, decodePacket, LINKTYPE_ETHERNET, LINKTYPE_INFINIBAND, OPCODES } from '../wire/index.js';
 import { bthDestQp, bthOffset, bthPsn } from '../runtime/sim/frame-info.js';
 import type { FrameEvent } from '../runtime/sim/sim-device.js';
 
@@ -147,10 +147,16 @@ interface Track {
 export class RequestKeys {
   readonly #byMac = new Map<number, number>();
 
-  /** `macs[i]`: the port MACs of device i ('02:00:00:00:00:01'). */
-  constructor(macs: readonly (readonly string[])[]) {
+  /** Native IB: the device owning each LID. */
+  readonly #byLid = new Map<number, number>();
+
+  /** `macs[i]`: the port MACs of device i ('02:00:00:00:00:01'); `lids[i]`: its IB ports' LID ranges. */
+  constructor(macs: readonly (readonly string[])[], lids: readonly (readonly { lid: number; lmc: number }[])[] = []) {
     macs.forEach((list, i) => {
       for (const m of list) this.#byMac.set(Number.parseInt(m.replace(/:/g, ''), 16), i);
+    });
+    lids.forEach((list, i) => {
+      for (const { lid, lmc } of list) for (let k = 0; k < 1 << lmc; k++) this.#byLid.set(lid + k, i);
     });
   }
 
@@ -158,15 +164,16 @@ export class RequestKeys {
     return (fromDevice * 4096 + toDevice) * QPN_SPACE + remoteQpn;
   }
 
-  /** The device an Ethernet frame is addressed to (its destination MAC), or -1. */
-  destDevice(f: Uint8Array): number {
+  /** The device a frame is addressed to (its destination MAC; an IB packet's DLID), or -1. */
+  destDevice(f: Uint8Array, ib = false): number {
+    if (ib) return f.length >= 4 ? (this.#byLid.get((f[2]! << 8) | f[3]!) ?? -1) : -1;
     const mac = f[0]! * 2 ** 40 + f[1]! * 2 ** 32 + f[2]! * 2 ** 24 + f[3]! * 2 ** 16 + f[4]! * 2 ** 8 + f[5]!;
     return this.#byMac.get(mac) ?? -1;
   }
 
-  /** The key of request frame `f` (Ethernet) sent by `fromDevice`, its BTH at `bth`. */
-  ofFrame(fromDevice: number, f: Uint8Array, bth: number): number {
-    const to = this.destDevice(f);
+  /** The key of request frame `f` (Ethernet, or IB with `ib`) sent by `fromDevice`, its BTH at `bth`. */
+  ofFrame(fromDevice: number, f: Uint8Array, bth: number, ib = false): number {
+    const to = this.destDevice(f, ib);
     return this.key(fromDevice, to < 0 ? 4095 : to, bthDestQp(f, bth));
   }
 }
@@ -207,13 +214,13 @@ export class TimelineRecorder {
   /** The frame observer to give the simulator. */
   readonly observe = (e: FrameEvent): void => {
     const f = e.headers;
-    const bth = bthOffset(f);
+    const bth = bthOffset(f, e.ib);
     if (bth < 0) return;
     const info = OPCODES[f[bth]!];
     if (!info) return;
     if (info.isRequest) {
       if (e.dir === 'tx') {
-        const tr = this.#byRemote.get(this.#keys.ofFrame(e.deviceIndex, f, bth));
+        const tr = this.#byRemote.get(this.#keys.ofFrame(e.deviceIndex, f, bth, e.ib));
         if (tr) this.#request(tr, bthPsn(f, bth), e.ns);
       } else {
         this.#byResponder.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth))?.flight.reqRx.push(e.ns);
@@ -226,17 +233,17 @@ export class TimelineRecorder {
     tr.flight.respRx.push(e.ns);
     // The tap sees a frame before the receiver checks it: a corrupted ACK (a flipped syndrome bit
     // read as a NAK the requester never acted on) is not counted; decoding checks the ICRC.
-    if (info.kind === 'ack' && decodePacket(e.frame).ok) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
+    if (info.kind === 'ack' && decodePacket(e.frame, e.ib ? LINKTYPE_INFINIBAND : LINKTYPE_ETHERNET).ok) this.#ack(tr, f[bth + 12]!, bthPsn(f, bth), e.ns);
   };
 
   /** The hand-off observer to give the simulator (SimModel.observeHandoffs): when frames were sent. */
-  readonly handoff = (deviceIndex: number, _portNum: number, f: Uint8Array, ns: number): void => {
-    const bth = bthOffset(f);
+  readonly handoff = (deviceIndex: number, _portNum: number, f: Uint8Array, ns: number, ib: boolean): void => {
+    const bth = bthOffset(f, ib);
     if (bth < 0) return;
     const info = OPCODES[f[bth]!];
     if (!info) return;
     if (info.isRequest) {
-      const tr = this.#byRemote.get(this.#keys.ofFrame(deviceIndex, f, bth));
+      const tr = this.#byRemote.get(this.#keys.ofFrame(deviceIndex, f, bth, ib));
       if (!tr) return;
       const psn = bthPsn(f, bth);
       tr.flight.reqTx.push(ns);
@@ -251,7 +258,7 @@ export class TimelineRecorder {
         rs.push({ ns, psn });
       }
     } else if (isResponse(info.kind)) {
-      const to = this.#keys.destDevice(f);
+      const to = this.#keys.destDevice(f, ib);
       if (to >= 0) this.#byLocal.get(to * QPN_SPACE + bthDestQp(f, bth))?.flight.respTx.push(ns);
     }
   };

@@ -179,20 +179,38 @@ export function writeIcrc(buf: Uint8Array, off: number, crc: number): void {
 
 // VCRC: CRC-16, polynomial 0x100B, reflected (table constant 0xD008),
 // initial 0xFFFF, final XOR 0xFFFF (Endace dagcrc; SPEC-DIGEST §3.2).
-const VCRC_TABLE = (() => {
-  const t = new Uint16Array(256);
+// Eight tables (slicing-by-8): table k is the CRC of a byte followed by k
+// zero bytes, so eight bytes fold in with eight lookups and no loop-carried
+// shift per byte (~4x the byte loop; a 4 KiB packet is checked twice).
+const VCRC_TABLES = (() => {
+  const t = new Uint16Array(8 * 256);
   for (let n = 0; n < 256; n++) {
     let c = n;
     for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xd008 : c >>> 1;
     t[n] = c;
   }
+  for (let k = 1; k < 8; k++) for (let n = 0; n < 256; n++) t[k * 256 + n] = (t[(k - 1) * 256 + n]! >>> 8) ^ t[t[(k - 1) * 256 + n]! & 0xff]!;
   return t;
 })();
 
 /** VCRC over buf[start, end): LRH through ICRC, nothing masked. */
 export function vcrc(buf: Uint8Array, start: number, end: number): number {
+  const t = VCRC_TABLES;
   let c = 0xffff;
-  for (let i = start; i < end; i++) c = (c >>> 8) ^ VCRC_TABLE[(c ^ buf[i]!) & 0xff]!;
+  let i = start;
+  for (; i + 8 <= end; i += 8) {
+    const x = c ^ (buf[i]! | (buf[i + 1]! << 8));
+    c =
+      t[1792 + (x & 0xff)]! ^
+      t[1536 + (x >>> 8)]! ^
+      t[1280 + buf[i + 2]!]! ^
+      t[1024 + buf[i + 3]!]! ^
+      t[768 + buf[i + 4]!]! ^
+      t[512 + buf[i + 5]!]! ^
+      t[256 + buf[i + 6]!]! ^
+      t[buf[i + 7]!]!;
+  }
+  for (; i < end; i++) c = (c >>> 8) ^ t[(c ^ buf[i]!) & 0xff]!;
   return (c ^ 0xffff) & 0xffff;
 }
 

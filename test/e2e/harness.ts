@@ -19,6 +19,7 @@ import {
   IBV_ACCESS_REMOTE_ATOMIC,
   IBV_ACCESS_REMOTE_READ,
   IBV_ACCESS_REMOTE_WRITE,
+  IBV_LINK_LAYER_INFINIBAND,
   IBV_MTU_1024,
   IBV_QP_ACCESS_FLAGS,
   IBV_QP_AV,
@@ -360,6 +361,8 @@ export interface ConnOpts {
   /** Address vector (RC/UC): service level and IP traffic class (default 0). */
   sl?: number;
   trafficClass?: number;
+  /** InfiniBand ports: the path's GRH / DLID / path bits. */
+  ib?: IbPath;
 }
 
 export function modifyOk(qp: ibv_qp, attr: Partial<ibv_qp_attr>, mask: number, what: string): void {
@@ -383,9 +386,19 @@ export function toInit(ep: Ep, o: ConnOpts = {}): void {
   modifyOk(ep.qp, attr, mask, 'RESET→INIT');
 }
 
-export function avTo(dev: Dev, peer: Dev | null, sgidIndex = dev.gidIndex, dgid: ibv_gid = peer!.gid) {
+/**
+ * The AV from `dev` to `peer` (or to `dgid`). On an InfiniBand port it also
+ * names the peer's LID (`ib.dlid`, else the peer's base LID) and carries the
+ * GRH only when `ib.global` is not false.
+ */
+export function avTo(dev: Dev, peer: Dev | null, sgidIndex = dev.gidIndex, dgid: ibv_gid = peer!.gid, ib: IbPath = {}) {
   const ah = newAhAttr();
   ah.is_global = 1;
+  if (dev.portAttr.link_layer === IBV_LINK_LAYER_INFINIBAND) {
+    ah.is_global = ib.global === false ? 0 : 1;
+    ah.dlid = ib.dlid ?? peer?.portAttr.lid ?? 0;
+    ah.src_path_bits = ib.srcPathBits ?? 0;
+  }
   ah.port_num = PORT;
   ah.sl = 0;
   ah.grh.dgid = { raw: Uint8Array.from(dgid.raw) };
@@ -399,10 +412,19 @@ export function avTo(dev: Dev, peer: Dev | null, sgidIndex = dev.gidIndex, dgid:
 export interface RemoteQp {
   qpn: number;
   gid: ibv_gid;
+  /** InfiniBand: the peer port's LID. */
+  lid?: number;
+}
+
+/** InfiniBand path choices (ignored on RoCE): GRH or LRH only, the DLID (default: the peer's base LID), source path bits. */
+export interface IbPath {
+  global?: boolean;
+  dlid?: number;
+  srcPathBits?: number;
 }
 
 export function toRtr(ep: Ep, peer: Ep | RemoteQp, rqPsn: number, o: ConnOpts = {}): void {
-  const remote: RemoteQp = 'qp' in peer ? { qpn: peer.qp.qp_num, gid: peer.dev.gid } : peer;
+  const remote: RemoteQp = 'qp' in peer ? { qpn: peer.qp.qp_num, gid: peer.dev.gid, lid: peer.dev.portAttr.lid } : peer;
   const attr = newQpAttr();
   attr.qp_state = IBV_QPS_RTR;
   let mask = IBV_QP_STATE;
@@ -410,7 +432,7 @@ export function toRtr(ep: Ep, peer: Ep | RemoteQp, rqPsn: number, o: ConnOpts = 
     attr.path_mtu = o.mtu ?? IBV_MTU_1024;
     attr.dest_qp_num = remote.qpn;
     attr.rq_psn = rqPsn;
-    attr.ah_attr = avTo(ep.dev, ep.dev, ep.dev.gidIndex, remote.gid);
+    attr.ah_attr = avTo(ep.dev, null, ep.dev.gidIndex, remote.gid, { ...o.ib, dlid: o.ib?.dlid ?? remote.lid ?? 0 });
     attr.ah_attr.sl = o.sl ?? 0;
     attr.ah_attr.grh.traffic_class = o.trafficClass ?? 0;
     mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
@@ -464,8 +486,8 @@ export function makePair(f: Fabric, type: number, o: QpOpts & ConnOpts & { qpB?:
   return { a, b };
 }
 
-export function createAh(dev: Dev, peer: Dev, sgidIndex = dev.gidIndex, dgid: ibv_gid = peer.gid): ibv_ah {
-  const ah = ibv_create_ah(dev.pd, avTo(dev, peer, sgidIndex, dgid));
+export function createAh(dev: Dev, peer: Dev, sgidIndex = dev.gidIndex, dgid: ibv_gid = peer.gid, ib: IbPath = {}): ibv_ah {
+  const ah = ibv_create_ah(dev.pd, avTo(dev, peer, sgidIndex, dgid, ib));
   dev.cleanup.push(() => void ibv_destroy_ah(ah));
   return ah;
 }

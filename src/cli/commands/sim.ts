@@ -11,7 +11,6 @@ import { parseFaultSpecs, resolveFaultRules, type ResolvedFaultRule } from '../.
 import { loadScenario, type Scenario, withProfile, withSeed } from '../../scenario/scenario.js';
 import { PROFILE_NAMES, type ProfileName } from '../../pipeline/profiles.js';
 import { runScenario, summarize } from '../../scenario/scenario-runner.js';
-import { LINKTYPE_ETHERNET } from '../../wire/index.js';
 import { CliError, joinDashValues, type Command } from '../command.js';
 import { openPcapFile } from '../../runtime/pcap-file.js';
 import { renderPlots, reportHtml } from '../report/render.js';
@@ -109,7 +108,7 @@ export const simCommand: Command = {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'config.json'), JSON.stringify(scenario, null, 2) + '\n');
     const result = await runScenario(scenario, {
-      captureWriter: (port, i) => openPcapFile(captureFile(dir, port, i), { linktype: LINKTYPE_ETHERNET, nanosecond: true }),
+      captureWriter: (port, i, linktype) => openPcapFile(captureFile(dir, port, i), { linktype, nanosecond: true }),
       log: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
       progress: values.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
       // A stall or leftover WRs then say how many of their QP's frames the faults hit.

@@ -29,6 +29,12 @@ export function model_create_ah(ibpd: ibv_pd, attr: ibv_ah_attr): ibv_ah {
     if (!attr.is_global) fail(errno.EINVAL, 'RoCE needs a GRH (is_global = 1)');
     if (typeof attr.grh !== 'object' || attr.grh === null || typeof attr.grh.sgid_index !== 'number' || !(attr.grh.sgid_index < port.gids.length))
       fail(errno.EINVAL, `GID index ${String(attr.grh?.sgid_index)} is empty on port ${port.portNum}`);
+  } else {
+    // InfiniBand: the LRH routes by DLID (the GRH is optional); LID 0 is reserved and 0xFFFF is the permissive LID of SMPs.
+    if (!(typeof attr.dlid === 'number' && attr.dlid >= 1 && attr.dlid <= 0xfffe))
+      fail(errno.EINVAL, `bad dlid ${String(attr.dlid)} (1..0xFFFE on InfiniBand)`);
+    if (attr.is_global && !(typeof attr.grh?.sgid_index === 'number' && attr.grh.sgid_index < port.gids.length))
+      fail(errno.EINVAL, `GID index ${String(attr.grh?.sgid_index)} is empty on port ${port.portNum}`);
   }
   if (!(typeof attr.static_rate === 'number' && attr.static_rate >= 0 && attr.static_rate <= IBV_RATE_1200_GBPS))
     fail(errno.EINVAL, `bad static_rate ${String(attr.static_rate)}`);

@@ -13,7 +13,7 @@ import type { RandomSource } from './random.js';
 
 /** One frame, classified. The injector keeps one and refills it per frame. */
 export interface FrameClass {
-  /** A RoCE v2 or v1 packet the decoder could read (ICRC not checked). */
+  /** A RoCE v2 or v1 (or native IB) packet the decoder could read (ICRC not checked). */
   roce: boolean;
   opcode: number;
   destQp: number;
@@ -35,9 +35,13 @@ export function newFrameClass(): FrameClass {
 
 const DECODE_FAST = { verifyIcrc: false, verifyIpChecksum: false } as const;
 
-/** Fills `out` from `frame`. Anything the decoder refuses (ARP, ND, PFC, a malformed frame) is not RoCE. */
-export function classifyFrame(frame: Uint8Array, out: FrameClass): FrameClass {
-  const r = decodePacket(frame, LINKTYPE_ETHERNET, DECODE_FAST);
+/**
+ * Fills `out` from `frame` (of `linktype`: a native IB link's packets decode
+ * as LRH ... VCRC). Anything the decoder refuses (ARP, ND, PFC, a malformed
+ * frame) is not RDMA.
+ */
+export function classifyFrame(frame: Uint8Array, out: FrameClass, linktype = LINKTYPE_ETHERNET): FrameClass {
+  const r = decodePacket(frame, linktype, DECODE_FAST);
   if (!r.ok) {
     out.roce = false;
     out.opcode = out.destQp = out.psn = -1;

@@ -15,6 +15,7 @@
  * order fixed by the frame sequence: same seed, same frames, same faults.
  */
 import { type FrameClass, classifyFrame, corruptClassified, newFrameClass } from './classify.js';
+import { LINKTYPE_ETHERNET } from '../../wire/pcap.js';
 import { markCe } from './ecn.js';
 import { type RandomSource, mulberry32, streamSeed } from './random.js';
 import {
@@ -196,6 +197,8 @@ export class FaultInjector {
   readonly #c: readonly Compiled[];
   readonly #timed: readonly Compiled[];
   readonly #cls: FrameClass = newFrameClass();
+  /** How the cable's frames decode: LINKTYPE_INFINIBAND on a native IB link (set by the runtime that lays the cable). */
+  linktype = LINKTYPE_ETHERNET;
   #classified = false;
   /** Per direction: the link is down until this time (frame-triggered link-down), and which rule. */
   readonly #downUntil = [-1, -1];
@@ -402,7 +405,7 @@ export class FaultInjector {
 
   #classify(frame: Uint8Array): FrameClass {
     if (!this.#classified) {
-      classifyFrame(frame, this.#cls);
+      classifyFrame(frame, this.#cls, this.linktype);
       this.#classified = true;
     }
     return this.#cls;

@@ -20,8 +20,19 @@ const GRH_OR_IPV6 = 40;
 const BTH = 12;
 const ICRC = 4;
 
-/** Byte offset of the BTH in an Ethernet frame, or -1 when the frame is not RoCE (v1 or v2). */
-export function bthOffset(f: Uint8Array): number {
+const LRH = 8;
+
+/**
+ * Byte offset of the BTH in an Ethernet frame, or -1 when the frame is not
+ * RoCE (v1 or v2); with `ib`, in a native InfiniBand packet (after the LRH,
+ * and the GRH when LNH says 3), -1 for LNH 0 / 1.
+ */
+export function bthOffset(f: Uint8Array, ib = false): number {
+  if (ib) {
+    const lnh = f.length >= LRH ? f[1]! & 3 : 0;
+    const off = lnh === 2 ? LRH : lnh === 3 ? LRH + GRH_OR_IPV6 : -1;
+    return off >= 0 && off + BTH <= f.length ? off : -1;
+  }
   if (f.length < ETH_HEADER + BTH) return -1;
   let off = ETH_HEADER;
   let type = (f[12]! << 8) | f[13]!;

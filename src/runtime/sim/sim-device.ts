@@ -36,12 +36,12 @@ import type { LinkDir, LinkTransmitter, SerializeTap, SimLink, TxDoneListener } 
 import { TimedQueue } from '../../fabric/timed-queue.js';
 import { ceilDiv, psPerBit, type TimingParams } from '../../fabric/timing-params.js';
 import { resolveCcParams } from '../../pipeline/cc-params.js';
-import { EthPort, type FrameSink, resolveEthPortParams } from '../../pipeline/eth-port.js';
+import type { EthPort, FrameSink } from '../../pipeline/eth-port.js';
 import { Nic } from '../../pipeline/nic.js';
 import type { NicEnv } from '../../pipeline/nic-env.js';
 import { releaseFrame } from '../../pipeline/packet-builder.js';
 import { materializePayload, type PcapWriter, sealIcrc, takeAsBuilt } from '../../wire/index.js';
-import type { DeviceResources } from '../device-resources.js';
+import { type DeviceResources, makePort } from '../device-resources.js';
 import type { DeferredPayloads } from './deferred-payloads.js';
 import { bthDestQp, bthOffset, payloadLength, TX_DMA_CLASS, TxDma } from './frame-info.js';
 import { Priority, type Scheduler, SimEvent } from './scheduler.js';
@@ -69,6 +69,8 @@ export interface FrameEvent {
   readonly headers: Uint8Array;
   /** Virtual time, ns. */
   readonly ns: number;
+  /** The port is native InfiniBand: the frame is LRH (+GRH) ... VCRC (frame-info.ts bthOffset(f, true)). */
+  readonly ib: boolean;
 }
 
 export type FrameObserver = (e: FrameEvent) => void;
@@ -81,7 +83,7 @@ export type FrameObserver = (e: FrameEvent) => void;
  * and its payload may still be in the sender's host memory (deferred-payloads.ts):
  * read its headers.
  */
-export type HandoffObserver = (deviceIndex: number, portNum: number, frame: Uint8Array, ns: number) => void;
+export type HandoffObserver = (deviceIndex: number, portNum: number, frame: Uint8Array, ns: number, ib: boolean) => void;
 
 /** A FrameEvent whose `frame` computes a deferred ICRC only when an observer asks for it. */
 class PortFrameEvent implements FrameEvent {
@@ -94,6 +96,7 @@ class PortFrameEvent implements FrameEvent {
     readonly ns: number,
     /** False while every observer reads headers only (SimModel.observeHeaders): a deferred payload stays where it is. */
     readonly payloadRead: boolean,
+    readonly ib: boolean,
   ) {}
 
   get frame(): Uint8Array {
@@ -213,12 +216,13 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
 
   /** A frame from the pipeline (or the port's ARP/ND): into its priority's lane with its ready time. */
   sendOwned(frame: Uint8Array, priority = 0, spacingPs = -1): void {
-    const lane = frame[12] === 0x88 && frame[13] === 0x08 ? CONTROL_LANE : priority & 7;
-    this.#arb.push(lane, frame, this.dev.txReadyNs(frame, spacingPs));
+    const ib = this.eth.ib !== null;
+    const lane = frame[12] === 0x88 && frame[13] === 0x08 && !ib ? CONTROL_LANE : priority & 7;
+    this.#arb.push(lane, frame, this.dev.txReadyNs(frame, spacingPs, ib));
     this.dev.fifoFrames++;
     this.dev.framesBuilt++;
     const now = this.dev.sched.now();
-    if (this.dev.handoffObserver !== null) this.dev.handoffObserver(this.dev.index, this.portNum, frame, now);
+    if (this.dev.handoffObserver !== null) this.dev.handoffObserver(this.dev.index, this.portNum, frame, now, ib);
     this.#wake(this.#arb.nextNs(now, this.eth.pause));
   }
 
@@ -291,7 +295,8 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.observer;
     // An observer reading `frame` sees the ICRC as on the wire; one reading `headers` costs no CRC (lazy-icrc.ts).
-    if (obs !== null) obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.dev.observerReadsPayload));
+    if (obs !== null)
+      obs(new PortFrameEvent('tx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.dev.observerReadsPayload, this.eth.ib !== null));
   }
 
   /**
@@ -309,8 +314,10 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     const ns = this.dev.sched.now();
     if (this.capture !== null) this.capture.write(frame, BigInt(ns));
     const obs = this.dev.observer;
-    if (obs !== null) obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.dev.observerReadsPayload));
-    if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08) this.#onMacControl(frame, ns);
+    if (obs !== null)
+      obs(new PortFrameEvent('rx', this.dev.name, this.dev.index, this.portNum, frame, ns, this.dev.observerReadsPayload, this.eth.ib !== null));
+    // MAC control (PAUSE / PFC) exists on Ethernet only.
+    if (frame.length >= 14 && frame[12] === 0x88 && frame[13] === 0x08 && this.eth.ib === null) this.#onMacControl(frame, ns);
     else this.dev.rxPush(this.portNum, frame);
   }
 
@@ -409,9 +416,7 @@ export class SimDevice {
     const counters = HwCounters.attach(r.counters);
     const fw = new Firmware({ caps, mem, bar, tables, counters, clock: sched });
     const portClock = { nowNs: () => BigInt(sched.now()) };
-    const eth = r.ports.map(
-      (p) => new EthPort(resolveEthPortParams({ macAddress: p.mac, ipv4Addresses: p.ipv4, ipv6Addresses: p.ipv6 }, `${r.name}.ports`), portClock),
-    );
+    const eth = r.ports.map((p) => makePort(p, `${r.name}.ports`, portClock));
     const cc = resolveCcParams(r.ccConfig ?? {}, `${r.name}.congestion`);
     this.nic = new SimNic(
       { name: r.name, caps, fw, mem, bar, tables, counters, ports: eth, clock: sched, profile: r.profile, cc, deferIcrc: true, payloads: ctx.payloads },
@@ -599,10 +604,10 @@ export class SimDevice {
    * (Inline data is gathered like any other: the frame does not say it
    * was inline.)
    */
-  txReadyNs(frame: Uint8Array, spacingPs = -1): number {
+  txReadyNs(frame: Uint8Array, spacingPs = -1, ib = false): number {
     const nowPs = this.sched.now() * 1000;
     let readyPs = nowPs;
-    const bth = bthOffset(frame);
+    const bth = bthOffset(frame, ib);
     const cls = bth >= 0 ? TX_DMA_CLASS[frame[bth]!]! : TxDma.NONE;
     const kind = cls & ~TxDma.PAYLOAD;
     if (kind === TxDma.REQUEST_FIRST || kind === TxDma.REQUEST_LATER) {

@@ -35,10 +35,10 @@ import { resolveTimingParams, type TimingParams } from '../../fabric/timing-para
 import { DEFAULT_SWITCH_CONFIG } from '../../fabric/switch/config.js';
 import { Switch } from '../../fabric/switch/switch.js';
 import type { CcEventKind } from '../../pipeline/cc/congestion-control.js';
-import { LINKTYPE_ETHERNET, parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
+import { LINKTYPE_INFINIBAND, parseMac, type PcapWriter, sealBeforeChange } from '../../wire/index.js';
 import { ConfigError } from '../config-error.js';
-import type { ModelConfig, SwitchEntry } from '../config.js';
-import { createDevice, type DeviceOnHost } from '../device-resources.js';
+import { checkWireLinkLayers, type ModelConfig, type SwitchEntry } from '../config.js';
+import { createDevice, type DeviceOnHost, portLinktype } from '../device-resources.js';
 import { DeferredPayloads } from './deferred-payloads.js';
 import type { DeviceHandle, RunningModel } from '../model.js';
 import { Random, type Seed } from './random.js';
@@ -197,7 +197,7 @@ export class SimModel implements RunningModel {
     this.#route(config);
     for (const [i, d] of config.devices.entries()) {
       for (const [j, p] of d.ports.entries())
-        if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: LINKTYPE_ETHERNET, nanosecond: true }));
+        if (p.capture) this.#capture(this.#devs[i]!.ports[j]!, openPcapFile(p.capture, { linktype: portLinktype(p), nanosecond: true }));
     }
     this.#updateDeferral();
     this.devices = this.#made.map(
@@ -220,6 +220,7 @@ export class SimModel implements RunningModel {
         `faults: a top-level fault list needs exactly one cable (there are ${config.cables.length}); give each link its own in links[i].faults`,
       );
     }
+    checkWireLinkLayers(config);
     for (const [i, c] of config.cables.entries()) {
       if (c.kind !== 'wire') throw new ConfigError(`cables[${i}]: the simulator runs only in-process wires, not ${c.kind} cables`);
       const o = config.links?.[i] ?? {};
@@ -233,6 +234,8 @@ export class SimModel implements RunningModel {
       const faults = rules.length > 0 ? new FaultInjector(rules, { random: this.random.fork(`${name}.faults`) }) : null;
       const sa = this.#switchPort(c.a, `cables[${i}].a`, o.linkRate, o.propagationDelay, o.mtu);
       const sb = this.#switchPort(c.b, `cables[${i}].b`, o.linkRate, o.propagationDelay, o.mtu);
+      link.nativeIb = !sa && !sb && this.#port(c.a, `cables[${i}].a`).eth.ib !== null;
+      if (faults && link.nativeIb) faults.linktype = LINKTYPE_INFINIBAND;
       if (sa) this.#plugSwitch(sa, link, 'aToB', link.a, faults, 'a->b', c.b);
       else this.#plug(this.#port(c.a, `cables[${i}].a`), link, 'aToB', link.a, faults, 'a->b');
       if (sb) this.#plugSwitch(sb, link, 'bToA', link.b, faults, 'b->a', c.a);
@@ -603,8 +606,8 @@ export class SimModel implements RunningModel {
     const obs: HandoffObserver | null =
       list.length === 0
         ? null
-        : (d, p, f, ns) => {
-            for (const fn of list) fn(d, p, f, ns);
+        : (d, p, f, ns, ib) => {
+            for (const fn of list) fn(d, p, f, ns, ib);
           };
     for (const d of this.#devs) d.handoffObserver = obs;
   }
@@ -721,7 +724,7 @@ export class SimModel implements RunningModel {
 
   async setCapture(port: string, path: string | null): Promise<void> {
     const p = this.#port(port, 'setCapture');
-    this.#capture(p, path ? openPcapFile(path, { linktype: LINKTYPE_ETHERNET, nanosecond: true }) : null);
+    this.#capture(p, path ? openPcapFile(path, { linktype: p.eth.linktype, nanosecond: true }) : null);
   }
 
   stats(): SimStats {
