@@ -6,12 +6,14 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseScenario, type Scenario } from '../../src/scenario/scenario.js';
 import { runScenario, type RunScenarioOptions, type ScenarioResult } from '../../src/scenario/scenario-runner.js';
-import { decodePacket, iteratePcap, opcodeName } from '../../src/wire/index.js';
+import { decodePacket, iteratePcap, LINKTYPE_ETHERNET, Op, opcodeName } from '../../src/wire/index.js';
+import { expect } from 'vitest';
+import { IBV_WC_SUCCESS } from '../../src/driver/verbs/index.js';
 import { startSimModel } from '../../src/boot.js';
 import { DEFAULT_CONFIG, type ModelConfig } from '../../src/runtime/config.js';
 import type { FaultRule } from '../../src/fabric/faults/rules.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
-import { closeDev, type Fabric, openDev } from '../e2e/harness.js';
+import { closeDev, type Ep, type Fabric, openDev, pollN, postSend, type Region, wrWrite } from '../e2e/harness.js';
 
 export const SCENARIOS = fileURLToPath(new URL('../../scenarios/', import.meta.url));
 
@@ -85,4 +87,20 @@ export async function simFabric(faults: readonly FaultRule[] = [], seed: number 
       closeDev(b);
     },
   };
+}
+
+/** One RDMA WRITE of QP `from` as it left rnic0 (a port of `linktype`): the packet a hostile flood is cut from. */
+export async function captureWriteTemplate(sim: SimModel, from: Ep, src: Region, dst: Region, linktype = LINKTYPE_ETHERNET): Promise<Uint8Array> {
+  let frame: Uint8Array | null = null;
+  const off = sim.observe((e) => {
+    if (frame || e.dir !== 'tx' || e.device !== 'rnic0') return;
+    const d = decodePacket(e.frame, linktype);
+    if (d.ok && d.packet.bth.opcode === Op.RC_RDMA_WRITE_ONLY) frame = e.frame.slice();
+  });
+  postSend(from, wrWrite({ sge: [src.sge(0, 512)], remote: { addr: dst.at(0), rkey: dst.rkey }, wrId: 1n }));
+  const [wc] = await pollN(from.scq, 1, 'template WRITE');
+  off();
+  expect(wc!.status).toBe(IBV_WC_SUCCESS);
+  expect(frame).not.toBeNull();
+  return frame!;
 }

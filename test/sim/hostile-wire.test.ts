@@ -11,7 +11,7 @@ import { startSimModel, stopModel } from '../../src/boot.js';
 import { ibv_destroy_qp, IBV_QPT_RC, IBV_QPT_UD, IBV_WC_SUCCESS, rnic_read_counters } from '../../src/driver/verbs/index.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
 import { Random } from '../../src/runtime/sim/random.js';
-import { decodePacket, encodePacket, OPCODES, Op, payloadOffset, type Packet } from '../../src/wire/index.js';
+import { decodePacket, encodePacket, OPCODES, payloadOffset, type Packet } from '../../src/wire/index.js';
 import {
   closeDev,
   connect,
@@ -31,6 +31,7 @@ import {
   type Ep,
   type Region,
 } from '../e2e/harness.js';
+import { captureWriteTemplate } from './helpers.js';
 
 const DROP_COUNTERS = [
   'port_rcv_errors',
@@ -81,21 +82,8 @@ afterAll(async () => {
   await stopModel();
 });
 
-/** One RDMA WRITE of the live QP, as it left rnic0: the template the flood is cut from. */
-async function captureTemplate(): Promise<Uint8Array> {
-  let frame: Uint8Array | null = null;
-  const off = sim.observe((e) => {
-    if (frame || e.dir !== 'tx' || e.device !== 'rnic0') return;
-    const d = decodePacket(e.frame);
-    if (d.ok && d.packet.bth.opcode === Op.RC_RDMA_WRITE_ONLY) frame = e.frame.slice();
-  });
-  postSend(live.a, wrWrite({ sge: [src.sge(0, 512)], remote: { addr: dst.at(0), rkey: dst.rkey }, wrId: 1n }));
-  const [wc] = await pollN(live.a.scq, 1, 'template WRITE');
-  off();
-  expect(wc!.status).toBe(IBV_WC_SUCCESS);
-  expect(frame).not.toBeNull();
-  return frame!;
-}
+/** One RDMA WRITE of the live QP as it left rnic0: the packet the flood is cut from. */
+const captureTemplate = (): Promise<Uint8Array> => captureWriteTemplate(sim, live.a, src, dst);
 
 type Kind = 'flip' | 'truncate' | 'no-qp' | 'gone-qp' | 'wrong-type' | 'wrong-state' | 'bad-opcode' | 'forged-source' | 'bad-pkey' | 'garbage';
 const KINDS: Kind[] = ['flip', 'truncate', 'no-qp', 'gone-qp', 'wrong-type', 'wrong-state', 'bad-opcode', 'forged-source', 'bad-pkey', 'garbage'];

@@ -11,8 +11,9 @@ import { startSimModel, stopModel } from '../../src/boot.js';
 import { IBV_QPT_RC, IBV_WC_SUCCESS, rnic_read_counters } from '../../src/driver/verbs/index.js';
 import { Random } from '../../src/runtime/sim/random.js';
 import type { SimModel } from '../../src/runtime/sim/sim-model.js';
-import { decodePacket, encodePacket, LINKTYPE_INFINIBAND, Op, type Packet, payloadOffset, vcrc, writeVcrc } from '../../src/wire/index.js';
+import { decodePacket, encodePacket, LINKTYPE_INFINIBAND, type Packet, payloadOffset, vcrc, writeVcrc } from '../../src/wire/index.js';
 import { closeDev, connect, createQp, type Dev, type Ep, openDev, pattern, pollN, postSend, type Region, region, wrWrite } from '../e2e/harness.js';
+import { captureWriteTemplate } from './helpers.js';
 import { ibConfig, LID_B } from '../helpers/ib.js';
 
 const DROP_COUNTERS = ['port_rcv_errors', 'rx_vcrc_errors', 'rx_icrc_encapsulated', 'rx_dlid_mismatch', 'rx_unknown_qp', 'rx_unknown_opcode'] as const;
@@ -45,20 +46,7 @@ afterAll(async () => {
 });
 
 /** One RDMA WRITE of the live QP as it left rnic0: the packet the flood is cut from. */
-async function captureTemplate(): Promise<Uint8Array> {
-  let frame: Uint8Array | null = null;
-  const off = sim.observe((e) => {
-    if (frame || e.dir !== 'tx' || e.device !== 'rnic0') return;
-    const d = decodeIb(e.frame);
-    if (d.ok && d.packet.bth.opcode === Op.RC_RDMA_WRITE_ONLY) frame = e.frame.slice();
-  });
-  postSend(live.a, wrWrite({ sge: [src.sge(0, 512)], remote: { addr: dst.at(0), rkey: dst.rkey }, wrId: 1n }));
-  const [wc] = await pollN(live.a.scq, 1, 'template WRITE');
-  off();
-  expect(wc!.status).toBe(IBV_WC_SUCCESS);
-  expect(frame).not.toBeNull();
-  return frame!;
-}
+const captureTemplate = (): Promise<Uint8Array> => captureWriteTemplate(sim, live.a, src, dst, LINKTYPE_INFINIBAND);
 
 function reencode(template: Uint8Array, edit: (p: Packet) => void): Uint8Array {
   const d = decodeIb(template);
