@@ -35,7 +35,12 @@ const STALL = 4;
 
 /** The burst's i-th WRITE: plain, but with immediate (and so needing a receive) at STALL. */
 function burstWr(i: number, src: H.Region, dst: H.Region) {
-  return H.wrWrite({ wrId: BigInt(i), sge: [src.sge(i * MSG, MSG)], remote: { addr: dst.at(i * MSG), rkey: dst.rkey }, ...(i === STALL ? { imm: 0x57a11 } : {}) });
+  return H.wrWrite({
+    wrId: BigInt(i),
+    sge: [src.sge(i * MSG, MSG)],
+    remote: { addr: dst.at(i * MSG), rkey: dst.rkey },
+    ...(i === STALL ? { imm: 0x57a11 } : {}),
+  });
 }
 
 describe.each([0, 1, 2])('workers: %i', (workers) => {
