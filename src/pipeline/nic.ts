@@ -218,6 +218,7 @@ export class Nic implements NicCore {
   }
 
   transmit(portNum: number, frame: Uint8Array, priority = 0, spacingPs = -1): void {
+    this.txBytes += frame.length;
     const ctr = this.ctr(portNum);
     ctr[Ctr.SENT_PKTS]!++;
     ctr[Ctr.PORT_XMIT_PACKETS]!++;
@@ -281,6 +282,9 @@ export class Nic implements NicCore {
     }
     return { q: this.qpAt(qpn, off), off };
   }
+
+  /** Bytes of every frame transmitted so far (what bounds a pass's rounds). */
+  private txBytes = 0;
 
   private lastQpn = -1;
   private lastQp: QpCtx | undefined = undefined;
@@ -396,16 +400,21 @@ export class Nic implements NicCore {
 
   /**
    * One pass: firmware commands, doorbells, timers, then up to `budget`
-   * packets from the transmit schedule. Returns the amount of work done
-   * (0 = idle).
+   * packets from the transmit schedule in at most `rounds` rounds of it
+   * (each QP on the schedule sends up to QP_BURST packets per round), a
+   * round after the first only while the pass has sent fewer than
+   * `roundBytes` bytes. Returns the amount of work done (0 = idle). The
+   * simulator runs one round per pass (its event timing is built on it);
+   * the realtime runtime runs more, so a burst of small posts leaves in one
+   * pass (runtime/device-host.ts PASS_ROUNDS).
    */
-  poll(budget = 256): number {
+  poll(budget = 256, rounds = 1, roundBytes = 0): number {
     const now = this.env.clock.now();
     const owed = this.ready.length > 0 && commandPending(this.env.fw, this.env.bar) ? this.sendOwedResponses(budget, now) : 0;
     let work = owed + this.serviceDoorbells();
     if (this.parked.length > 0) this.unpark(now);
     work += this.serviceTimers(now);
-    work += this.transmitScheduled(budget - owed, now);
+    work += this.transmitScheduled(budget - owed, now, rounds, roundBytes);
     return work;
   }
 
@@ -584,10 +593,28 @@ export class Nic implements NicCore {
     return this.ready.length > 0;
   }
 
-  private transmitScheduled(budget: number, now: number): number {
+  /**
+   * Rounds of the schedule until `budget` packets are sent, `rounds` rounds
+   * have run, a round sends nothing, or (after the first) `roundBytes` bytes
+   * have gone: large packets keep a pass's frames few enough to stay in cache.
+   */
+  private transmitScheduled(budget: number, now: number, rounds: number, roundBytes: number): number {
     let sent = 0;
-    let rounds = this.ready.length;
-    while (rounds-- > 0 && sent < budget) {
+    const bytes0 = this.txBytes;
+    for (let r = 0; r < rounds && sent < budget && this.ready.length > 0; r++) {
+      if (r > 0 && this.txBytes - bytes0 >= roundBytes) break;
+      const n = this.transmitRound(budget - sent, now);
+      if (n === 0) break;
+      sent += n;
+    }
+    return sent;
+  }
+
+  /** One round: each QP on the schedule when it starts sends up to QP_BURST packets, while `budget` lasts. */
+  private transmitRound(budget: number, now: number): number {
+    let sent = 0;
+    let left = this.ready.length;
+    while (left-- > 0 && sent < budget) {
       const q = this.ready.shift()!;
       if (this.paused(q, now)) {
         // Still scheduled (schedule() leaves it alone); back on the list when the pause ends.

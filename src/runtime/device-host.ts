@@ -73,7 +73,23 @@ type Carriage = 'checked' | 'copied' | 'as-built';
 /** Room counted per packet when budgeting a pass: a 4096-byte MTU packet with every header (and a tag), rounded up. */
 const FULL_FRAME_BYTES = 4096 + 128;
 
+/**
+ * Rounds of a device's transmit schedule per pass (Nic.poll): a lone QP
+ * with a burst of small posts sends up to the pass's budget (256) in one
+ * pass instead of QP_BURST (16), so the far device receives, and
+ * acknowledges, the burst in one drain; a pass costs a doorbell and timer
+ * sweep per device, which a 16-packet pass paid once per 16 packets.
+ * Fairness between QPs is unchanged: each round gives each QP up to
+ * QP_BURST. A round after the first starts only while the pass has sent
+ * less than PASS_ROUND_BYTES: 256 MTU-4096 frames (1 MiB in flight) would
+ * leave the cache between the gather and the far end's scatter.
+ */
+export const PASS_ROUNDS = 16;
+export const PASS_ROUND_BYTES = 64 * 1024;
+
 export class DeviceHost {
+  /** Rounds of each device's transmit schedule per pass (PASS_ROUNDS; a test compares with 1). */
+  passRounds = PASS_ROUNDS;
   readonly devices: HostedDevice[] = [];
   private readonly wires: InProcessCable[] = [];
   /** Ring ends to other threads: device engines on other workers, and the UDP I/O thread. */
@@ -353,7 +369,7 @@ export class DeviceHost {
     let work = this.fabric?.poll() ?? 0;
     for (const w of this.wires) work += w.drain();
     for (const r of this.rings) work += r.poll();
-    for (const d of this.devices) work += d.nic.poll(this.budget(d));
+    for (const d of this.devices) work += d.nic.poll(this.budget(d), this.passRounds, PASS_ROUND_BYTES);
     let late = 0;
     for (const w of this.wires) late += w.drain();
     this.deliveredLast = late;

@@ -25,6 +25,23 @@ import * as H from './harness.js';
 const MSG = 64 * 1024;
 const N = 32;
 const HANG_MS = 60_000;
+/**
+ * The WR a burst stalls at: a WRITE with immediate to a QP with no receive
+ * posted, RNR NAKed for as long as the responder lives (rnr_retry 7), so
+ * it and every WR behind it are still in flight when the test tears the
+ * responder down, however much the devices send per pass.
+ */
+const STALL = 4;
+
+/** The burst's i-th WRITE: plain, but with immediate (and so needing a receive) at STALL. */
+function burstWr(i: number, src: H.Region, dst: H.Region) {
+  return H.wrWrite({
+    wrId: BigInt(i),
+    sge: [src.sge(i * MSG, MSG)],
+    remote: { addr: dst.at(i * MSG), rkey: dst.rkey },
+    ...(i === STALL ? { imm: 0x57a11 } : {}),
+  });
+}
 
 describe.each([0, 1, 2])('workers: %i', (workers) => {
   let f: H.Fabric;
@@ -60,18 +77,19 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
   });
 
   it('destroy the responder QP with WRITEs in flight: the requester ends in RETRY_EXC_ERR, the rest flushed', async () => {
-    const { a, b } = H.makePair(f, IBV_QPT_RC, { maxSendWr: N, timeout: 12, retryCnt: 1 });
+    const { a, b } = H.makePair(f, IBV_QPT_RC, { maxSendWr: N, timeout: 12, retryCnt: 1, rnrRetry: 7 });
     const src = H.region(f.a, N * MSG, H.ALL_ACCESS, { fill: (i) => i });
     const dst = H.region(f.b, N * MSG);
-    for (let i = 0; i < N; i++) H.postSend(a, H.wrWrite({ wrId: BigInt(i), sge: [src.sge(i * MSG, MSG)], remote: { addr: dst.at(i * MSG), rkey: dst.rkey } }));
-    await H.poll1(a.scq, 'first WRITE', HANG_MS);
+    for (let i = 0; i < N; i++) H.postSend(a, burstWr(i, src, dst));
+    const done = await H.pollN(a.scq, STALL, 'the WRITEs before the stall', HANG_MS);
+    for (const w of done) expect(w.status, H.wcText(w)).toBe(IBV_WC_SUCCESS);
+    expect(H.pollNow(a.scq), 'nothing completes past the RNR-NAKed WRITE').toEqual([]);
     expect(ibv_destroy_qp(b.qp)).toBe(0);
     const snap = Uint8Array.from(dst.data);
-    const wcs = await H.pollN(a.scq, N - 1, 'the rest', HANG_MS);
-    const firstBad = wcs.findIndex((w) => w.status !== IBV_WC_SUCCESS);
-    expect(firstBad, 'some WRITE fails').toBeGreaterThanOrEqual(0);
-    expect(wcs[firstBad]!.status, H.wcText(wcs[firstBad]!)).toBe(IBV_WC_RETRY_EXC_ERR);
-    for (const w of wcs.slice(firstBad + 1)) expect(w.status, H.wcText(w)).toBe(IBV_WC_WR_FLUSH_ERR);
+    const wcs = await H.pollN(a.scq, N - STALL, 'the rest', HANG_MS);
+    expect(wcs[0]!.wr_id, H.wcText(wcs[0]!)).toBe(BigInt(STALL));
+    expect(wcs[0]!.status, H.wcText(wcs[0]!)).toBe(IBV_WC_RETRY_EXC_ERR);
+    for (const w of wcs.slice(1)) expect(w.status, H.wcText(w)).toBe(IBV_WC_WR_FLUSH_ERR);
     H.expectBytes(dst.data, snap, 'nothing written after the responder QP was destroyed');
     dst.checkGuards();
     await stillWorks('after the responder went');
@@ -170,19 +188,19 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
     const dst = H.region(c, N * MSG);
     const a = H.createQp(f.a, IBV_QPT_RC, { maxSendWr: N });
     const peer = H.createQp(c, IBV_QPT_RC);
-    H.connect(a, peer, { timeout: 12, retryCnt: 1 });
+    H.connect(a, peer, { timeout: 12, retryCnt: 1, rnrRetry: 7 });
     const src = H.region(f.a, N * MSG, H.ALL_ACCESS, { fill: (i) => i | 1 });
-    for (let i = 0; i < N; i++) H.postSend(a, H.wrWrite({ wrId: BigInt(i), sge: [src.sge(i * MSG, MSG)], remote: { addr: dst.at(i * MSG), rkey: dst.rkey } }));
-    await H.poll1(a.scq, 'first WRITE', HANG_MS);
+    for (let i = 0; i < N; i++) H.postSend(a, burstWr(i, src, dst));
+    const done = await H.pollN(a.scq, STALL, 'the WRITEs before the stall', HANG_MS);
+    for (const w of done) expect(w.status, H.wcText(w)).toBe(IBV_WC_SUCCESS);
     c.cleanup.length = 0;
     expect(ibv_close_device(c.ctx)).toBe(0);
     const again = rnic_alloc_buf(f.b.ctx, N * MSG + 2 * H.GUARD + (1 << 20), 64);
     again.fill(0x5a);
-    const wcs = await H.pollN(a.scq, N - 1, 'the rest', HANG_MS);
-    expect(
-      wcs.some((w) => w.status !== IBV_WC_SUCCESS),
-      'some WRITE fails',
-    ).toBe(true);
+    const wcs = await H.pollN(a.scq, N - STALL, 'the rest', HANG_MS);
+    expect(wcs[0]!.wr_id, H.wcText(wcs[0]!)).toBe(BigInt(STALL));
+    expect(wcs[0]!.status, H.wcText(wcs[0]!)).toBe(IBV_WC_RETRY_EXC_ERR);
+    for (const w of wcs.slice(1)) expect(w.status, H.wcText(w)).toBe(IBV_WC_WR_FLUSH_ERR);
     const bad = again.findIndex((x) => x !== 0x5a);
     expect(bad, 'first byte changed in memory reallocated after the close').toBe(-1);
     await stillWorks('after the responder context closed');
