@@ -328,9 +328,15 @@ export async function pickAccel(vmlinuz: string, initrd: string): Promise<'kvm' 
   return ok ? 'kvm' : 'tcg';
 }
 
-/** Whether QEMU can run here at all (a binary, and x86-64). */
+/** Why the guest cannot run on this platform at all (it is x86-64 Linux), or null. */
+export function platformProblem(): string | null {
+  return process.platform === 'linux' && process.arch === 'x64' ? null : `the guest is x86-64 Linux; this is ${process.platform}/${process.arch}`;
+}
+
+/** Whether QEMU can run here at all (x86-64 Linux, and a binary). */
 export function qemuUsable(): string | null {
-  if (process.platform !== 'linux' || process.arch !== 'x64') return `the guest is x86-64 Linux; this is ${process.platform}/${process.arch}`;
+  const p = platformProblem();
+  if (p) return p;
   const r = spawnSync('qemu-system-x86_64', ['--version'], { encoding: 'utf8' });
   if (r.status !== 0) return 'qemu-system-x86_64 does not run (apt-get install qemu-system-x86)';
   return null;

@@ -14,7 +14,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
+import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, platformProblem, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
 import { COMPARE_CASES, runCompareCable } from './compare-cable.js';
 import { PERFTEST_CASES, runPerftestCable } from './perftest-cable.js';
@@ -49,7 +49,8 @@ say(`hw-test: model: ${model.length} tests in ${((Date.now() - t0) / 1000).toFix
 // 2. rxe0 in the guest.
 let real: CaseResult[] = [];
 let guestNote = '';
-let envProblem: string | null = qemuUsable();
+// Install first, probe after: on a fresh machine QEMU is one of the packages to install.
+let envProblem: string | null = platformProblem();
 if (!envProblem && process.getuid?.() === 0) {
   const missing = ensureHostPackages();
   if (missing.length) envProblem = `missing Debian packages: ${missing.join(' ')}`;
