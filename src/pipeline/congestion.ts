@@ -25,6 +25,8 @@ export class Congestion {
   readonly #cnps = new CnpBuilder();
   /** QPs with a flow (its timers) or waiting out their pacing. */
   readonly #timed = new Set<QpCtx>();
+  /** service()'s list of the QPs due, reused (empty between calls: it holds no QP alive). */
+  readonly #due: QpCtx[] = [];
   #observer: CcObserver | null = null;
 
   constructor(nic: NicCore, params: CcParams) {
@@ -101,25 +103,31 @@ export class Congestion {
    */
   service(now: number, order: (qs: QpCtx[]) => void, schedule: (q: QpCtx) => void): number {
     if (this.#timed.size === 0) return 0;
-    let due: QpCtx[] | null = null;
+    // Called on every poll of a paced or DCQCN flow: one array kept, not one per call.
+    const due = this.#due;
+    due.length = 0;
     for (const q of this.#timed) {
-      if ((q.cc !== null && q.cc.nextTimerNs <= now) || (q.paceWait && q.nextSendPs <= now * 1000)) (due ??= []).push(q);
+      if ((q.cc !== null && q.cc.nextTimerNs <= now) || (q.paceWait && q.nextSendPs <= now * 1000)) due.push(q);
       else if (!q.paceWait && (q.cc === null || q.cc.nextTimerNs === Infinity)) this.#timed.delete(q);
     }
-    if (due === null) return 0;
-    if (due.length > 1) order(due);
-    for (const q of due) {
+    const n = due.length;
+    if (n === 0) return 0;
+    if (n > 1) order(due);
+    for (let i = 0; i < n; i++) {
+      const q = due[i]!;
       if (q.cc !== null && q.cc.nextTimerNs <= now) q.cc.onTimer(now);
       if (q.paceWait && q.nextSendPs <= now * 1000) {
         q.paceWait = false;
         schedule(q);
       }
     }
-    return due.length;
+    due.length = 0;
+    return n;
   }
 
   /** The earlier of `d` and the first flow timer or pacing wait to end, ns. */
   nextDeadline(d: number): number {
+    if (this.#timed.size === 0) return d; // after every received frame: no iterator for an empty set
     for (const q of this.#timed) {
       if (q.cc !== null && q.cc.nextTimerNs < d) d = q.cc.nextTimerNs;
       if (q.paceWait) {

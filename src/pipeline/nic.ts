@@ -580,7 +580,8 @@ export class Nic implements NicCore {
       if (r < d) d = r;
     }
     d = this.congestion.nextDeadline(d);
-    for (const due of this.modDue.values()) if (due < d) d = due;
+    // Called after every received frame: an empty Map makes no iterator.
+    if (this.modDue.size > 0) for (const due of this.modDue.values()) if (due < d) d = due;
     for (const q of this.timed) {
       if (q.ackDeadline < d) d = q.ackDeadline;
       if (q.rnrUntil !== 0 && q.rnrUntil < d) d = q.rnrUntil;

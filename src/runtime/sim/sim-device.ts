@@ -392,8 +392,15 @@ export class SimDevice {
   #readFreePs = 0;
   /** Per destination QP of a paced QP: when its last packet was ready, ps. */
   readonly #pacedReadyPs = new Map<number, number>();
-  /** Per destination QP: when the WQE of the message being sent arrived, ps. */
+  /**
+   * Per destination QP: when the WQE of the message being sent arrived, ps.
+   * The QP of the last WQE fetch is held in fields (a stream's every packet
+   * asks for it): no Map lookup and no boxed number per packet; the Map
+   * holds the other QPs (an entry for the held QP may be stale).
+   */
   readonly #wqeAt = new Map<number, number>();
+  #wqeQp = -1;
+  #wqeQpAtPs = 0;
   #backoffNs = FIRST_BACKOFF_NS;
   readonly #dmaNum: number;
   readonly #dmaDen: number;
@@ -616,9 +623,13 @@ export class SimDevice {
       if (kind === TxDma.REQUEST_FIRST) {
         // WQE fetches have their own read queue (a device prefetches WQEs): they do not wait behind payload.
         issuePs = nowPs + this.#pcieReadPs + ceilDiv(this.ctx.params.wqeBytes * 8, this.#dmaNum, this.#dmaDen);
-        this.#wqeAt.set(qp, issuePs);
+        if (qp !== this.#wqeQp) {
+          if (this.#wqeQp >= 0) this.#wqeAt.set(this.#wqeQp, this.#wqeQpAtPs);
+          this.#wqeQp = qp;
+        }
+        this.#wqeQpAtPs = issuePs;
       } else {
-        const w = this.#wqeAt.get(qp) ?? 0;
+        const w = qp === this.#wqeQp ? this.#wqeQpAtPs : (this.#wqeAt.get(qp) ?? 0);
         issuePs = w > nowPs ? w : nowPs;
       }
       const len = cls & TxDma.PAYLOAD ? payloadLength(frame, bth) : 0;
