@@ -22,10 +22,11 @@
  * - Delay: a local ACK timeout shorter than the queueing on the way (the
  *   sender's own transmit FIFO, a congested egress, PFC pauses) expires
  *   with nothing lost, as it would on a real fabric. A timeout counts as
- *   delay when a whole timeout passed, with no NAK and no response, since
- *   the resend that began the round before (a retry stops the timer, and
- *   the round's first packet starts it again; the rest of the round does
- *   not restart it: rxe arms it only when it is not running), and at that
+ *   delay when a whole timeout passed, with no NAK, since the resend that
+ *   began the round before (a retry stops the timer, and the round's first
+ *   packet starts it again; the rest of the round does not restart it, as
+ *   rxe arms it only when it is not running, and no response did: one that
+ *   made progress would have moved the next round to a later PSN), and at that
  *   moment some of the QP's frames were still on the way: handed to one
  *   host's port, not yet taken off the link by the other's, and not
  *   dropped. Such a frame is a request sent at least a timeout earlier, or
@@ -169,12 +170,16 @@ export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, psn: number, r
   const naks = tl.events.filter((e) => e.kind !== 'rnr-nak').map((e) => e.ns);
   let n = 0;
   for (const x of [...resent.slice(1).slice(-rounds), errorNs]) {
-    // The timer ran from the resend of `psn` before x (the round's first packet) at the latest, or
-    // from a response after it: a whole timeout since both. The round's later packets, handed over
-    // as the port's FIFO made room, did not restart it (campaign seed 301066).
-    const quietFrom = Math.max(lastBefore(resent, x), lastBefore(f.respRx, x));
+    // The timer ran from the resend of `psn` before x (the round's first packet) at the latest: the
+    // round's later packets, handed over as the port's FIFO made room, did not restart it (campaign
+    // seed 301066), nor did a response meanwhile: one that made progress would have moved the next
+    // round to a later PSN (seeds 302005, 302635).
+    const quietFrom = lastBefore(resent, x);
     if (!Number.isFinite(quietFrom) || x - quietFrom < d.timeoutNs) continue;
-    if (naks.some((ns) => ns > quietFrom && ns <= x)) continue;
+    // A NAK since the last hand-off: x answered it (a NAK the requester heeded earlier sent it back
+    // to a PSN, a hand-off; one it ignored stopped no timer).
+    const sentFrom = lastBefore(f.reqTx, x);
+    if (naks.some((ns) => ns > sentFrom && ns <= x)) continue;
     // What is still on the way just before x was sent at least a timeout earlier (a request), or
     // answers one sent that long ago (a response): the exchange took longer than the timeout.
     if (onTheWay(d, x - 0.5) > 0) n++;

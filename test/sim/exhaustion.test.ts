@@ -256,8 +256,8 @@ describe('the judge of a round whose packets go out as the FIFO makes room (the 
     expect(resentAsTheFifoDrains(1_000, 5_040 + 60_000).ok).toBe(false);
   });
 
-  it('a response after the round began restarts the timer: a timeout sooner than a whole one after it is not on delay', () => {
-    expect(resentAsTheFifoDrains(20_000, 5_040 + 65_536 + 500, [30_000]).ok).toBe(false);
+  it('a response during the round (a duplicate: one that made progress would have moved the next round on) does not restart the timer', () => {
+    expect(resentAsTheFifoDrains(20_000, 5_040 + 65_536 + 500, [30_000]).ok).toBe(true);
   });
 });
 
