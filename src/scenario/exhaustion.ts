@@ -18,7 +18,7 @@
  *   some of the attempts timed out on delay (below): every failed attempt
  *   needs a cause. A NAK-sequence for a PSN the requester was about to
  *   send anyway is a retry too, though its resend follows on from the one
- *   before: the hand-off of that PSN after the NAK starts a round.
+ *   before: the PSN's first resend after the NAK starts a round.
  * - Delay: a local ACK timeout shorter than the queueing on the way (the
  *   sender's own transmit FIFO, a congested egress, PFC pauses) expires
  *   with nothing lost, as it would on a real fabric. A timeout counts as
@@ -61,8 +61,11 @@ export function trailingRounds(tl: QpTimeline, index: number): { psn: number; ro
 
 /**
  * Whether a NAK-sequence naming `psn` reached the requester in (from, to]:
- * a resend of `psn` at `to` after one at `from` answers it, so it begins a
- * round (the requester goes back to the PSN, where it may have been anyway).
+ * a resend of `psn` at `to`, its first since `from`, answers it, so it
+ * begins a round (the requester goes back to the PSN, where it may have
+ * been anyway). Since the PSN's last send, not the hand-off before: a NAK
+ * can arrive just before a packet already on its way through the transmit
+ * stages goes out (campaign seed 304298).
  */
 function nakedBetween(tl: QpTimeline): (psn: number, from: number, to: number) => boolean {
   const naks = tl.events.filter((e) => e.kind === 'nak-psn-seq');
@@ -84,10 +87,14 @@ function roundsOf(
 ): { psn: number; rounds: number; firstNs: number } | null {
   const onePacket = op === 'read' || op === 'fetch_add' || op === 'cmp_swap';
   const starts: { psn: number; ns: number }[] = [];
+  /** When each PSN was last resent (none: only its first transmission, before any NAK naming it). */
+  const lastSent = new Map<number, number>();
   for (let i = 0; i < rs.length; i++) {
     const r = rs[i]!;
     const prev = rs[i - 1];
-    if (onePacket || !prev || r.psn !== ((prev.psn + 1) & 0xffffff) || afterTimeout(r.ns, prev.ns) || naked(r.psn, prev.ns, r.ns)) starts.push(r);
+    const nakedSince = naked(r.psn, lastSent.get(r.psn) ?? Number.NEGATIVE_INFINITY, r.ns);
+    lastSent.set(r.psn, r.ns);
+    if (onePacket || !prev || r.psn !== ((prev.psn + 1) & 0xffffff) || afterTimeout(r.ns, prev.ns) || nakedSince) starts.push(r);
   }
   if (starts.length === 0) return null;
   const last = starts[starts.length - 1]!.psn;
