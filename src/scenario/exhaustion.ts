@@ -16,18 +16,23 @@
  *   faults acted (or a switch dropped one for want of buffer) at least
  *   retry_cnt + 1 times on this QP's frames since its first packet, or
  *   some of the attempts timed out on delay (below): every failed attempt
- *   needs a cause.
+ *   needs a cause. A NAK-sequence for a PSN the requester was about to
+ *   send anyway is a retry too, though its resend follows on from the one
+ *   before: the PSN's first resend after the NAK starts a round.
  * - Delay: a local ACK timeout shorter than the queueing on the way (the
  *   sender's own transmit FIFO, a congested egress, PFC pauses) expires
  *   with nothing lost, as it would on a real fabric. A timeout counts as
- *   delay when the requester had sent nothing (no request handed to its
- *   port) and received no NAK for at least the timeout before it resent or
- *   gave up, and at that moment some of the QP's frames were still on the
- *   way: handed to one host's port, not yet taken off the link by the
- *   other's, and not dropped. Such a frame is a request sent at least a
- *   timeout earlier, or the answer to one: the exchange took longer than
- *   the timeout. A timer that fires early, or a responder that does not
- *   answer, is still not explained.
+ *   delay when a whole timeout passed, with no NAK, since the resend that
+ *   began the round before (a retry stops the timer, and the round's first
+ *   packet starts it again; the rest of the round does not restart it, as
+ *   rxe arms it only when it is not running, and no response did: one that
+ *   made progress would have moved the next round to a later PSN), and at that
+ *   moment some of the QP's frames were still on the way: handed to one
+ *   host's port, not yet taken off the link by the other's, and not
+ *   dropped. Such a frame is a request sent at least a timeout earlier, or
+ *   the answer to one: the exchange took longer than the timeout. A timer
+ *   that fires early, or a responder that does not answer, is still not
+ *   explained.
  * - RNR_RETRY_EXC_ERR after rnr_retry retries (C9-149; 7 is infinite): at
  *   least rnr_retry + 1 RNR NAKs in a row for one PSN, and none of them
  *   while the responder provably held a receive (one posted before the
@@ -46,11 +51,25 @@ const psnCmp = (a: number, b: number): number => ((a - b) << 8) >> 8;
  * at the oldest unacknowledged PSN and sends the WR's packets in PSN order,
  * so a round begins where a retransmission's PSN does not follow on from
  * the one before; a READ or an atomic is one request packet a round (a READ
- * resumes at the first response PSN it lacks).
+ * resumes at the first response PSN it lacks). A NAK-sequence naming a PSN
+ * starts a round at its next resend even when that follows on.
  */
 export function trailingRounds(tl: QpTimeline, index: number): { psn: number; rounds: number; firstNs: number } | null {
   const w = tl.wrs[index];
-  return w ? roundsOf(w.op, w.retransmissions) : null;
+  return w ? roundsOf(w.op, w.retransmissions, nakedBetween(tl)) : null;
+}
+
+/**
+ * Whether a NAK-sequence naming `psn` reached the requester in (from, to]:
+ * a resend of `psn` at `to`, its first since `from`, answers it, so it
+ * begins a round (the requester goes back to the PSN, where it may have
+ * been anyway). Since the PSN's last send, not the hand-off before: a NAK
+ * can arrive just before a packet already on its way through the transmit
+ * stages goes out (campaign seed 304298).
+ */
+function nakedBetween(tl: QpTimeline): (psn: number, from: number, to: number) => boolean {
+  const naks = tl.events.filter((e) => e.kind === 'nak-psn-seq');
+  return (psn, from, to) => naks.some((e) => e.psn === psn && e.ns > from && e.ns <= to);
 }
 
 /**
@@ -63,12 +82,20 @@ export function trailingRounds(tl: QpTimeline, index: number): { psn: number; ro
 function roundsOf(
   op: string,
   rs: readonly { ns: number; psn: number }[],
+  naked: (psn: number, from: number, to: number) => boolean,
   afterTimeout: (ns: number, prevNs: number) => boolean = () => false,
 ): { psn: number; rounds: number; firstNs: number } | null {
   const onePacket = op === 'read' || op === 'fetch_add' || op === 'cmp_swap';
   const starts: { psn: number; ns: number }[] = [];
-  for (let i = 0; i < rs.length; i++)
-    if (onePacket || i === 0 || rs[i]!.psn !== ((rs[i - 1]!.psn + 1) & 0xffffff) || afterTimeout(rs[i]!.ns, rs[i - 1]!.ns)) starts.push(rs[i]!);
+  /** When each PSN was last resent (none: only its first transmission, before any NAK naming it). */
+  const lastSent = new Map<number, number>();
+  for (let i = 0; i < rs.length; i++) {
+    const r = rs[i]!;
+    const prev = rs[i - 1];
+    const nakedSince = naked(r.psn, lastSent.get(r.psn) ?? Number.NEGATIVE_INFINITY, r.ns);
+    lastSent.set(r.psn, r.ns);
+    if (onePacket || !prev || r.psn !== ((prev.psn + 1) & 0xffffff) || afterTimeout(r.ns, prev.ns) || nakedSince) starts.push(r);
+  }
   if (starts.length === 0) return null;
   const last = starts[starts.length - 1]!.psn;
   let k = starts.length - 1;
@@ -150,10 +177,16 @@ export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, psn: number, r
   const naks = tl.events.filter((e) => e.kind !== 'rnr-nak').map((e) => e.ns);
   let n = 0;
   for (const x of [...resent.slice(1).slice(-rounds), errorNs]) {
-    // Nothing sent for a whole timeout before x (responses may have restarted the timer later still).
-    const quietFrom = lastBefore(f.reqTx, x);
+    // The timer ran from the resend of `psn` before x (the round's first packet) at the latest: the
+    // round's later packets, handed over as the port's FIFO made room, did not restart it (campaign
+    // seed 301066), nor did a response meanwhile: one that made progress would have moved the next
+    // round to a later PSN (seeds 302005, 302635).
+    const quietFrom = lastBefore(resent, x);
     if (!Number.isFinite(quietFrom) || x - quietFrom < d.timeoutNs) continue;
-    if (naks.some((ns) => ns > quietFrom && ns <= x)) continue;
+    // A NAK since the last hand-off: x answered it (a NAK the requester heeded earlier sent it back
+    // to a PSN, a hand-off; one it ignored stopped no timer).
+    const sentFrom = lastBefore(f.reqTx, x);
+    if (naks.some((ns) => ns > sentFrom && ns <= x)) continue;
     // What is still on the way just before x was sent at least a timeout earlier (a request), or
     // answers one sent that long ago (a response): the exchange took longer than the timeout.
     if (onTheWay(d, x - 0.5) > 0) n++;
@@ -172,6 +205,7 @@ export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
     ? roundsOf(
         w.op,
         d.flight.resent.get(e.index) ?? [],
+        nakedBetween(e.tl),
         (ns, prevNs) => ns - Math.max(prevNs, lastBefore(d.flight.reqTx, ns), lastBefore(d.flight.respRx, ns)) >= d.timeoutNs,
       )
     : trailingRounds(e.tl, e.index);

@@ -10,15 +10,24 @@
  * B's receives are posted all before the traffic (then nothing may be
  * lost: the wire loses nothing) or one now and then (UC and UD drop a
  * message that finds none: it is lost, never delivered twice or wrong).
+ * Each side's application polls its CQ or waits for completion events
+ * (arm, poll, wait); in some seeds A's QP goes to SQD mid-run (with
+ * en_sqd_async_notify) and back to RTS after IBV_EVENT_SQ_DRAINED, and B
+ * tears its QP down (destroy, ERR, RESET) the moment it has read its last
+ * receive, when the last message takes one and every receive was posted.
  * Checks: every signaled WR completes once, in order, with its status and
  * opcode; each receive completes in posting order with a message that was
  * sent (opcode, length, immediate, and for UD the source QP and a 40 B GRH
- * before the payload), later than the one before; every byte right; no hang.
+ * before the payload), later than the one before; in SQD no WR posted after
+ * the move completes, and the drain ends with one SQ_DRAINED event; every
+ * byte right; no hang (no lost completion event either).
  */
 import { describe, expect, it } from 'vitest';
 import { disableAutoStart } from '../../src/boot.js';
 import {
+  IBV_QP_STATE,
   IBV_QPS_ERR,
+  IBV_QPS_RESET,
   IBV_QPS_RTS,
   IBV_QPT_UC,
   IBV_QPT_UD,
@@ -35,13 +44,18 @@ import {
   IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND,
   IBV_WR_SEND_WITH_IMM,
+  ibv_create_comp_channel,
+  ibv_destroy_comp_channel,
+  ibv_destroy_qp,
+  ibv_modify_qp,
   ibv_post_recv,
   ibv_post_send,
+  newQpAttr,
   type ibv_wc,
 } from '../../src/index.js';
 import * as H from '../e2e/harness.js';
 import type { HandTurnedHost } from '../helpers/hand-turned-host.js';
-import { bytesDiffer, drawSchedule, drive, fill, pollAll, runSeeds, seedCount } from '../helpers/interleaving-run.js';
+import { bytesDiffer, CqReader, drawSchedule, drive, fill, pollAll, runSeeds, seedCount, sqdDrain } from '../helpers/interleaving-run.js';
 import { seededRandom } from '../seeded.js';
 
 disableAutoStart(); // only the hand-turned devices are listed
@@ -74,7 +88,7 @@ interface Message {
   readonly oversize: boolean;
 }
 
-const tally = { uc: 0, ud: 0, lost: 0, badQkey: 0, oversize: 0, writes: 0 };
+const tally = { uc: 0, ud: 0, lost: 0, badQkey: 0, oversize: 0, writes: 0, events: 0, drains: 0, teardowns: 0 };
 
 async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> {
   const rand = seededRandom(seed);
@@ -105,9 +119,22 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   }
   const sched = drawSchedule(rand);
   const upfront = rand() < 0.6;
+  const useEvents = [rand() < 0.5, rand() < 0.5] as const;
+  // Not with an oversized UD message: its error moves the QP to ERR, and the drain never ends.
+  const sqdAt = rand() < 0.4 && !msgs.some((m) => m.oversize) ? Math.floor(rand() * 12) : -1;
+  const sqdStay = Math.floor(rand() * 40);
+  const last = msgs[n - 1]!;
+  const teardown =
+    upfront && consumesReceive(last.op) && !last.badQkey && !last.oversize ? (['none', 'destroy', 'err', 'reset'] as const)[Math.floor(rand() * 4)]! : 'none';
   t.policy = () => 'settle';
-  const qa = H.createQp(da, ud ? IBV_QPT_UD : IBV_QPT_UC, { maxSendWr: DEPTH, maxRecvWr: 1, cqDepth: 64 });
-  const qb = H.createQp(db, ud ? IBV_QPT_UD : IBV_QPT_UC, { maxSendWr: 1, maxRecvWr: MAX_MESSAGES, cqDepth: 64 });
+  const channels = [da, db].map((d, k) => {
+    if (!useEvents[k]) return null;
+    const ch = ibv_create_comp_channel(d.ctx);
+    d.cleanup.push(() => void ibv_destroy_comp_channel(ch)); // after the CQs (cleanup runs newest first)
+    return ch;
+  });
+  const qa = H.createQp(da, ud ? IBV_QPT_UD : IBV_QPT_UC, { maxSendWr: DEPTH, maxRecvWr: 1, cqDepth: 64, channel: channels[0] });
+  const qb = H.createQp(db, ud ? IBV_QPT_UD : IBV_QPT_UC, { maxSendWr: 1, maxRecvWr: MAX_MESSAGES, cqDepth: 64, channel: channels[1] });
   H.connect(qa, qb);
   const ah = ud ? H.createAh(da, db) : null;
   const src = H.region(da, n * slot);
@@ -130,8 +157,34 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   };
   if (upfront) for (let k = 0; k < receivers.length; k++) postRecv();
   const senderDone = () => sent.length >= signaled.length;
+  const readers = [
+    new CqReader(qa.scq, channels[0]!, 'A', useEvents[0], () => {
+      const ws = pollAll(qa.scq);
+      for (const w of ws) {
+        sent.push(w);
+        retired = Number(w.wr_id) + 1;
+      }
+      return ws.length;
+    }),
+    new CqReader(qb.rcq, channels[1]!, 'B', useEvents[1], () => {
+      const ws = pollAll(qb.rcq);
+      received.push(...ws);
+      return ws.length;
+    }),
+  ];
+  const view = {
+    get posted() {
+      return posted;
+    },
+    get retired() {
+      return retired;
+    },
+    sent,
+  };
+  const sqd = sqdDrain(qa.qp, da.ctx, view, (w) => Number(w.wr_id), sqdAt, sqdStay);
+  let tornDown = false;
   const e = await drive(t, sched, {
-    step: () => {
+    step: (step) => {
       if (!upfront && recvPosted < MAX_MESSAGES && rand() < 0.3) {
         const e = postRecv();
         if (e) return e;
@@ -153,17 +206,30 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
         if (rc !== 0) return `post_send ${m.i} (${m.op}): ${rc}`;
         posted++;
       }
-      for (const w of pollAll(qa.scq)) {
-        sent.push(w);
-        retired = Number(w.wr_id) + 1;
+      readers[0]!.serve();
+      if (!tornDown) readers[1]!.serve();
+      const failed = readers.find((r) => r.failure);
+      if (failed) return failed.failure;
+      if (!tornDown && teardown !== 'none' && received.length === receivers.length) {
+        tornDown = true;
+        const attr = newQpAttr();
+        attr.qp_state = teardown === 'err' ? IBV_QPS_ERR : IBV_QPS_RESET;
+        const rc = teardown === 'destroy' ? ibv_destroy_qp(qb.qp) : ibv_modify_qp(qb.qp, attr, IBV_QP_STATE);
+        if (rc !== 0) return `B's teardown (${teardown}): ${rc}`;
       }
-      received.push(...pollAll(qb.rcq));
-      return null;
+      return sqd.step(step);
     },
-    done: () => senderDone() && (!upfront || received.length >= receivers.length),
+    done: () => senderDone() && (!upfront || received.length >= receivers.length) && sqd.settled(),
+    waits: () => useEvents.some((u) => u) || !sqd.settled(),
+    asleep: () => readers.every((r, k) => r.waiting || (k === 1 && tornDown)),
     where: () =>
-      `${ud ? 'UD' : 'UC'}: ${sent.length}/${signaled.length} sent, ${received.length}/${receivers.length} received, ${posted}/${n} posted, receives ${upfront ? 'upfront' : 'late'}`,
+      `${ud ? 'UD' : 'UC'}: ${sent.length}/${signaled.length} sent, ${received.length}/${receivers.length} received, ${posted}/${n} posted, receives ${upfront ? 'upfront' : 'late'}; ${readers.map((r) => r.how()).join(', ')}${tornDown ? `; B torn down (${teardown})` : ''}; SQD ${sqd.state()}`,
   });
+  for (const r of readers) r.ended = true;
+  sqd.end();
+  tally.events += readers[0]!.events + readers[1]!.events;
+  if (sqd.drained) tally.drains++;
+  if (tornDown) tally.teardowns++;
   if (e) return e;
   t.settle();
   received.push(...pollAll(qb.rcq));
@@ -244,5 +310,8 @@ describe('UC and UD under seeded interleavings of device passes and driver calls
     expect(tally.badQkey, 'UD messages with a wrong Q_Key, UC WRITEs with a wrong rkey').toBeGreaterThan(SEEDS / 20);
     expect(tally.oversize, 'UD messages larger than the MTU').toBeGreaterThan(SEEDS / 40);
     expect(tally.writes, 'UC WRITEs').toBeGreaterThan(SEEDS);
+    expect(tally.events, 'completion events waited for').toBeGreaterThan(SEEDS);
+    expect(tally.drains, 'seeds whose requester drained its SQ in SQD').toBeGreaterThan(SEEDS / 10);
+    expect(tally.teardowns, 'seeds whose responder tore its QP down').toBeGreaterThan(SEEDS / 20);
   });
 });

@@ -34,12 +34,8 @@ import { rcPair, type Side } from '../../bench/rc-pair.js';
 import { disableAutoStart } from '../../src/boot.js';
 import {
   IBV_ACCESS_REMOTE_ATOMIC,
-  IBV_EVENT_SQ_DRAINED,
-  IBV_QP_EN_SQD_ASYNC_NOTIFY,
   IBV_QPS_ERR,
   IBV_QPS_RESET,
-  IBV_QPS_RTS,
-  IBV_QPS_SQD,
   IBV_QP_STATE,
   IBV_SEND_SIGNALED,
   IBV_WC_COMP_SWAP,
@@ -58,20 +54,16 @@ import {
   IBV_WR_RDMA_WRITE_WITH_IMM,
   IBV_WR_SEND,
   IBV_WR_SEND_WITH_IMM,
-  ibv_ack_async_event,
-  ibv_ack_cq_events,
   ibv_destroy_qp,
-  ibv_get_async_event,
-  ibv_get_cq_event,
   ibv_modify_qp,
   ibv_poll_cq,
   ibv_post_recv,
   ibv_post_send,
-  ibv_req_notify_cq,
   newQpAttr,
   type ibv_wc,
 } from '../../src/index.js';
 import { handTurnedHost, type HandTurnedHost } from '../helpers/hand-turned-host.js';
+import { CqReader, sqdDrain } from '../helpers/interleaving-run.js';
 import { seededRandom } from '../seeded.js';
 
 disableAutoStart(); // only the hand-turned devices are listed
@@ -199,8 +191,8 @@ function flow(id: number, from: Side, to: Side, base: number, msgs: Message[]): 
   return { id, from, to, base, msgs, receivers, signaled: msgs.filter((m) => m.signaled), posted: 0, retired: 0, recvPosted: 0, sent: [], received: [] };
 }
 
-/** Polls one side's CQ and sorts each completion to its flow by wr_id. */
-function pollSide(side: Side, flows: Flow[]): void {
+/** Polls one side's CQ once and sorts each completion to its flow by wr_id; how many it took. */
+function pollSide(side: Side, flows: Flow[]): number {
   const wc: ibv_wc[] = [];
   const n = ibv_poll_cq(side.cq, 4, wc);
   if (n < 0) throw new Error(`poll_cq: ${n}`);
@@ -215,6 +207,7 @@ function pollSide(side: Side, flows: Flow[]): void {
       f.retired = (id % FLOW_IDS) + 1;
     }
   }
+  return n;
 }
 
 function postSome(f: Flow, rand: () => number): string | null {
@@ -310,121 +303,7 @@ function checkFlow(f: Flow): string[] {
   return errors;
 }
 
-/**
- * One side's application reading its CQ: by polling, or (`events`) as the
- * rdma-core examples with -e: poll while completions come; when one poll
- * finds none, arm the CQ and poll once more (what completed before the arm
- * raises no event), then wait for the event without polling. A lost event
- * leaves it waiting for ever: the hang check sees it.
- */
-class App {
-  waiting = false;
-  armed = false;
-  events = 0;
-  failure: string | null = null;
-  ended = false;
-
-  constructor(
-    readonly side: Side,
-    readonly name: string,
-    readonly useEvents: boolean,
-  ) {}
-
-  serve(flows: Flow[]): void {
-    if (this.waiting) return;
-    const seen = () => flows.reduce((n, f) => n + f.sent.length + f.received.length, 0);
-    const before = seen();
-    pollSide(this.side, flows);
-    if (!this.useEvents || seen() > before) return;
-    if (!this.armed) {
-      if (ibv_req_notify_cq(this.side.cq, 0) !== 0) this.failure = `${this.name}: req_notify_cq failed`;
-      this.armed = true;
-      pollSide(this.side, flows);
-      if (seen() > before) return;
-    }
-    this.waiting = true;
-    ibv_get_cq_event(this.side.channel!).then(
-      (ev) => {
-        if (ev.cq !== this.side.cq) this.failure = `${this.name}: an event for another CQ`;
-        ibv_ack_cq_events(this.side.cq, 1);
-        this.events++;
-        this.armed = false;
-        this.waiting = false;
-      },
-      (e: Error) => {
-        if (!this.ended) this.failure = `${this.name}: get_cq_event: ${e.message}`;
-      },
-    );
-  }
-}
-
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
-
-/**
- * A's QP into SQD at step `at` or the first after it with two WRs or more
- * outstanding (with en_sqd_async_notify), back to RTS
- * `stay` steps after IBV_EVENT_SQ_DRAINED. While in SQD no WR posted after
- * the move may complete. `step` returns a failure, or null.
- */
-function sqdDrain(side: Side, f: Flow, at: number, stay: number) {
-  let state: 'before' | 'draining' | 'drained' | 'back' = at < 0 ? 'back' : 'before';
-  let postedBefore = 0;
-  let drainedAt = -1;
-  let failure: string | null = null;
-  let ended = false;
-  let checked = 0;
-  let now = 0;
-  const d = {
-    drained: false,
-    // Not moved yet (the workload ended first) or back in RTS.
-    settled: () => state === 'back' || state === 'before',
-    end() {
-      ended = true;
-    },
-    state: () => state,
-    step(step: number): string | null {
-      now = step;
-      if (failure) return failure;
-      if (state === 'draining' || state === 'drained') {
-        for (; checked < f.sent.length; checked++) {
-          const i = Number(f.sent[checked]!.wr_id) % FLOW_IDS;
-          if (i >= postedBefore) return `SQD: WR ${i}, posted after the move to SQD, completed in SQD`;
-        }
-      }
-      // Into SQD with WRs outstanding, so that the drain has some to finish.
-      if (state === 'before' && step >= at && f.posted - f.retired >= 2) {
-        postedBefore = f.posted;
-        checked = f.sent.length;
-        const attr = newQpAttr();
-        attr.qp_state = IBV_QPS_SQD;
-        attr.en_sqd_async_notify = 1;
-        const rc = ibv_modify_qp(side.qp, attr, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY);
-        if (rc !== 0) return `RTS → SQD: ${rc}`;
-        state = 'draining';
-        ibv_get_async_event(side.ctx).then(
-          (ev) => {
-            if (ev.event_type !== IBV_EVENT_SQ_DRAINED || ev.element.qp !== side.qp) failure = `SQD: async event ${ev.event_type} instead of SQ_DRAINED`;
-            ibv_ack_async_event(ev);
-            state = 'drained';
-            d.drained = true;
-            drainedAt = now;
-          },
-          (e: Error) => {
-            if (!ended) failure = `SQD: get_async_event: ${e.message}`;
-          },
-        );
-      } else if (state === 'drained' && step >= drainedAt + stay) {
-        const attr = newQpAttr();
-        attr.qp_state = IBV_QPS_RTS;
-        const rc = ibv_modify_qp(side.qp, attr, IBV_QP_STATE);
-        if (rc !== 0) return `SQD → RTS: ${rc}`;
-        state = 'back';
-      }
-      return null;
-    },
-  };
-  return d;
-}
 
 /** Runs one seed; returns a description of what went wrong, or null. */
 /** What the seeds exercised, summed: a test whose draws stopped reaching a path would pass without testing it. */
@@ -437,8 +316,8 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   const sched = drawSchedule(rand);
   t.policy = () => 'settle';
   const [a, b] = rcPair((forward.length + reverse.length) * SLOT, DEPTH, IBV_ACCESS_REMOTE_ATOMIC, true);
-  const apps = [new App(a, 'A', sched.events[0]), new App(b, 'B', sched.events[1])];
   const flows = [flow(0, a, b, 0, forward), flow(1, b, a, forward.length, reverse)];
+  const apps = [a, b].map((side, k) => new CqReader(side.cq, side.channel, k === 0 ? 'A' : 'B', sched.events[k]!, () => pollSide(side, flows)));
   // Sources hold random bytes, destinations zero; an atomic's target its original value.
   for (const f of flows) {
     for (const m of f.msgs) {
@@ -453,7 +332,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
   const teardown = reverse.length === 0 && consumesReceive(last.op) ? sched.teardown : 'none';
   let tornDown = false;
   t.policy = sched.policy;
-  const sqd = sqdDrain(a, flows[0]!, sched.sqdAt, sched.sqdStay);
+  const sqd = sqdDrain(a.qp, a.ctx, flows[0]!, (wc) => Number(wc.wr_id) % FLOW_IDS, sched.sqdAt, sched.sqdStay);
   const done = () => flows.every((f) => f.sent.length >= f.signaled.length && f.received.length >= f.receivers.length) && sqd.settled();
   try {
     for (let step = 0; !done(); step++) {
@@ -462,7 +341,7 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
           (f) =>
             `flow ${f.id}: ${f.sent.length}/${f.signaled.length} sent, ${f.received.length}/${f.receivers.length} received, ${f.posted}/${f.msgs.length} posted`,
         );
-        const how = apps.map((p) => `${p.name} ${p.useEvents ? `waits for events (${p.events} had${p.waiting ? ', waiting' : ''})` : 'polls'}`);
+        const how = apps.map((p) => p.how());
         return `hang: after ${step} steps and ${(t.clock.t / 1e9).toFixed(3)} s virtual; ${where.join('; ')}; ${how.join(', ')}${tornDown ? '; B torn down' : ''}; SQD ${sqd.state()}`;
       }
       for (const f of flows) {
@@ -470,8 +349,8 @@ async function runSeed(t: HandTurnedHost, seed: number): Promise<string | null> 
         if (e) return e;
       }
       for (let k = sched.extraPasses(); k > 0; k--) t.host.poll();
-      apps[0]!.serve(flows);
-      if (!tornDown) apps[1]!.serve(flows);
+      apps[0]!.serve();
+      if (!tornDown) apps[1]!.serve();
       const failed = apps.find((p) => p.failure);
       if (failed) return failed.failure;
       if (!tornDown && teardown !== 'none' && flows[0]!.received.length === flows[0]!.receivers.length) {

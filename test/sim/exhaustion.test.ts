@@ -217,6 +217,82 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
   });
 });
 
+/**
+ * A 2-packet SEND at PSN 10..11, retry_cnt 1, timeout 65.536 µs: PSN 10 lost (a fault at 100), its
+ * NAK back at 5 µs, 10 resent at 5.04 µs and 11 only at `secondNs` (the port's FIFO was full), and
+ * neither arrived by the time the QP gave up at `errorNs` (campaign seed 301066).
+ */
+function resentAsTheFifoDrains(secondNs: number, errorNs: number, respRx: number[] = []) {
+  const resends = [
+    { ns: 5_040, psn: 10 },
+    { ns: secondNs, psn: 11 },
+  ];
+  const naks: QpTimeline['events'] = [{ ns: 5_000, kind: 'nak-psn-seq', psn: 10, syndrome: 0x60 }];
+  const tl = timeline([wr({ op: 'send', psnFirst: 10, psnLast: 11, firstPacketNs: 0, retransmissions: [] })], naks);
+  const delay: DelayEvidence = {
+    flight: {
+      reqTx: [0, 0, 5_040, secondNs],
+      reqTxPsn: [10, 11, 10, 11],
+      reqRx: [500, 600],
+      respTx: [700],
+      respRx: [5_000, ...respRx],
+      resent: new Map([[0, resends]]),
+    },
+    timeoutNs: 65_536,
+    reqLostNs: [],
+    respLostNs: [],
+  };
+  return explainRetryExhausted({ tl, index: 0, budget: 1, faultNs: [100], errorNs, delay });
+}
+
+describe('the judge of a round whose packets go out as the FIFO makes room (the timer runs from its first)', () => {
+  it('a timeout after the round began, its later packets handed over since: on delay, explained', () => {
+    const e = resentAsTheFifoDrains(20_000, 5_040 + 65_536 + 500);
+    expect(e).toMatchObject({ ok: true, why: expect.stringMatching(/1 fault\(s\).* and 1 timeout\(s\) expired/) });
+  });
+
+  it('given up less than a timeout after the round began: not explained, however late its last packet went', () => {
+    expect(resentAsTheFifoDrains(20_000, 5_040 + 60_000).ok).toBe(false);
+    expect(resentAsTheFifoDrains(1_000, 5_040 + 60_000).ok).toBe(false);
+  });
+
+  it('a response during the round (a duplicate: one that made progress would have moved the next round on) does not restart the timer', () => {
+    expect(resentAsTheFifoDrains(20_000, 5_040 + 65_536 + 500, [30_000]).ok).toBe(true);
+  });
+});
+
+describe('the judge of a NAK for the PSN the requester was about to send', () => {
+  /**
+   * A 4-packet WRITE at PSN 10..13, retry_cnt 2: 11 and 12 lost; NAK(11) resends from 11, and NAK(12)
+   * comes back after 11 went again but before 12 did, so the resend of 12 follows on from 11's. Then
+   * two timeouts from 12 (the resent 12 lost twice), the second the last.
+   */
+  function nakedAhead(events: QpTimeline['events']) {
+    const resends = [
+      { ns: 5_040, psn: 11 },
+      { ns: 5_100, psn: 12 },
+      { ns: 5_150, psn: 13 },
+      { ns: 70_640, psn: 12 },
+      { ns: 70_700, psn: 13 },
+    ];
+    const tl = timeline([wr({ op: 'write', psnFirst: 10, psnLast: 13, firstPacketNs: 0, retransmissions: resends })], events);
+    return explainRetryExhausted({ tl, index: 0, budget: 2, faultNs: [100, 101, 5_120, 70_660], errorNs: 137_000 });
+  }
+  const nak = (ns: number, psn: number) => ({ ns, kind: 'nak-psn-seq' as const, psn, syndrome: 0x60 });
+
+  it('the resend of the NAKed PSN after the NAK starts a round, though it follows on: 2 rounds from 12, explained', () => {
+    expect(nakedAhead([nak(5_000, 11), nak(5_060, 12)])).toMatchObject({ ok: true, why: expect.stringMatching(/^2 retries from PSN 12/) });
+  });
+
+  it('a NAK for 12 just before 11 went again (11 already in the transmit stages) is answered by the next send of 12 all the same', () => {
+    expect(nakedAhead([nak(5_000, 11), nak(5_020, 12)])).toMatchObject({ ok: true, why: expect.stringMatching(/^2 retries from PSN 12/) });
+  });
+
+  it('without that NAK the resend of 12 is part of the round from 11: one round from 12, not explained', () => {
+    expect(nakedAhead([nak(5_000, 11)]).why).toMatch(/gave up after 1 retransmission round/);
+  });
+});
+
 describe('the judge of an exhausted RNR retry budget', () => {
   const send = (retrans: number[]) =>
     timeline(
