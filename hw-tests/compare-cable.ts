@@ -22,7 +22,7 @@ import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path';
 import { compareRuns, decodeCapture, renderReport } from '../src/compare/index.js';
 import { RXE_PROFILE } from '../src/pipeline/profiles.js';
-import { boot, CACHE, ensureInitramfs, ensureKernel, pickAccel, qemuUsable } from './guest.js';
+import { boot, CACHE, ensureInitramfs, ensureKernel, pickAccel, portBlock, qemuUsable } from './guest.js';
 import { type Run, runModel, shQuote } from './perftest-cable.js';
 import type { CaseResult } from './run-cases.js';
 
@@ -124,8 +124,9 @@ export async function runCompareCable(cases: CompareCase[]): Promise<{ results: 
   if (q) return { cannot: q };
   const dir = join(CACHE, `compare-${process.pid}`);
   mkdirSync(dir, { recursive: true });
-  const base = 34000 + (process.pid % 3000) * 8;
-  const tcpA = (i: number) => 44000 + (process.pid % 400) * 40 + i;
+  const base = portBlock(6);
+  const fromA = portBlock(cases.length + 20);
+  const tcpA = (i: number) => fromA + i;
   // 1. model ↔ model, here (no guest needed).
   const modelRuns: { server: Run; client: Run; capture: string }[] = [];
   for (const [i, c] of cases.entries()) {

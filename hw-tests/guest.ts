@@ -328,6 +328,24 @@ export async function pickAccel(vmlinuz: string, initrd: string): Promise<'kvm' 
   return ok ? 'kvm' : 'tcg';
 }
 
+/** Ports handed out by portBlock: below Linux's ephemeral range (32768-60999), where no outgoing connection takes one. */
+const PORTS_FROM = 10_000;
+const PORTS_TO = 32_768;
+const PORT_BLOCK = 64;
+let portBlocks = 0;
+
+/**
+ * The first of `n` (≤ 64) consecutive ports for this process's next use,
+ * distinct from its earlier blocks and, by the pid, likely from another
+ * run's: a port in the ephemeral range may already be some socket's own
+ * (a guest server's listen failed with EADDRINUSE under load).
+ */
+export function portBlock(n: number): number {
+  if (n > PORT_BLOCK) throw new Error(`portBlock: ${n} ports asked for, at most ${PORT_BLOCK}`);
+  const blocks = Math.floor((PORTS_TO - PORTS_FROM) / PORT_BLOCK);
+  return PORTS_FROM + ((process.pid * 5 + portBlocks++) % blocks) * PORT_BLOCK;
+}
+
 /** Why the guest cannot run on this platform at all (it is x86-64 Linux), or null. */
 export function platformProblem(): string | null {
   return process.platform === 'linux' && process.arch === 'x64' ? null : `the guest is x86-64 Linux; this is ${process.platform}/${process.arch}`;

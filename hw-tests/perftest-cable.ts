@@ -17,7 +17,7 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { boot, CACHE, ensureInitramfs, ensureKernel, pickAccel, PROJECT, qemuUsable } from './guest.js';
+import { boot, CACHE, ensureInitramfs, ensureKernel, pickAccel, PROJECT, portBlock, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
 
 export interface PerftestCase {
@@ -180,10 +180,11 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const k = ensureKernel();
   const initrd = ensureInitramfs(k);
   const accel = await pickAccel(k.vmlinuz, initrd);
-  const base = 30000 + (process.pid % 3000) * 4;
+  const base = portBlock(2);
   const [udpModel, udpQemu] = [base, base + 1];
-  const portA = (i: number): number => 40000 + (process.pid % 500) * 40 + i;
-  const portB = (i: number): number => 60000 + (process.pid % 100) * 40 + i;
+  const [fromA, fromB] = [portBlock(cases.length), portBlock(cases.length)];
+  const portA = (i: number): number => fromA + i;
+  const portB = (i: number): number => fromB + i;
   const cfg = join(CACHE, `perftest-cable-${process.pid}.json`);
   const pace = cablePace(accel);
   const cable = { kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}`, ...pace };

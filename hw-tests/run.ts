@@ -9,12 +9,12 @@
  * Exit status: 0 when nothing failed, 1 when a test failed, 3 when the
  * guest cannot run here (no QEMU, not x86-64 Linux, packages missing): the
  * model half still ran and is reported. RNIC_HW_ACCEL=kvm|tcg skips the KVM
- * probe; RNIC_HW_TIMEOUT (seconds, default 600) bounds the guest run.
+ * probe; RNIC_HW_TIMEOUT (seconds, default 1200) bounds the guest run.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, platformProblem, qemuUsable } from './guest.js';
+import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, platformProblem, portBlock, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
 import { COMPARE_CASES, runCompareCable } from './compare-cable.js';
 import { PERFTEST_CASES, runPerftestCable } from './perftest-cable.js';
@@ -77,7 +77,7 @@ if (!envProblem && real.length === 0 && !compareOnly) {
     // netdev (docs/configuration.md); the rc_pingpong TCP exchange goes over
     // QEMU user networking (the guest reaches this host's loopback as 10.0.2.2).
     const cross = filter.length === 0 || filter.some((x) => 'cable'.includes(x) || x.includes('cable'));
-    const base = 20000 + (process.pid % 5000) * 4;
+    const base = portBlock(4);
     const [udpModel, udpQemu, tcp, tcp2] = [base, base + 1, base + 2, base + 3];
     const cfg = join(CACHE, `cross-${process.pid}.json`);
     writeFileSync(
@@ -129,7 +129,7 @@ if (!envProblem && real.length === 0 && !compareOnly) {
         filter.length === 0 || filter.includes('bench') ? 'node dist/bench/rdma-core.bench.js rxe0' : '',
         'exit 0',
       ].join('\n') + '\n';
-    const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 600) * 1000;
+    const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 1200) * 1000;
     const t1 = Date.now();
     const netArgs = [
       '-netdev',
