@@ -66,13 +66,43 @@ export function copyBytes(dst: Uint8Array, dstOff: number, src: Uint8Array, srcO
 
 /**
  * copyBytes between host memory and a buffer that is not host memory (a
- * frame, a response's bytes), either way: the two never overlap, so a few
- * bytes go by a loop without copyBytes' overlap check (reading a
- * SharedArrayBuffer view's `.buffer` costs ~20 ns).
+ * frame), one function per direction: the two never overlap, so a few bytes
+ * go without copyBytes' overlap check (reading a SharedArrayBuffer view's
+ * `.buffer` costs ~20 ns), four at a time through host memory's DataView:
+ * one 32-bit access of shared memory instead of four byte accesses (an
+ * 8-byte gather plus scatter: ~35-50 ns by a byte loop, ~23 ns so, in a loop).
  */
-export function copyDisjoint(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number, n: number): void {
-  if (n > SMALL_COPY) copyBytes(dst, dstOff, src, srcOff, n);
-  else for (let i = 0; i < n; i++) dst[dstOff + i] = src[srcOff + i]!;
+/** Host memory at offset `host` → `dst[dstOff..]` (not host memory), `n` bytes. */
+export function copyFromHost(mem: HostMemory, host: number, dst: Uint8Array, dstOff: number, n: number): void {
+  if (n > SMALL_COPY) {
+    copyBytes(dst, dstOff, mem.u8, host, n);
+    return;
+  }
+  const dv = mem.dv;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const v = dv.getUint32(host + i, true);
+    dst[dstOff + i] = v;
+    dst[dstOff + i + 1] = v >>> 8;
+    dst[dstOff + i + 2] = v >>> 16;
+    dst[dstOff + i + 3] = v >>> 24;
+  }
+  for (; i < n; i++) dst[dstOff + i] = mem.u8[host + i]!;
+}
+
+/** `src[srcOff..]` (not host memory) → host memory at offset `host`, `n` bytes. */
+export function copyToHost(mem: HostMemory, host: number, src: Uint8Array, srcOff: number, n: number): void {
+  if (n > SMALL_COPY) {
+    copyBytes(mem.u8, host, src, srcOff, n);
+    return;
+  }
+  const dv = mem.dv;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const o = srcOff + i;
+    dv.setUint32(host + i, src[o]! | (src[o + 1]! << 8) | (src[o + 2]! << 16) | (src[o + 3]! << 24), true);
+  }
+  for (; i < n; i++) mem.u8[host + i] = src[srcOff + i]!;
 }
 
 /**
@@ -105,7 +135,7 @@ export function gather(
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
-    copyDisjoint(dst, dstOff, mem.u8, host, n);
+    copyFromHost(mem, host, dst, dstOff, n);
     dstOff += n;
     left -= n;
     skip = 0;
@@ -189,7 +219,7 @@ export function scatter(
     const st = checkAccess(t, mr, pdn, s.addr + skip, n, needed);
     if (st !== MrCheck.OK) return st;
     const host = t.mrTranslate(mr, s.addr + skip) - mem.baseNum;
-    copyDisjoint(mem.u8, host, src, srcOff + pos, n);
+    copyToHost(mem, host, src, srcOff + pos, n);
     pos += n;
     skip = 0;
   }

@@ -36,7 +36,7 @@ import { MwFault, mwInvalidate } from '../device/mw.js';
 import { rqAdvance, rqPeek, srqAdvance, srqHead, srqPeek } from '../device/queues.js';
 import { type Lrh, Op, OPCODES, Position, rethVaNumber, type ScratchPacket, Syndrome } from '../wire/index.js';
 import type { NicCore } from './core.js';
-import { copyBytes, copyDisjoint, scatter, remoteOffset } from './dma.js';
+import { copyBytes, copyToHost, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
 import { psnAdd, psnCompare } from './psn.js';
 import type { RecvOverflow } from './profiles.js';
@@ -432,7 +432,7 @@ function handleWrite(nic: NicCore, q: QpCtx, qp: number, p: ScratchPacket, pos: 
       }
       q.writeHostOff = off;
     }
-    copyDisjoint(mem.u8, q.writeHostOff, p.payloadBytes, p.payloadAt, len);
+    copyToHost(mem, q.writeHostOff, p.payloadBytes, p.payloadAt, len);
     q.writeHostOff += len;
     q.writeVa += len;
     q.writeLeft -= len;
