@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { copyBytes } from './dma.js';
+import { HostMemory } from '../device/host-memory.js';
+import { copyBytes, copyFromHost, copyToHost } from './dma.js';
 
 function filled(buf: ArrayBufferLike, seed: number): Uint8Array {
   const u = new Uint8Array(buf);
@@ -26,6 +27,40 @@ describe('copyBytes', () => {
           }
         }
       }
+    }
+  });
+});
+
+describe('copyFromHost / copyToHost', () => {
+  it('5,000 seeded small and large copies each way at any offset: exactly the n bytes, nothing either side', () => {
+    const mem = HostMemory.create({ size: 8192 });
+    const pattern = new Uint8Array(2 * mem.size);
+    for (let i = 0; i < pattern.length; i++) pattern[i] = (i * 131 + (i >>> 8) * 7) & 0xff;
+    let x = 0x9e3779b9;
+    const rnd = (m: number) => {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return (x >>> 0) % m;
+    };
+    for (let k = 0; k < 5000; k++) {
+      const n = k % 4 === 0 ? rnd(200) : rnd(41); // around SMALL_COPY and the 4-byte steps, and beyond
+      const host = rnd(mem.size - n - 16) + 8;
+      const frame = new Uint8Array(n + 16);
+      const off = rnd(9);
+      mem.u8.set(pattern.subarray(k % mem.size, (k % mem.size) + mem.size)); // every byte differs from its neighbours
+      const before = Uint8Array.from(mem.u8);
+      for (let i = 0; i < frame.length; i++) frame[i] = rnd(256);
+      const framed = Uint8Array.from(frame);
+      copyFromHost(mem, host, frame, off, n);
+      expect(Buffer.compare(frame.subarray(off, off + n), before.subarray(host, host + n)), `from host: n ${n} host ${host} off ${off}`).toBe(0);
+      expect(Buffer.compare(frame.subarray(0, off), framed.subarray(0, off))).toBe(0);
+      expect(Buffer.compare(frame.subarray(off + n), framed.subarray(off + n))).toBe(0);
+      for (let i = 0; i < frame.length; i++) frame[i] = rnd(256);
+      copyToHost(mem, host, frame, off, n);
+      expect(Buffer.compare(mem.u8.subarray(host, host + n), frame.subarray(off, off + n)), `to host: n ${n} host ${host} off ${off}`).toBe(0);
+      expect(Buffer.compare(mem.u8.subarray(host - 8, host), before.subarray(host - 8, host))).toBe(0);
+      expect(Buffer.compare(mem.u8.subarray(host + n, host + n + 8), before.subarray(host + n, host + n + 8))).toBe(0);
     }
   });
 });
