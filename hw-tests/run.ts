@@ -49,8 +49,11 @@ say(`hw-test: model: ${model.length} tests in ${((Date.now() - t0) / 1000).toFix
 // 2. rxe0 in the guest.
 let real: CaseResult[] = [];
 let guestNote = '';
-// Install first, probe after: on a fresh machine QEMU is one of the packages to install.
-let envProblem: string | null = platformProblem();
+// QEMU present decides whether the guest runs; only then are the other packages installed. Installing
+// QEMU too (platformProblem() here) makes a fresh CI machine run the guest, but its perftest peers on a
+// TCG guest still fail a case or two per full run (0, 2 and 4 failures in three runs, 2026-12-02), so a
+// fresh machine skips the guest until they are steady: hw-tests/README.md, "In CI".
+let envProblem: string | null = qemuUsable();
 if (!envProblem && process.getuid?.() === 0) {
   const missing = ensureHostPackages();
   if (missing.length) envProblem = `missing Debian packages: ${missing.join(' ')}`;
