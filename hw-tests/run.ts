@@ -14,7 +14,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, platformProblem, portBlock, qemuUsable } from './guest.js';
+import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, portBlock, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
 import { COMPARE_CASES, runCompareCable } from './compare-cable.js';
 import { PERFTEST_CASES, runPerftestCable } from './perftest-cable.js';
