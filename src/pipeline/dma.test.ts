@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { HostMemory } from '../device/host-memory.js';
 import { copyBytes, copyFromHost, copyToHost } from './dma.js';
+import { seededRandom } from '../../test/seeded.js';
 
 function filled(buf: ArrayBufferLike, seed: number): Uint8Array {
   const u = new Uint8Array(buf);
@@ -36,13 +37,8 @@ describe('copyFromHost / copyToHost', () => {
     const mem = HostMemory.create({ size: 8192 });
     const pattern = new Uint8Array(2 * mem.size);
     for (let i = 0; i < pattern.length; i++) pattern[i] = (i * 131 + (i >>> 8) * 7) & 0xff;
-    let x = 0x9e3779b9;
-    const rnd = (m: number) => {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      return (x >>> 0) % m;
-    };
+    const next = seededRandom(0x9e3779b9);
+    const rnd = (m: number) => Math.floor(next() * m);
     for (let k = 0; k < 5000; k++) {
       const n = k % 4 === 0 ? rnd(200) : rnd(41); // around SMALL_COPY and the 4-byte steps, and beyond
       const host = rnd(mem.size - n - 16) + 8;
