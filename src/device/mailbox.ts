@@ -31,6 +31,9 @@ import { decodeStruct, defineLayout, encodeStruct, reserved, u, type Layout } fr
 import { DbKind, Reg, ringKind, type Bar } from './registers.js';
 import { fillBytes } from './fill-bytes.js';
 
+/** The web platform's clock (Node has it as a global too); this folder takes no Node types. */
+declare const performance: { now(): number };
+
 export const MAILBOX_SIZE = 4096;
 export const MAILBOX_IN_OFFSET = 0x40;
 export const MAILBOX_OUT_OFFSET = 0x800;
@@ -177,14 +180,65 @@ export function pollCommand(bar: Bar, token: number): number {
 }
 
 /**
- * Step 5 for the realtime driver thread: Atomics.wait on CMD_STATUS until
- * the token completes. Returns the status; throws DEV_ERR_CMD_TIMEOUT.
+ * How long a waiting driver polls CMD_STATUS before it sleeps, and when it
+ * tries polling again. A sleeping thread wakes ~30-50 µs after the device's
+ * notify, while a command the device picks up at once is served in a few
+ * µs; but when the device thread has no core of its own (workers 1 on a
+ * busy 2-core machine) a spinning driver only delays it. So the spin adapts,
+ * as an adaptive mutex's does: a spin that finds the result keeps spinning
+ * on; one that does not makes the next commands sleep at once, 1, 2, 4 ...
+ * up to 64 of them before the next try.
  */
-export function waitCommand(bar: Bar, token: number, timeoutMs: number): number {
+export class CommandSpin {
+  /** Longest spin, ns: about one sleep's wake-up, past which sleeping costs less. */
+  static readonly MAX_NS = 40_000;
+  /** Commands left to wait for without spinning. */
+  private skip = 0;
+  /** What `skip` becomes after the next spin that finds nothing. */
+  private backoff = 1;
+
+  /** Should this wait spin first? */
+  shouldSpin(): boolean {
+    if (this.skip === 0) return true;
+    this.skip--;
+    return false;
+  }
+
+  /** The spin found the status set. */
+  found(): void {
+    this.backoff = 1;
+  }
+
+  /** The spin ran out: sleep at once for the next `backoff` commands. */
+  missed(): void {
+    this.skip = this.backoff;
+    this.backoff = Math.min(64, this.backoff * 2);
+  }
+}
+
+/**
+ * Step 5 for the realtime driver thread: poll CMD_STATUS for a bounded time
+ * (when `spin` says so), then Atomics.wait on it until the token completes.
+ * Returns the status; throws DEV_ERR_CMD_TIMEOUT.
+ */
+export function waitCommand(bar: Bar, token: number, timeoutMs: number, spin?: CommandSpin): number {
+  const want = token & 0xffff;
+  if (spin?.shouldSpin()) {
+    const t0 = performance.now();
+    for (let i = 1; ; i++) {
+      const v = Atomics.load(bar.i32, Reg.CMD_STATUS);
+      if (v >>> 8 === want) {
+        spin.found();
+        return v & 0xff;
+      }
+      if ((i & 31) === 0 && (performance.now() - t0) * 1e6 > CommandSpin.MAX_NS) break;
+    }
+    spin.missed();
+  }
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = Atomics.load(bar.i32, Reg.CMD_STATUS);
-    if (v >>> 8 === (token & 0xffff)) return v & 0xff;
+    if (v >>> 8 === want) return v & 0xff;
     const left = deadline - Date.now();
     if (left <= 0) throw new DeviceError('DEV_ERR_CMD_TIMEOUT', `command token ${token} did not complete in ${timeoutMs} ms`);
     Atomics.wait(bar.i32, Reg.CMD_STATUS, v, left);
@@ -199,6 +253,7 @@ export function waitCommand(bar: Bar, token: number, timeoutMs: number): number 
  */
 export class CommandChannel {
   private token = 0;
+  private readonly spin = new CommandSpin();
   readonly mailboxAddr: number;
   readonly mailbox: Uint8Array;
 
@@ -223,7 +278,7 @@ export class CommandChannel {
     writeCommand(this.mailbox, opcode, this.token, def.input, values);
     postCommand(this.bar, this.mailboxAddr, this.token);
     this.serviceInline?.();
-    const status = this.serviceInline ? pollCommand(this.bar, this.token) : waitCommand(this.bar, this.token, this.timeoutMs);
+    const status = this.serviceInline ? pollCommand(this.bar, this.token) : waitCommand(this.bar, this.token, this.timeoutMs, this.spin);
     if (status < 0) throw new DeviceError('DEV_ERR_CMD_TIMEOUT', `command ${def.name} was not executed by the inline service`);
     return readCommandResult(this.mailbox, def.output);
   }
