@@ -65,6 +65,11 @@ function ackThrough(nic: NicCore, q: QpCtx, psn: number): number {
   // A retired WQE is progress: the retry budgets start again (rxe reset_retry_counters).
   if (retired > 0) {
     restoreRetries(q);
+    // The timer runs while packets are outstanding (IBTA 9.7.6.1.3): with none left it stops, and
+    // the next packet sent starts it afresh. Left running (a READ's response restarted it, then
+    // retired the SENDs an earlier ACK covered), it fired 13 µs after the next WR's first packet
+    // and spent a retry on a packet not yet due (fabric campaign seed 304477).
+    if (!hasUnacked(q)) q.ackDeadline = Infinity;
     if (q.draining) sqDrainCheck(nic, q, nic.qpOff(q));
     // A WQE that waits for the window to empty (a failing one, a bind) goes next.
     if (win.length === 0 && q.waitsForEmptyWindow) {

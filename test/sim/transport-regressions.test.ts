@@ -11,11 +11,15 @@
  * - the ACK leaves with the receive completion (the responder may destroy
  *   its QP right after it);
  * - progress restores the retry budgets (retry_cnt and rnr_retry count
- *   consecutive attempts).
+ *   consecutive attempts);
+ * - the transport timer stops when nothing is outstanding, so the next
+ *   packet gets a whole timeout.
  */
 import { simFabric } from './helpers.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stopModel } from '../../src/boot.js';
+import { localAckTimeoutNs } from '../../src/pipeline/timer-tables.js';
+import { decodePacket, Op } from '../../src/wire/index.js';
 import type { FaultRule } from '../../src/fabric/faults/rules.js';
 import {
   IBV_MTU_1024,
@@ -230,5 +234,43 @@ describe('progress restores the transport retry budget', () => {
     expect(ctr(f.a, 'retry_exceeded_err')).toBe(0);
     // Every third WRITE packet on the wire is lost, resends included: 17 sent, 5 lost, each recovered by one timeout.
     expect(ctr(f.a, 'local_ack_timeout_err')).toBe(5);
+  });
+});
+
+describe('the transport timer stops when nothing is outstanding', () => {
+  it("a READ's late response retires the SEND behind it too: the next WRITE's lost packet is resent a whole timeout after it went out", async () => {
+    // READ then SEND; the READ's response is lost, the SEND's ACK past it is an implied NAK, the READ is
+    // asked again, and its response retires both. Then a WRITE whose only packet is lost once: the
+    // timer must run from that packet's send (IBTA 9.7.6.1.3), not from the READ response (which
+    // restarted it while the SEND was still in the window). Fabric campaign seed 304477.
+    const timeout = 10;
+    const f = await simFabric([drop({ opcode: 'RC_RDMA_READ_RESPONSE_ONLY', count: 1 }), drop({ opcode: 'RC_RDMA_WRITE_ONLY', count: 1 }, 'a->b')]);
+    const writes: number[] = [];
+    f.sim.observeHeaders((e) => {
+      if (e.dir !== 'tx' || e.device !== 'rnic0') return;
+      const d = decodePacket(e.frame);
+      if (d.ok && d.packet.bth.opcode === Op.RC_RDMA_WRITE_ONLY) writes.push(e.ns);
+    });
+    const { a, b } = makePair(f, IBV_QPT_RC, { mtu: IBV_MTU_1024, timeout, retryCnt: 3 });
+    const local = region(f.a, 4096, undefined, { fill: (i) => (i * 11 + 1) & 0xff });
+    const remote = region(f.b, 4096, undefined, { fill: (i) => (i * 5 + 9) & 0xff });
+    const expectedRead = remote.data.subarray(0, 512).slice();
+    postRecv(b, recvWr(7n, [remote.sge(2048, 1024)]));
+    postSend(a, [
+      wrRead({ wrId: 1n, sge: [local.sge(0, 512)], remote: { addr: remote.at(0), rkey: remote.rkey } }),
+      wrSend({ wrId: 2n, sge: [local.sge(1024, 1024)] }),
+    ]);
+    const [read, send] = await pollN(a.scq, 2, 'READ and SEND');
+    expectWc(read!, { wr_id: 1n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_READ, byte_len: 512 }, 'READ');
+    expectWc(send!, { wr_id: 2n, status: IBV_WC_SUCCESS, opcode: IBV_WC_SEND }, 'SEND');
+    expect(ctr(f.a, 'implied_nak_seq_err')).toBe(1);
+    expectBytes(local.data.subarray(0, 512), expectedRead, 'READ data');
+    postSend(a, wrWrite({ wrId: 3n, sge: [local.sge(1024, 256)], remote: { addr: remote.at(3072), rkey: remote.rkey } }));
+    expectWc(await poll1(a.scq, 'the WRITE'), { wr_id: 3n, status: IBV_WC_SUCCESS, opcode: IBV_WC_RDMA_WRITE }, 'WRITE');
+    expectBytes(remote.data.subarray(3072, 3072 + 256), local.data.subarray(1024, 1024 + 256), 'written bytes');
+    expect(writes.length).toBe(2);
+    expect(writes[1]! - writes[0]!).toBeGreaterThanOrEqual(localAckTimeoutNs(timeout));
+    expect(ctr(f.a, 'local_ack_timeout_err')).toBe(1);
+    expect(ctr(f.a, 'retry_exceeded_err')).toBe(0);
   });
 });
