@@ -646,14 +646,14 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     // sequence) sets the highest PSN seen, and the earlier READ then resumes below it round by round.
     type Watch = { st: Stream; maxPsn: number; lastTxPsn: number; roundStart: number };
     const responders = new Map<number, Watch>();
-    const requesters = new Map<number, Watch>();
+    const requesters = requestKeys.table<Watch>();
     for (const st of streams) {
       if (!st.rc) continue;
       const w: Watch = { st, maxPsn: (st.req.sqPsn - 1) & 0xffffff, lastTxPsn: -1, roundStart: -1 };
       const dev = devIndex.get(st.req.dev.name)!;
       responders.set(dev * 0x1000000 + st.req.qp.qp_num, w);
       // A request names only the remote QPN: with several hosts, the device it goes to too.
-      requesters.set(requestKeys.key(dev, devIndex.get(st.resp.dev.name)!, st.resp.qp.qp_num), w);
+      requesters.set(dev, devIndex.get(st.resp.dev.name)!, st.resp.qp.qp_num, w);
     }
     const later = (a: number, b: number): boolean => ((a - b) << 8) >> 8 > 0;
     const progressAt = (w: Watch, ns: number): void => {
@@ -669,7 +669,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
           const psn = bthPsn(e.headers, bth);
           if (e.dir === 'tx') {
             if (!info.isRequest) return;
-            const w = requesters.get(requestKeys.ofFrame(e.deviceIndex, e.headers, bth, e.ib));
+            const w = requesters.ofFrame(e.deviceIndex, e.headers, bth, e.ib);
             if (!w) return;
             const newRound = w.lastTxPsn >= 0 && !later(psn, w.lastTxPsn);
             // A READ request stands for all its response PSNs: resumed, it starts below the last of

@@ -138,14 +138,24 @@ interface Track {
   oldest: number;
 }
 
+/** One device's MAC, found by its low three bytes (a small integer: no boxed 48-bit number per frame). */
+interface MacEntry {
+  readonly hi: number;
+  dev: number;
+  readonly next: MacEntry | undefined;
+}
+
 /**
  * Who a request is for: its sender's device, the device it is addressed to
- * (by destination MAC) and the remote QPN its BTH carries, as one number.
- * With more than two hosts the remote QPN alone is ambiguous: QPNs are per
- * device, so two QPs of one host may both send to a QPN 2 (of two others).
+ * (by destination MAC) and the remote QPN its BTH carries. With more than
+ * two hosts the remote QPN alone is ambiguous: QPNs are per device, so two
+ * QPs of one host may both send to a QPN 2 (of two others). Look-ups go
+ * through a RequestTable (per sender, per destination device, per QPN):
+ * every key is a small integer, so a frame's look-up boxes no number.
  */
 export class RequestKeys {
-  readonly #byMac = new Map<number, number>();
+  /** By the MAC's low 24 bits; entries sharing them are chained. */
+  readonly #byMacLo = new Map<number, MacEntry>();
 
   /** Native IB: the device owning each LID. */
   readonly #byLid = new Map<number, number>();
@@ -153,28 +163,69 @@ export class RequestKeys {
   /** `macs[i]`: the port MACs of device i ('02:00:00:00:00:01'); `lids[i]`: its IB ports' LID ranges. */
   constructor(macs: readonly (readonly string[])[], lids: readonly (readonly { lid: number; lmc: number }[])[] = []) {
     macs.forEach((list, i) => {
-      for (const m of list) this.#byMac.set(Number.parseInt(m.replace(/:/g, ''), 16), i);
+      for (const m of list) {
+        const v = Number.parseInt(m.replace(/:/g, ''), 16);
+        const lo = v % 0x1000000;
+        const hi = (v - lo) / 0x1000000;
+        const head = this.#byMacLo.get(lo);
+        let e = head;
+        while (e && e.hi !== hi) e = e.next;
+        if (e) e.dev = i;
+        else this.#byMacLo.set(lo, { hi, dev: i, next: head });
+      }
     });
     lids.forEach((list, i) => {
       for (const { lid, lmc } of list) for (let k = 0; k < 1 << lmc; k++) this.#byLid.set(lid + k, i);
     });
   }
 
-  key(fromDevice: number, toDevice: number, remoteQpn: number): number {
-    return (fromDevice * 4096 + toDevice) * QPN_SPACE + remoteQpn;
-  }
-
   /** The device a frame is addressed to (its destination MAC; an IB packet's DLID), or -1. */
   destDevice(f: Uint8Array, ib = false): number {
     if (ib) return f.length >= 4 ? (this.#byLid.get((f[2]! << 8) | f[3]!) ?? -1) : -1;
-    const mac = f[0]! * 2 ** 40 + f[1]! * 2 ** 32 + f[2]! * 2 ** 24 + f[3]! * 2 ** 16 + f[4]! * 2 ** 8 + f[5]!;
-    return this.#byMac.get(mac) ?? -1;
+    let e = this.#byMacLo.get((f[3]! << 16) | (f[4]! << 8) | f[5]!);
+    const hi = (f[0]! << 16) | (f[1]! << 8) | f[2]!;
+    while (e && e.hi !== hi) e = e.next;
+    return e ? e.dev : -1;
   }
 
-  /** The key of request frame `f` (Ethernet, or IB with `ib`) sent by `fromDevice`, its BTH at `bth`. */
-  ofFrame(fromDevice: number, f: Uint8Array, bth: number, ib = false): number {
-    const to = this.destDevice(f, ib);
-    return this.key(fromDevice, to < 0 ? 4095 : to, bthDestQp(f, bth));
+  /** A table of values by request key (RequestTable). */
+  table<T>(): RequestTable<T> {
+    return new RequestTable<T>(this);
+  }
+}
+
+/** Values by (sender's device, destination device, remote QPN); see RequestKeys. */
+export class RequestTable<T> {
+  readonly #keys: RequestKeys;
+  /** [from][to]: by remote QPN. */
+  readonly #byFrom: (Map<number, T> | undefined)[][] = [];
+
+  constructor(keys: RequestKeys) {
+    this.#keys = keys;
+  }
+
+  set(fromDevice: number, toDevice: number, remoteQpn: number, v: T): void {
+    let row = this.#byFrom[fromDevice];
+    if (!row) {
+      while (this.#byFrom.length < fromDevice) this.#byFrom.push([]);
+      row = [];
+      this.#byFrom[fromDevice] = row;
+    }
+    while (row.length <= toDevice) row.push(undefined);
+    let m = row[toDevice];
+    if (!m) row[toDevice] = m = new Map();
+    m.set(remoteQpn, v);
+  }
+
+  get(fromDevice: number, toDevice: number, remoteQpn: number): T | undefined {
+    if (fromDevice < 0 || toDevice < 0 || fromDevice >= this.#byFrom.length) return undefined;
+    const row = this.#byFrom[fromDevice]!;
+    return toDevice < row.length ? row[toDevice]?.get(remoteQpn) : undefined;
+  }
+
+  /** The value for request frame `f` (Ethernet, or IB with `ib`) sent by `fromDevice`, its BTH at `bth`. */
+  ofFrame(fromDevice: number, f: Uint8Array, bth: number, ib = false): T | undefined {
+    return this.get(fromDevice, this.#keys.destDevice(f, ib), bthDestQp(f, bth));
   }
 }
 
@@ -183,7 +234,7 @@ export class TimelineRecorder {
   readonly qps: QpTimeline[] = [];
   readonly #keys: RequestKeys;
   /** Requester tracks by RequestKeys (what its request packets carry), and by device index × 2^24 + local QPN. */
-  readonly #byRemote = new Map<number, Track>();
+  readonly #byRemote: RequestTable<Track>;
   readonly #byLocal = new Map<number, Track>();
   /** Requester tracks by their responder: device index × 2^24 + the responder's QPN (what the requests arrive for). */
   readonly #byResponder = new Map<number, Track>();
@@ -191,6 +242,7 @@ export class TimelineRecorder {
 
   constructor(keys: RequestKeys) {
     this.#keys = keys;
+    this.#byRemote = keys.table();
   }
 
   /** A requester: `deviceIndex` sends with local QPN `qpn` to remote QPN `remoteQpn` of device `remoteDevice`. */
@@ -203,7 +255,7 @@ export class TimelineRecorder {
       handoffPsnMax: -1,
       oldest: 0,
     };
-    this.#byRemote.set(this.#keys.key(deviceIndex, remoteDevice, remoteQpn), track);
+    this.#byRemote.set(deviceIndex, remoteDevice, remoteQpn, track);
     this.#byLocal.set(deviceIndex * QPN_SPACE + t.qpn, track);
     this.#byResponder.set(remoteDevice * QPN_SPACE + remoteQpn, track);
     this.#byTimeline.set(tl, track);
@@ -220,7 +272,7 @@ export class TimelineRecorder {
     if (!info) return;
     if (info.isRequest) {
       if (e.dir === 'tx') {
-        const tr = this.#byRemote.get(this.#keys.ofFrame(e.deviceIndex, f, bth, e.ib));
+        const tr = this.#byRemote.ofFrame(e.deviceIndex, f, bth, e.ib);
         if (tr) this.#request(tr, bthPsn(f, bth), e.ns);
       } else {
         this.#byResponder.get(e.deviceIndex * QPN_SPACE + bthDestQp(f, bth))?.flight.reqRx.push(e.ns);
@@ -243,7 +295,7 @@ export class TimelineRecorder {
     const info = OPCODES[f[bth]!];
     if (!info) return;
     if (info.isRequest) {
-      const tr = this.#byRemote.get(this.#keys.ofFrame(deviceIndex, f, bth, ib));
+      const tr = this.#byRemote.ofFrame(deviceIndex, f, bth, ib);
       if (!tr) return;
       const psn = bthPsn(f, bth);
       tr.flight.reqTx.push(ns);
