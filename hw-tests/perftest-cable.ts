@@ -15,7 +15,7 @@
  * exit 0 all passed, 1 some failed, 3 the guest cannot run here.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { boot, CACHE, ensureInitramfs, ensureKernel, pickAccel, PROJECT, portBlock, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
@@ -108,6 +108,13 @@ export const PERFTEST_CASES: PerftestCase[] = [
  */
 export const TCG_CABLE_PACE = { rate: '100Mb/s', burstBytes: '32KiB' };
 
+/**
+ * QEMU's cable socket's receive buffer when the harness runs as root (guest.ts deepenQemuSocket): 8 MiB,
+ * ~3,600 frames (Linux counts ~2.3 KB per 1 KB frame), several seconds of the 100 Mb/s paced cable.
+ * RNIC_HW_QEMU_SOCKET=0 leaves Linux's default (net.core.rmem_default, 208 KiB: ~90 frames, 14 ms).
+ */
+export const QEMU_SOCKET_BYTES = Number(process.env['RNIC_HW_QEMU_SOCKET'] ?? 8 * 1024 * 1024);
+
 function cablePace(accel: 'kvm' | 'tcg'): { rate?: string; burstBytes?: string } {
   const env = process.env['RNIC_HW_CABLE_RATE'];
   if (env === 'off') return {};
@@ -119,34 +126,69 @@ export function shQuote(a: string): string {
   return /^[\w./=:,-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The guest's half: clients of part A, then servers of part B, each output line tagged with the case. */
+/**
+ * The guest's half: clients of part A, then servers of part B, each output line tagged with the case.
+ * stderr comes after stdout, each line marked `stderr: ` (stdout to a file is block-buffered, so in one
+ * file an error would stand above the lines printed before it).
+ */
 export function guestScript(cases: PerftestCase[], portA: (i: number) => number, portB: (i: number) => number): string {
   const lines = [
     'ip link set eth0 up; ip addr add 192.0.2.2/24 dev eth0; ip link set eth1 up; ip addr add 10.0.2.15/24 dev eth1',
     'rdma link add rxe1 type rxe netdev eth0 || echo "rdma link add rxe1 failed" >&2',
+    // After each case: the guest's uptime, rxe1's counters and eth0's, for a failure's report (differences between cases).
+    "cnt() { printf 'up=%s' $(cut -d' ' -f1 /proc/uptime); for f in /sys/class/infiniband/rxe1/ports/1/hw_counters/* /sys/class/net/eth0/statistics/rx_packets /sys/class/net/eth0/statistics/rx_dropped /sys/class/net/eth0/statistics/tx_packets; do printf ' %s=%s' $(basename $f) $(cat $f); done; echo; }",
+    'echo "PERF-CNT|start|$(cnt)"',
   ];
   cases.forEach((c, i) => {
     const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portA(i)), '10.0.2.2'].map(shQuote).join(' ');
     // The model's server may not listen yet: retry while the program says it could not connect.
     lines.push(
-      `for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2>&1; rc=$?; grep -q "Couldn't connect\\|Couldn't read/write remote address" /tmp/o || break; sleep 1; done`,
+      `for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2> /tmp/e; rc=$?; cat /tmp/o /tmp/e | grep -q "Couldn't connect\\|Couldn't read/write remote address" || break; sleep 1; done`,
     );
-    lines.push(`sed 's/^/PERFA|${c.name}| /' /tmp/o; echo "PERFA-END|${c.name}|$rc"`);
+    lines.push(
+      `sed 's/^/PERFA|${c.name}| /' /tmp/o; sed 's/^/PERFA|${c.name}| stderr: /' /tmp/e; echo "PERFA-END|${c.name}|$rc"; echo "PERF-CNT|A ${c.name}|$(cnt)"`,
+    );
   });
   cases.forEach((c, i) => {
     const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portB(i))].map(shQuote).join(' ');
-    lines.push(`timeout 200 ${cmd} > /tmp/o 2>&1; rc=$?`);
-    lines.push(`sed 's/^/PERFB|${c.name}| /' /tmp/o; echo "PERFB-END|${c.name}|$rc"`);
+    lines.push(`timeout 200 ${cmd} > /tmp/o 2> /tmp/e; rc=$?`);
+    lines.push(
+      `sed 's/^/PERFB|${c.name}| /' /tmp/o; sed 's/^/PERFB|${c.name}| stderr: /' /tmp/e; echo "PERFB-END|${c.name}|$rc"; echo "PERF-CNT|B ${c.name}|$(cnt)"`,
+    );
   });
+  lines.push("dmesg | tail -40 | sed 's/^/DMESG| /'");
   return `${lines.join('\n')}\n`;
 }
 
 export interface Run {
   code: number | null;
   out: string;
+  /** Frames Linux dropped at the model's cable socket while it ran (its receive buffer full), -1 unknown. */
+  modelDrops?: number;
 }
 
-export function runModel(args: string[], cfg: string, killAfterMs: number): Promise<Run> {
+/**
+ * Linux's receive drops (`/proc/net/udp`'s `drops`: datagrams that found the
+ * socket's receive buffer full) of the UDP socket bound to 127.0.0.1:port;
+ * -1 where there is none or no /proc.
+ */
+export function udpSocketDrops(port: number): number {
+  let text: string;
+  try {
+    text = readFileSync('/proc/net/udp', 'latin1');
+  } catch {
+    return -1;
+  }
+  const key = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === key) return Number(f[f.length - 1]);
+  }
+  return -1;
+}
+
+/** `watchPort`: the model's cable socket, whose drops are read every 200 ms while the model runs (the socket goes with the process). */
+export function runModel(args: string[], cfg: string, killAfterMs: number, watchPort?: number): Promise<Run> {
   return new Promise((res) => {
     const c = spawn(process.execPath, [join(PROJECT, 'bin/rnic.js'), ...args], {
       env: { ...process.env, RNIC_CONFIG: cfg, RNIC_NO_RDMA_CORE: '1' },
@@ -161,9 +203,12 @@ export function runModel(args: string[], cfg: string, killAfterMs: number): Prom
     c.stdout.on('data', add);
     c.stderr.on('data', add);
     const killer = setTimeout(() => c.kill('SIGKILL'), killAfterMs);
+    let modelDrops = -1;
+    const watch = watchPort === undefined ? undefined : setInterval(() => (modelDrops = Math.max(modelDrops, udpSocketDrops(watchPort))), 200);
     c.on('close', (code) => {
       clearTimeout(killer);
-      res({ code, out });
+      if (watch) clearInterval(watch);
+      res({ code, out, ...(watchPort === undefined ? {} : { modelDrops }) });
     });
   });
 }
@@ -191,21 +236,22 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const [fromA, fromB] = [portBlock(cases.length), portBlock(cases.length)];
   const portA = (i: number): number => fromA + i;
   const portB = (i: number): number => fromB + i;
-  const cfg = join(CACHE, `perftest-cable-${process.pid}.json`);
   const pace = cablePace(accel);
   const cable = { kind: 'udp', port: 'rnic0:1', local: `127.0.0.1:${udpModel}`, remote: `127.0.0.1:${udpQemu}`, ...pace };
   const device = (capture?: string) => ({ name: 'rnic0', ports: [{ mac: '02:00:00:00:00:01', ipv4: ['192.0.2.1'], ...(capture ? { capture } : {}) }] });
-  writeFileSync(cfg, JSON.stringify({ devices: [device()], cables: [cable] }));
-  // RNIC_HW_DUMP: each case and role also captures the model's port (both directions), beside the dump.
+  // Each case and role captures the model's port (both directions) and keeps the capture, both programs'
+  // output and the cable's socket drops in `work` when it fails (RNIC_HW_DUMP: every capture, beside the dump).
   const dump = process.env['RNIC_HW_DUMP'];
+  const work = join(CACHE, `perftest-cable-${process.pid}`);
+  mkdirSync(work, { recursive: true });
+  const pcapOf = (c: PerftestCase, role: 'A' | 'B'): string => (dump ? `${dump}.${c.name}-${role}.pcap` : join(work, `${c.name}-${role}.pcap`));
   const cfgFor = (c: PerftestCase, role: 'A' | 'B'): string => {
-    if (!dump && !c.faults && !c.profile) return cfg;
-    const f = join(CACHE, `perftest-cable-${process.pid}-${c.name}-${role}.json`);
+    const f = join(work, `${c.name}-${role}.json`);
     writeFileSync(
       f,
       JSON.stringify({
         ...(c.profile ? { profile: c.profile } : {}),
-        devices: [device(dump ? `${dump}.${c.name}-${role}.pcap` : undefined)],
+        devices: [device(pcapOf(c, role))],
         cables: [{ ...cable, ...(c.faults ? { faults: c.faults } : {}) }],
       }),
     );
@@ -224,20 +270,28 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   ];
   let guestDone = false;
   const host: { a: Run[]; b: Run[] } = { a: [], b: [] };
+  // Frames QEMU's end of the cable dropped (its socket's receive buffer full: the guest did not take them) while each case ran.
+  const qemuDrops: { a: number[]; b: number[] } = { a: [], b: [] };
   const driver = (async () => {
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
-      host.a.push(await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portA(i))], cfgFor(c, 'A'), 240_000));
+      const d0 = udpSocketDrops(udpQemu);
+      host.a.push(
+        await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portA(i))], cfgFor(c, 'A'), 240_000, udpModel),
+      );
+      qemuDrops.a.push(d0 < 0 ? -1 : udpSocketDrops(udpQemu) - d0);
     }
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
       let r: Run = { code: null, out: 'not run' };
+      const d0 = udpSocketDrops(udpQemu);
       // Until the guest's server listens, QEMU accepts and drops: the version exchange then reads 0 bytes.
       for (let t = 0; t < 120 && !guestDone; t++) {
         r = await runModel(
           [...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portB(i)), '127.0.0.1'],
           cfgFor(c, 'B'),
           240_000,
+          udpModel,
         );
         if (
           r.code === 0 ||
@@ -247,14 +301,16 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
         await new Promise((res) => setTimeout(res, 1000));
       }
       host.b.push(r);
+      qemuDrops.b.push(d0 < 0 ? -1 : udpSocketDrops(udpQemu) - d0);
     }
   })();
   const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 1500) * 1000;
   const t1 = Date.now();
-  const g = await boot(accel, k.vmlinuz, initrd, guestScript(cases, portA, portB), timeout, netArgs);
+  const g = await boot(accel, k.vmlinuz, initrd, guestScript(cases, portA, portB), timeout, netArgs, {
+    cableSocket: { port: udpQemu, bytes: QEMU_SOCKET_BYTES },
+  });
   guestDone = true;
   await driver;
-  rmSync(cfg, { force: true });
   const results: CaseResult[] = [];
   const guestPart = (tag: 'PERFA' | 'PERFB', name: string): { code: number | null; out: string } => {
     const out = g.stdout
@@ -268,6 +324,50 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const verdict = (r: { code: number | null; out: string }, test: string, isServer: boolean): boolean =>
     r.code === 0 && (isServer && passiveServer(test) ? true : hasResults(r.out, test));
   const tail = (s: string): string => s.trim().split('\n').slice(-6).join(' | ').slice(-600);
+  // The guest's counters after each case (PERF-CNT lines, in run order), as name=value maps.
+  const counters = [...g.stdout.matchAll(/^PERF-CNT\|([^|]*)\|(.*)$/gm)].map((m) => ({
+    at: m[1] as string,
+    v: new Map((m[2] as string).split(' ').map((kv) => kv.split('=') as [string, string])),
+  }));
+  /** What changed in the guest's counters over one case and role: `name +delta` (and its seconds of guest uptime). */
+  const counterDelta = (at: string): string => {
+    const k = counters.findIndex((x) => x.at === at);
+    if (k <= 0) return 'no counters from the guest';
+    const [p, q] = [counters[k - 1]?.v, counters[k]?.v] as [Map<string, string>, Map<string, string>];
+    const parts = [...q].flatMap(([n, v]) => {
+      const d = Number(v) - Number(p.get(n) ?? 0);
+      return d ? [n === 'up' ? `${d.toFixed(1)} s` : `${n} +${d}`] : [];
+    });
+    return parts.join(', ');
+  };
+  const drops = (r: Run, q: number | undefined): string =>
+    `cable socket drops: at QEMU ${q === undefined || q < 0 ? '?' : q}, at the model ${r.modelDrops === undefined || r.modelDrops < 0 ? '?' : r.modelDrops}`;
+  // A failed case and role keeps both programs' whole output, the guest's counters and the capture in `work`.
+  let kept = 0;
+  const keep = (c: PerftestCase, role: 'A' | 'B', model: Run, guest: { code: number | null; out: string }, q: number | undefined, failed: boolean): string => {
+    const pcap = pcapOf(c, role);
+    if (!failed) {
+      if (!dump) rmSync(pcap, { force: true });
+      return '';
+    }
+    kept++;
+    const f = join(work, `${c.name}-${role}.txt`);
+    writeFileSync(
+      f,
+      [
+        `${c.name}, role ${role} (${role === 'A' ? 'the model serves' : 'the guest serves'}): ${guestProgram(c)} ${c.args.join(' ')}`,
+        drops(model, q),
+        `guest counters over the case: ${counterDelta(`${role} ${c.name}`)}`,
+        `capture of the model's port: ${pcap}`,
+        `==== model (rnic ${modelCommand(c).join(' ')}), exit ${model.code}`,
+        model.out,
+        `==== guest (${guestProgram(c)}), exit ${guest.code}`,
+        guest.out,
+        '',
+      ].join('\n'),
+    );
+    return ` (both programs' output: ${f})`;
+  };
   cases.forEach((c, i) => {
     const ma = host.a[i] ?? { code: null, out: 'not run' };
     const ga = guestPart('PERFA', c.name);
@@ -280,12 +380,16 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
     const okGa = verdict(ga, c.test, false);
     const okMb = verdict(mb, c.test, false);
     const okGb = verdict(gb, c.test, true);
+    const keptA = keep(c, 'A', ma, ga, qemuDrops.a[i], !(okMa && okGa));
+    const keptB = keep(c, 'B', mb, gb, qemuDrops.b[i], !(okMb && okGb));
+    const dropsA = drops(ma, qemuDrops.a[i]);
+    const dropsB = drops(mb, qemuDrops.b[i]);
     results.push({
       test: a,
       provider: 'model',
       device: 'rnic0',
       result: okMa ? 'passed' : 'failed',
-      detail: okMa ? tail(ma.out).slice(-200) : `exit ${ma.code}: ${tail(ma.out)}`,
+      detail: okMa ? `${tail(ma.out).slice(-200)}; ${dropsA}` : `exit ${ma.code}: ${tail(ma.out)}; ${dropsA}${keptA}`,
       ms: 0,
     });
     results.push({
@@ -293,7 +397,7 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
       provider: 'rdma-core',
       device: 'rxe1',
       result: okGa ? 'passed' : 'failed',
-      detail: ga.code === null ? 'no result from the guest' : `exit ${ga.code}: ${tail(ga.out)}`,
+      detail: ga.code === null ? 'no result from the guest' : `exit ${ga.code}: ${tail(ga.out)}${okGa ? '' : keptA}`,
       ms: 0,
     });
     results.push({
@@ -301,7 +405,7 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
       provider: 'model',
       device: 'rnic0',
       result: okMb ? 'passed' : 'failed',
-      detail: okMb ? tail(mb.out).slice(-200) : `exit ${mb.code}: ${tail(mb.out)}`,
+      detail: okMb ? `${tail(mb.out).slice(-200)}; ${dropsB}` : `exit ${mb.code}: ${tail(mb.out)}; ${dropsB}${keptB}`,
       ms: 0,
     });
     results.push({
@@ -309,11 +413,13 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
       provider: 'rdma-core',
       device: 'rxe1',
       result: okGb ? 'passed' : 'failed',
-      detail: gb.code === null ? 'no result from the guest' : `exit ${gb.code}: ${tail(gb.out)}`,
+      detail: gb.code === null ? 'no result from the guest' : `exit ${gb.code}: ${tail(gb.out)}${okGb ? '' : keptB}`,
       ms: 0,
     });
   });
-  const note = `cable: ${pace.rate ? `paced to ${pace.rate}, burst ${pace.burstBytes}` : 'unpaced'}; guest: ${accel.toUpperCase()}, ready in ${g.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s${g.timedOut ? `, killed after ${timeout / 1000} s` : ''}`;
+  for (const c of cases) for (const role of ['A', 'B']) rmSync(join(work, `${c.name}-${role}.json`), { force: true });
+  if (kept === 0) rmSync(work, { recursive: true, force: true });
+  const note = `${kept ? `failures kept (both programs' output, captures) in ${work}; ` : ''}cable: ${pace.rate ? `paced to ${pace.rate}, burst ${pace.burstBytes}` : 'unpaced'}; guest: ${accel.toUpperCase()}, ready in ${g.bootSeconds?.toFixed(1) ?? '?'} s, whole run ${((Date.now() - t1) / 1000).toFixed(1)} s${g.timedOut ? `, killed after ${timeout / 1000} s` : ''}`;
   if (process.env['RNIC_HW_DUMP'])
     writeFileSync(
       process.env['RNIC_HW_DUMP'],
