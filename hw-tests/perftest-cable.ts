@@ -272,6 +272,11 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
   const host: { a: Run[]; b: Run[] } = { a: [], b: [] };
   // Frames QEMU's end of the cable dropped (its socket's receive buffer full: the guest did not take them) while each case ran.
   const qemuDrops: { a: number[]; b: number[] } = { a: [], b: [] };
+  // Drops since d0 (-1 when QEMU had not bound its socket yet: all its drops are this case's).
+  const since = (d0: number): number => {
+    const d = udpSocketDrops(udpQemu);
+    return d < 0 ? -1 : d - Math.max(d0, 0);
+  };
   const driver = (async () => {
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
@@ -279,7 +284,7 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
       host.a.push(
         await runModel([...modelCommand(c), '-d', 'rnic0', ...c.args, ...(c.modelArgs ?? []), '-p', String(portA(i))], cfgFor(c, 'A'), 240_000, udpModel),
       );
-      qemuDrops.a.push(d0 < 0 ? -1 : udpSocketDrops(udpQemu) - d0);
+      qemuDrops.a.push(since(d0));
     }
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i] as PerftestCase;
@@ -301,7 +306,7 @@ export async function runPerftestCable(cases: PerftestCase[]): Promise<{ results
         await new Promise((res) => setTimeout(res, 1000));
       }
       host.b.push(r);
-      qemuDrops.b.push(d0 < 0 ? -1 : udpSocketDrops(udpQemu) - d0);
+      qemuDrops.b.push(since(d0));
     }
   })();
   const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 1500) * 1000;
