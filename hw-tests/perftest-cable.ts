@@ -129,7 +129,7 @@ export function shQuote(a: string): string {
 /**
  * The guest's half: clients of part A, then servers of part B, each output line tagged with the case.
  * stderr comes after stdout, each line marked `stderr: ` (stdout to a file is block-buffered, so in one
- * file an error would stand above the lines printed before it).
+ * file an error would stand above the lines printed before it); awk ends a last line that has no newline.
  */
 export function guestScript(cases: PerftestCase[], portA: (i: number) => number, portB: (i: number) => number): string {
   const lines = [
@@ -146,14 +146,14 @@ export function guestScript(cases: PerftestCase[], portA: (i: number) => number,
       `for k in $(seq 1 90); do timeout 150 ${cmd} > /tmp/o 2> /tmp/e; rc=$?; cat /tmp/o /tmp/e | grep -q "Couldn't connect\\|Couldn't read/write remote address" || break; sleep 1; done`,
     );
     lines.push(
-      `sed 's/^/PERFA|${c.name}| /' /tmp/o; sed 's/^/PERFA|${c.name}| stderr: /' /tmp/e; echo "PERFA-END|${c.name}|$rc"; echo "PERF-CNT|A ${c.name}|$(cnt)"`,
+      `awk '{print "PERFA|${c.name}| " $0}' /tmp/o; awk '{print "PERFA|${c.name}| stderr: " $0}' /tmp/e; echo "PERFA-END|${c.name}|$rc"; echo "PERF-CNT|A ${c.name}|$(cnt)"`,
     );
   });
   cases.forEach((c, i) => {
     const cmd = [guestProgram(c), '-d', 'rxe1', ...c.args, ...(c.guestArgs ?? []), '-p', String(portB(i))].map(shQuote).join(' ');
     lines.push(`timeout 200 ${cmd} > /tmp/o 2> /tmp/e; rc=$?`);
     lines.push(
-      `sed 's/^/PERFB|${c.name}| /' /tmp/o; sed 's/^/PERFB|${c.name}| stderr: /' /tmp/e; echo "PERFB-END|${c.name}|$rc"; echo "PERF-CNT|B ${c.name}|$(cnt)"`,
+      `awk '{print "PERFB|${c.name}| " $0}' /tmp/o; awk '{print "PERFB|${c.name}| stderr: " $0}' /tmp/e; echo "PERFB-END|${c.name}|$rc"; echo "PERF-CNT|B ${c.name}|$(cnt)"`,
     );
   });
   lines.push("dmesg | tail -40 | sed 's/^/DMESG| /'");
