@@ -45,12 +45,12 @@ describe('perftest-cable harness', () => {
       (i) => 11000 + i,
       (i) => 12000 + i,
     );
-    expect(s).toContain(`ib_send_lat -d rxe1 -I 64 -e -n 200 -p 11000 10.0.2.2 > /tmp/o 2> /tmp/e`);
+    expect(s).toContain(`ib_send_lat -d rxe1 -I 64 -e -u 18 -n 200 -p 11000 10.0.2.2 > /tmp/o 2> /tmp/e`);
     expect(s).toContain(`cat /tmp/o /tmp/e | grep -q "Couldn't connect`);
     expect(s).toContain(
       `awk '{print "PERFA|send_lat-I-e| " $0}' /tmp/o; awk '{print "PERFA|send_lat-I-e| stderr: " $0}' /tmp/e; echo "PERFA-END|send_lat-I-e|$rc"`,
     );
-    expect(s).toContain(`timeout 200 ib_send_lat -d rxe1 -I 64 -e -n 200 -p 12000 > /tmp/o 2> /tmp/e; rc=$?`);
+    expect(s).toContain(`timeout 200 ib_send_lat -d rxe1 -I 64 -e -u 18 -n 200 -p 12000 > /tmp/o 2> /tmp/e; rc=$?`);
     // The guest's counters before the first case and after each case and role.
     expect(s.match(/echo "PERF-CNT\|/g)?.length).toBe(3);
   });
