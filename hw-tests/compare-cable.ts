@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { compareRuns, decodeCapture, renderReport } from '../src/compare/index.js';
 import { RXE_PROFILE } from '../src/pipeline/profiles.js';
 import { boot, CACHE, ensureInitramfs, ensureKernel, pickAccel, portBlock, qemuUsable } from './guest.js';
-import { type Run, runModel, shQuote } from './perftest-cable.js';
+import { QEMU_SOCKET_BYTES, type Run, runModel, shQuote } from './perftest-cable.js';
 import type { CaseResult } from './run-cases.js';
 
 export interface CompareCase {
@@ -172,7 +172,7 @@ export async function runCompareCable(cases: CompareCase[]): Promise<{ results: 
   ];
   const t1 = Date.now();
   const timeout = Number(process.env['RNIC_HW_TIMEOUT'] ?? 1200) * 1000;
-  const g = await boot(accel, k.vmlinuz, initrd, `${script}\n`, timeout, netArgs);
+  const g = await boot(accel, k.vmlinuz, initrd, `${script}\n`, timeout, netArgs, { cableSocket: { port: udpQemu, bytes: QEMU_SOCKET_BYTES } });
   await driver;
   const results: CaseResult[] = [];
   const dump = process.env['RNIC_HW_DUMP'];

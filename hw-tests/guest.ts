@@ -264,6 +264,53 @@ function qemuArgs(accel: 'kvm' | 'tcg', vmlinuz: string, initrd: string, job: st
   ];
 }
 
+/** Whether a UDP socket is bound to 127.0.0.1:port (/proc/net/udp). */
+function udpBound(port: number): boolean {
+  try {
+    const key = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+    return readFileSync('/proc/net/udp', 'latin1')
+      .split('\n')
+      .some((l) => l.trim().split(/\s+/)[1] === key);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The receive buffer a socket created now gets (Linux: net.core.rmem_default, 208 KiB); QEMU's socket
+ * netdev never sets its own. As root, `deepenQemuSocket` raises it only until QEMU's cable socket is
+ * bound at `port` (QEMU creates it before the guest boots), then puts it back, so that socket alone
+ * holds `bytes` of frames: when a loaded host does not schedule QEMU's main loop, the frames the model
+ * sends wait there instead of being dropped by Linux (which UC and UD cannot recover). Returns
+ * `restore` (idempotent) and `poll` (whether the socket is bound yet), or null when it cannot be changed here.
+ */
+function deepenQemuSocket(port: number, bytes: number): { restore: () => void; poll: () => boolean } | null {
+  if (bytes <= 0) return null;
+  const f = '/proc/sys/net/core/rmem_default';
+  let old: string;
+  try {
+    old = readFileSync(f, 'utf8').trim();
+    if (process.getuid?.() !== 0 || Number(old) >= bytes) return null;
+    writeFileSync(f, String(bytes));
+  } catch {
+    return null;
+  }
+  let done = false;
+  const restore = (): void => {
+    if (done) return;
+    done = true;
+    try {
+      writeFileSync(f, old);
+    } catch {}
+  };
+  return { restore, poll: () => udpBound(port) };
+}
+
+/** `cableSocket`: QEMU's UDP socket netdev's local port, given a deep receive buffer when root (deepenQemuSocket). */
+export interface BootOptions {
+  cableSocket?: { port: number; bytes: number };
+}
+
 /** Boots the guest, runs `script` (sh, cwd = the project) in it, and powers it off. */
 export function boot(
   accel: 'kvm' | 'tcg',
@@ -272,13 +319,28 @@ export function boot(
   script: string,
   timeoutMs: number,
   extraQemuArgs: string[] = [],
+  opts: BootOptions = {},
 ): Promise<BootResult> {
   const job = join(CACHE, `job-${process.pid}-${Date.now()}`);
   mkdirSync(job, { recursive: true });
   writeFileSync(join(job, 'job.sh'), script);
   const t0 = Date.now();
   return new Promise((resolveBoot) => {
+    const deep = opts.cableSocket ? deepenQemuSocket(opts.cableSocket.port, opts.cableSocket.bytes) : null;
     const q = spawn('qemu-system-x86_64', qemuArgs(accel, vmlinuz, initrd, job, extraQemuArgs), { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (deep) {
+      // QEMU binds its netdev's socket within a second of starting; give up (and restore) after 10 s.
+      const watch = setInterval(() => {
+        if (deep.poll() || Date.now() - t0 > 10_000) {
+          deep.restore();
+          clearInterval(watch);
+        }
+      }, 20);
+      q.on('close', () => {
+        clearInterval(watch);
+        deep.restore();
+      });
+    }
     let out = '';
     let bootSeconds: number | null = null;
     let timedOut = false;

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { boot, CACHE, ensureHostPackages, ensureInitramfs, ensureKernel, pickAccel, PROJECT, portBlock, qemuUsable } from './guest.js';
 import type { CaseResult } from './run-cases.js';
 import { COMPARE_CASES, runCompareCable } from './compare-cable.js';
-import { PERFTEST_CASES, runPerftestCable } from './perftest-cable.js';
+import { PERFTEST_CASES, QEMU_SOCKET_BYTES, runPerftestCable } from './perftest-cable.js';
 
 const filter = process.argv.slice(2);
 /** `npm run hw-test -- compare…`: only the compare cases (compare-cable.ts), no other guest. */
@@ -172,7 +172,15 @@ if (!envProblem && real.length === 0 && !compareOnly) {
         await new Promise((res) => setTimeout(res, 2000));
       }
     })();
-    const r = await boot(accel, k.vmlinuz, initrd, job, timeout, cross ? netArgs : []);
+    const r = await boot(
+      accel,
+      k.vmlinuz,
+      initrd,
+      job,
+      timeout,
+      cross ? netArgs : [],
+      cross ? { cableSocket: { port: udpQemu, bytes: QEMU_SOCKET_BYTES } } : {},
+    );
     real = parse(r.stdout);
     guestDone = true;
     if (server) {
