@@ -77,7 +77,7 @@ describe.each([0, 1, 2])('workers: %i', (workers) => {
   });
 
   it('destroy the responder QP with WRITEs in flight: the requester ends in RETRY_EXC_ERR, the rest flushed', async () => {
-    const { a, b } = H.makePair(f, IBV_QPT_RC, { maxSendWr: N, timeout: 12, retryCnt: 1, rnrRetry: 7 });
+    const { a, b } = H.makePair(f, IBV_QPT_RC, { maxSendWr: N, timeout: 14, retryCnt: 3, rnrRetry: 7 });
     const src = H.region(f.a, N * MSG, H.ALL_ACCESS, { fill: (i) => i });
     const dst = H.region(f.b, N * MSG);
     for (let i = 0; i < N; i++) H.postSend(a, burstWr(i, src, dst));
