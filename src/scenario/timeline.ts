@@ -138,13 +138,6 @@ interface Track {
   oldest: number;
 }
 
-/** One device's MAC, found by its low three bytes (a small integer: no boxed 48-bit number per frame). */
-interface MacEntry {
-  readonly hi: number;
-  dev: number;
-  readonly next: MacEntry | undefined;
-}
-
 /**
  * Who a request is for: its sender's device, the device it is addressed to
  * (by destination MAC) and the remote QPN its BTH carries. With more than
@@ -154,8 +147,8 @@ interface MacEntry {
  * every key is a small integer, so a frame's look-up boxes no number.
  */
 export class RequestKeys {
-  /** By the MAC's low 24 bits; entries sharing them are chained. */
-  readonly #byMacLo = new Map<number, MacEntry>();
+  /** By the MAC's high 24 bits, then its low 24 (two small integers: no boxed 48-bit number per frame). */
+  readonly #byMac = new Map<number, Map<number, number>>();
 
   /** Native IB: the device owning each LID. */
   readonly #byLid = new Map<number, number>();
@@ -167,11 +160,9 @@ export class RequestKeys {
         const v = Number.parseInt(m.replace(/:/g, ''), 16);
         const lo = v % 0x1000000;
         const hi = (v - lo) / 0x1000000;
-        const head = this.#byMacLo.get(lo);
-        let e = head;
-        while (e && e.hi !== hi) e = e.next;
-        if (e) e.dev = i;
-        else this.#byMacLo.set(lo, { hi, dev: i, next: head });
+        let byLo = this.#byMac.get(hi);
+        if (!byLo) this.#byMac.set(hi, (byLo = new Map()));
+        byLo.set(lo, i);
       }
     });
     lids.forEach((list, i) => {
@@ -182,10 +173,7 @@ export class RequestKeys {
   /** The device a frame is addressed to (its destination MAC; an IB packet's DLID), or -1. */
   destDevice(f: Uint8Array, ib = false): number {
     if (ib) return f.length >= 4 ? (this.#byLid.get((f[2]! << 8) | f[3]!) ?? -1) : -1;
-    let e = this.#byMacLo.get((f[3]! << 16) | (f[4]! << 8) | f[5]!);
-    const hi = (f[0]! << 16) | (f[1]! << 8) | f[2]!;
-    while (e && e.hi !== hi) e = e.next;
-    return e ? e.dev : -1;
+    return this.#byMac.get((f[0]! << 16) | (f[1]! << 8) | f[2]!)?.get((f[3]! << 16) | (f[4]! << 8) | f[5]!) ?? -1;
   }
 
   /** A table of values by request key (RequestTable). */
@@ -197,30 +185,23 @@ export class RequestKeys {
 /** Values by (sender's device, destination device, remote QPN); see RequestKeys. */
 export class RequestTable<T> {
   readonly #keys: RequestKeys;
-  /** [from][to]: by remote QPN. */
-  readonly #byFrom: (Map<number, T> | undefined)[][] = [];
+  /** By sender × 4096 + destination device (a small integer), then remote QPN. */
+  readonly #byPair = new Map<number, Map<number, T>>();
 
   constructor(keys: RequestKeys) {
     this.#keys = keys;
   }
 
   set(fromDevice: number, toDevice: number, remoteQpn: number, v: T): void {
-    let row = this.#byFrom[fromDevice];
-    if (!row) {
-      while (this.#byFrom.length < fromDevice) this.#byFrom.push([]);
-      row = [];
-      this.#byFrom[fromDevice] = row;
-    }
-    while (row.length <= toDevice) row.push(undefined);
-    let m = row[toDevice];
-    if (!m) row[toDevice] = m = new Map();
+    const pair = fromDevice * 4096 + toDevice;
+    let m = this.#byPair.get(pair);
+    if (!m) this.#byPair.set(pair, (m = new Map()));
     m.set(remoteQpn, v);
   }
 
   get(fromDevice: number, toDevice: number, remoteQpn: number): T | undefined {
-    if (fromDevice < 0 || toDevice < 0 || fromDevice >= this.#byFrom.length) return undefined;
-    const row = this.#byFrom[fromDevice]!;
-    return toDevice < row.length ? row[toDevice]?.get(remoteQpn) : undefined;
+    if (fromDevice < 0 || toDevice < 0) return undefined;
+    return this.#byPair.get(fromDevice * 4096 + toDevice)?.get(remoteQpn);
   }
 
   /** The value for request frame `f` (Ethernet, or IB with `ib`) sent by `fromDevice`, its BTH at `bth`. */
