@@ -14,7 +14,8 @@
  *   retry_cnt times in a row (each go-back-N round restarts at the oldest
  *   unacknowledged PSN, so a round that made progress starts later), and
  *   faults acted (or a switch dropped one for want of buffer) at least
- *   retry_cnt + 1 times on this QP's frames since its first packet, or
+ *   retry_cnt + 1 times on this QP's frames since its first packet (or that of
+ *   an older WR still outstanding then: causesFrom), or
  *   some of the attempts timed out on delay (below): every failed attempt
  *   needs a cause. A NAK-sequence for a PSN the requester was about to
  *   send anyway is a retry too, though its resend follows on from the one
@@ -194,6 +195,27 @@ export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, psn: number, r
   return n;
 }
 
+/**
+ * From when a fault can have cost WR `index` a round: the first packet of
+ * the oldest WR still outstanding when this one's first packet went out (or
+ * this one's). Responses come in PSN order, so while an earlier READ or
+ * atomic waits for its lost response the requester drops this WR's own
+ * intact one (an implied NAK starts no second retry), and this WR must then
+ * time out and resend: a loss before its first packet can fail one of its
+ * rounds (campaign seed 8200904, retry_cnt 1).
+ */
+function causesFrom(tl: QpTimeline, index: number): number {
+  const w = tl.wrs[index]!;
+  const first = w.firstPacketNs ?? w.postedNs;
+  let since = first;
+  for (let j = index - 1; j >= 0; j--) {
+    const o = tl.wrs[j]!;
+    if (o.completedNs !== null && o.completedNs <= first) break;
+    since = Math.min(since, o.firstPacketNs ?? o.postedNs);
+  }
+  return since;
+}
+
 export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
   if (!Number.isFinite(e.budget)) return { ok: false, why: 'the device retries for ever at this retry_cnt, so it should never give up' };
   const w = e.tl.wrs[e.index];
@@ -211,14 +233,14 @@ export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
     : trailingRounds(e.tl, e.index);
   const rounds = t?.rounds ?? 0;
   if (rounds < e.budget) return { ok: false, why: `gave up after ${rounds} retransmission round(s) from one PSN; retry_cnt ${e.budget} allows ${e.budget}` };
-  const since = w.firstPacketNs ?? w.postedNs;
+  const since = causesFrom(e.tl, e.index);
   const faults = e.faultNs.filter((ns) => ns >= since && ns <= e.errorNs).length;
   const delayed = e.delay && t ? timeoutsOnDelay(e.tl, e.delay, t.psn, t.rounds, e.errorNs) : 0;
   const onDelay = delayed > 0 ? ` and ${delayed} timeout(s) expired while its frames were still on the way` : '';
   if (faults + delayed < e.budget + 1)
     return {
       ok: false,
-      why: `${rounds} round(s) failed but faults and switch drops acted on this QP's frames only ${faults} time(s) since its first packet${onDelay} (${e.budget + 1} causes needed)`,
+      why: `${rounds} round(s) failed but faults and switch drops acted on this QP's frames only ${faults} time(s) since its first packet (or the first of an older WR still outstanding then)${onDelay} (${e.budget + 1} causes needed)`,
     };
   return {
     ok: true,

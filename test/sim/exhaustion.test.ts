@@ -77,6 +77,21 @@ describe('the judge of an exhausted transport retry budget', () => {
     expect(e.why).toMatch(/only 2 time\(s\)/);
   });
 
+  it('a fault on an older WR still outstanding at its first packet counts (its response was dropped behind the lost one)', () => {
+    // WR 0, a READ, first sent at 10 and completed at 3000; WR 1, an FAA first sent at 50, resent once
+    // (retry_cnt 1) and given up at 9000. Faults at 20 (the READ's response) and 1500 (the resend's ACK).
+    const fa = (older: Partial<WrRecord>) =>
+      timeline([
+        wr({ index: 0, op: 'read', psnFirst: 5, psnLast: 5, firstPacketNs: 10, ...older }),
+        wr({ index: 1, op: 'fetch_add', psnFirst: 6, psnLast: 6, firstPacketNs: 50, retransmissions: [{ ns: 1000, psn: 6 }] }),
+      ]);
+    const outstanding = explainRetryExhausted({ tl: fa({ completedNs: 3000 }), index: 1, budget: 1, faultNs: [20, 1500], errorNs: 9000 });
+    expect(outstanding.ok).toBe(true);
+    // The same READ done before the FAA's first packet: its fault cost the FAA nothing.
+    const done = explainRetryExhausted({ tl: fa({ completedNs: 40 }), index: 1, budget: 1, faultNs: [20, 1500], errorNs: 9000 });
+    expect(done).toEqual({ ok: false, why: expect.stringMatching(/only 1 time\(s\)/) });
+  });
+
   it('a device that retries for ever never explains giving up', () => {
     expect(explainRetryExhausted({ tl: write4(9), index: 0, budget: Infinity, faultNs: [1, 2, 3], errorNs: 9000 }).ok).toBe(false);
   });

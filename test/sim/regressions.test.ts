@@ -32,6 +32,15 @@
  *   The judge counted only faults and called it unexplained; a timeout that
  *   expires after a whole timeout of quiet with the QP's frames still on the
  *   way now counts as caused (exhaustion.ts, timeoutsOnDelay).
+ * - retry-exhausted-by-a-response-dropped-behind-a-lost-read (the default
+ *   campaign with retry_cnt 1..7, seed 8200904): a READ's response is
+ *   corrupted, so the requester drops the intact atomic ACK of the FAA
+ *   behind it (responses come in order; the implied NAK starts no second
+ *   retry), the FAA times out, and its resend's ACK is corrupted too:
+ *   RETRY_EXC_ERR at retry_cnt 1, as it should. The judge counted only the
+ *   faults since the FAA's own first packet (one) and called it unexplained;
+ *   it now counts from the first packet of the oldest WR still outstanding
+ *   then.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
