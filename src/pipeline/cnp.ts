@@ -6,6 +6,7 @@
  * DSCP `cnp_dscp`, ECT(0) when the device marks ECN.
  */
 import { Ecn, encodePacket, internetChecksum, markIcrcPending, newPacket, type Packet } from '../wire/index.js';
+import { acquireFrame } from './packet-builder.js';
 
 /** Its ICRC left pending for the runtime to seal (NicEnv.deferIcrc, wire/lazy-icrc.ts). */
 const DEFERRED = { deferIcrc: true } as const;
@@ -63,7 +64,9 @@ export class CnpBuilder {
     if (!deferIcrc || rx.ipv4 === null || rx.eth === null) return buildCnp(rx, srcMac, destQp, dscp, ect, ipId, deferIcrc);
     const t = this.#last.get(qpn);
     if (t !== undefined && sameFields(t, rx, srcMac, destQp, dscp, ect)) {
-      const f = t.slice();
+      // A pooled frame like every other the NIC sends (the receiver recycles it): no allocation per CNP.
+      const f = acquireFrame(t.length);
+      f.set(t);
       f[IP_OFF + 4] = (ipId >>> 8) & 0xff;
       f[IP_OFF + 5] = ipId & 0xff;
       f[IP_OFF + 10] = 0;
