@@ -38,7 +38,8 @@
  *   least rnr_retry + 1 RNR NAKs in a row for one PSN, and none of them
  *   while the responder provably held a receive (one posted before the
  *   earliest transmission the NAK can answer, and not completed by the time
- *   the NAK came back).
+ *   the NAK came back). A fault that delayed, reordered or duplicated one of
+ *   the QP's frames lets one NAK answer an older transmission.
  */
 import type { QpFlight, QpTimeline } from './timeline.js';
 
@@ -255,6 +256,12 @@ export interface RnrEvidence {
   readonly rnrRetry: number;
   /** Receives the responder certainly held at a request sent at `txNs` and NAKed at `nakNs`. */
   readonly heldReceives: (txNs: number, nakNs: number) => number;
+  /**
+   * Times faults delayed, held back (reorder) or duplicated a frame of this
+   * QP (its requests, its responses): each may let one NAK answer an older
+   * transmission than the order of arrival says. Absent: none.
+   */
+  readonly displacingNs?: readonly number[];
 }
 
 export function explainRnrExhausted(e: RnrEvidence): Exhaustion {
@@ -269,17 +276,34 @@ export function explainRnrExhausted(e: RnrEvidence): Exhaustion {
     return { ok: false, why: `gave up after ${run.length} RNR NAK(s) for PSN ${psn}; rnr_retry ${e.rnrRetry} allows ${e.rnrRetry} retries` };
   // Which transmission a NAK answers is not known (the link delays, faults may delay more): the
   // earliest one since the NAK before it holds the fewest receives, and it is the one judged.
+  // A fault that delayed, reordered or duplicated one of the QP's frames may have brought a NAK
+  // in late, answering an older transmission no other NAK answered (campaign seed 8400205: an
+  // RNR NAK held back by a reorder arrived 2 ms after a resend sent with the receive posted);
+  // each such fault excuses one NAK, judged against the earliest transmission left.
   const sent = sentTimes(e.tl, psn);
+  const displacing = [...(e.displacingNs ?? [])].sort((a, b) => a - b);
+  let excused = 0;
+  const answered = new Set<number>();
   let after = -Infinity;
   for (const nak of run) {
     const tx = firstBetween(sent, after, nak.ns);
     after = nak.ns;
     if (tx === null) continue;
     const held = e.heldReceives(tx, nak.ns);
-    if (held > 0)
-      return { ok: false, why: `RNR NAK for PSN ${psn} at ${nak.ns} ns while the responder held ${held} receive(s) posted before the request left` };
+    if (held === 0) {
+      answered.add(tx);
+      continue;
+    }
+    const older = sent.find((x) => x <= nak.ns && !answered.has(x));
+    if (older !== undefined && excused < countUpTo(displacing, nak.ns) && e.heldReceives(older, nak.ns) === 0) {
+      excused++;
+      answered.add(older);
+      continue;
+    }
+    return { ok: false, why: `RNR NAK for PSN ${psn} at ${nak.ns} ns while the responder held ${held} receive(s) posted before the request left` };
   }
-  return { ok: true, why: `${run.length} RNR NAKs for PSN ${psn} in a row (rnr_retry ${e.rnrRetry}), each while no receive was posted` };
+  const late = excused > 0 ? ` (${excused} of them late, answering an older transmission, after a fault delayed, reordered or duplicated the QP's frames)` : '';
+  return { ok: true, why: `${run.length} RNR NAKs for PSN ${psn} in a row (rnr_retry ${e.rnrRetry}), each while no receive was posted${late}` };
 }
 
 /** When the requester sent `psn` (first transmission and retransmissions), in order. */

@@ -512,6 +512,8 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
     const faultTimes = new Map<string, number[]>();
     /** The same, for the hits that lost the frame (drops, a switch's included): what never arrives. */
     const lossTimes = new Map<string, number[]>();
+    /** The same, for the hits that delayed, held back or duplicated the frame: what may arrive out of order. */
+    const displaceTimes = new Map<string, number[]>();
     const push = (m: Map<string, number[]>, key: string, ns: number): void => {
       let xs = m.get(key);
       if (!xs) m.set(key, (xs = []));
@@ -524,6 +526,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       const key = `${dest}/${h.qpn}/${OPCODES[h.opcode]?.isRequest ? 'req' : 'resp'}`;
       push(faultTimes, key, h.ns);
       if (h.kind === 'drop') push(lossTimes, key, h.ns);
+      else if (h.kind === 'delay' || h.kind === 'hold' || h.kind === 'duplicate') push(displaceTimes, key, h.ns);
     };
     // A switch's congestion drops are losses too (a lossy priority under an incast, RoCE v1 on
     // priority 0): evidence for an exhausted retry budget, as a fault hit is.
@@ -577,7 +580,10 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       }
       if (status === IBV_WC_RNR_RETRY_EXC_ERR) {
         const heldReceives = (txNs: number, nakNs: number): number => countUpTo(st.recvPostNs, txNs) - countUpTo(st.recvDoneNs, nakNs);
-        return explainRnrExhausted({ tl: st.tl, index: wr, rnrRetry: st.pair.spec.rnr_retry, heldReceives });
+        const reqKey = `${st.resp.dev.name}/${st.resp.qp.qp_num}/req`;
+        const respKey = `${st.req.dev.name}/${st.req.qp.qp_num}/resp`;
+        const displacingNs = [...(displaceTimes.get(reqKey) ?? []), ...(displaceTimes.get(respKey) ?? [])];
+        return explainRnrExhausted({ tl: st.tl, index: wr, rnrRetry: st.pair.spec.rnr_retry, heldReceives, displacingNs });
       }
       return null;
     };

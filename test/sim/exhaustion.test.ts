@@ -332,6 +332,25 @@ describe('the judge of an exhausted RNR retry budget', () => {
     expect(e.why).toMatch(/held 1 receive/);
   });
 
+  it('a NAK a fault brought in late may answer an older transmission no other NAK answered; without the fault, or with none left, it may not', () => {
+    // 40 sent at 100, 200 and 5000; RNR NAKs arrive at 900 and 9000; a receive posted at 3000.
+    const tl = timeline(
+      [wr({ op: 'send', psnFirst: 40, psnLast: 40, firstPacketNs: 100, retransmissions: [200, 5000].map((ns) => ({ ns, psn: 40 })) })],
+      [900, 9000].map((ns) => ({ ns, kind: 'rnr-nak' as const, psn: 40, syndrome: 0x21 })),
+    );
+    const heldReceives = (tx: number) => (tx >= 3000 ? 1 : 0);
+    expect(explainRnrExhausted({ tl, index: 0, rnrRetry: 1, heldReceives, displacingNs: [150] })).toEqual({
+      ok: true,
+      why: expect.stringMatching(/1 of them late, answering an older transmission/),
+    });
+    expect(explainRnrExhausted({ tl, index: 0, rnrRetry: 1, heldReceives }).why).toMatch(/at 9000 ns while the responder held 1 receive/);
+    // A fault after the NAK excuses nothing.
+    expect(explainRnrExhausted({ tl, index: 0, rnrRetry: 1, heldReceives, displacingNs: [9500] }).ok).toBe(false);
+    // Every older transmission answered already: the late NAK has nothing earlier to answer.
+    const e = explainRnrExhausted({ tl: send([1000, 2000]), index: 0, rnrRetry: 2, heldReceives: (tx) => (tx >= 1500 ? 1 : 0), displacingNs: [150] });
+    expect(e.ok).toBe(false);
+  });
+
   it('rnr_retry 7 retries for ever', () => {
     expect(explainRnrExhausted({ tl: send([1000, 2000]), index: 0, rnrRetry: 7, heldReceives: () => 0 }).ok).toBe(false);
   });

@@ -41,6 +41,14 @@
  *   faults since the FAA's own first packet (one) and called it unexplained;
  *   it now counts from the first packet of the oldest WR still outstanding
  *   then.
+ * - rnr-nak-held-back-by-a-reorder-answers-an-older-send (the same, seed
+ *   8400205): a SEND's first packet is delayed twice, the RNR NAK for it is
+ *   held back by a reorder and arrives 2 ms later, after a resend that left
+ *   with the receive posted; with rnr_retry 1 the QP gives up, as it
+ *   should (the NAK names the PSN it must act on). The judge took the late
+ *   NAK for the answer to that resend; a NAK after a fault that delayed,
+ *   reordered or duplicated the QP's frames may now answer an older send
+ *   no other NAK answered.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
