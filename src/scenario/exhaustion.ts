@@ -290,12 +290,12 @@ export function explainRnrExhausted(e: RnrEvidence): Exhaustion {
     after = nak.ns;
     if (tx === null) continue;
     const held = e.heldReceives(tx, nak.ns);
-    if (held === 0) {
+    if (held <= 0) {
       answered.add(tx);
       continue;
     }
     const older = sent.find((x) => x <= nak.ns && !answered.has(x));
-    if (older !== undefined && excused < countUpTo(displacing, nak.ns) && e.heldReceives(older, nak.ns) === 0) {
+    if (older !== undefined && excused < countUpTo(displacing, nak.ns) && e.heldReceives(older, nak.ns) <= 0) {
       excused++;
       answered.add(older);
       continue;

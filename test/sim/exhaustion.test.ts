@@ -322,6 +322,10 @@ describe('the judge of an exhausted RNR retry budget', () => {
     expect(e).toEqual({ ok: true, why: expect.stringMatching(/3 RNR NAKs for PSN 40 in a row \(rnr_retry 2\)/) });
   });
 
+  it('a count of receives held below zero is none held: explained', () => {
+    expect(explainRnrExhausted({ tl: send([1000, 2000]), index: 0, rnrRetry: 2, heldReceives: () => -1 }).ok).toBe(true);
+  });
+
   it('fewer RNR NAKs than rnr_retry + 1: not explained', () => {
     expect(explainRnrExhausted({ tl: send([1000]), index: 0, rnrRetry: 2, heldReceives: () => 0 }).ok).toBe(false);
   });

@@ -49,6 +49,13 @@
  *   NAK for the answer to that resend; a NAK after a fault that delayed,
  *   reordered or duplicated the QP's frames may now answer an older send
  *   no other NAK answered.
+ * - rnr-nak-while-a-later-posted-receive-completed (the same, seed
+ *   8410297): one receive posted at a time and rnr_retry 0; a WRITE with
+ *   immediate arrives before the receive is reposted, and its RNR NAK ends
+ *   the QP, as it should. A receive posted after the request left had
+ *   completed before the NAK came back, so the count of receives held came
+ *   out -1, which the judge read as a receive held. It is now a count,
+ *   never below zero.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
