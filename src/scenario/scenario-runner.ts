@@ -581,8 +581,7 @@ export async function runScenario(s: Scenario, opts: RunScenarioOptions = {}): P
       if (status === IBV_WC_RNR_RETRY_EXC_ERR) {
         // Receives posted later than the request may have completed before the NAK: those make
         // the difference negative, and a negative count is none certainly held.
-        const heldReceives = (txNs: number, nakNs: number): number =>
-          Math.max(0, countUpTo(st.recvPostNs, txNs) - countUpTo(st.recvDoneNs, nakNs));
+        const heldReceives = (txNs: number, nakNs: number): number => Math.max(0, countUpTo(st.recvPostNs, txNs) - countUpTo(st.recvDoneNs, nakNs));
         const reqKey = `${st.resp.dev.name}/${st.resp.qp.qp_num}/req`;
         const respKey = `${st.req.dev.name}/${st.req.qp.qp_num}/resp`;
         const displacingNs = [...(displaceTimes.get(reqKey) ?? []), ...(displaceTimes.get(respKey) ?? [])];
