@@ -182,7 +182,12 @@ function verbRows(ctx: ibv_context, n: number, rounds: number): ObjectsRow[] {
       for (const c of cqs.splice(0)) ibv_destroy_cq(c);
     },
   );
-  rows.push({ name: 'ibv_create_cq (16 CQEs)', unit: 'µs', value: cqRow, note: `${(cqRow.median / base.median).toFixed(1)}× baseline; ${callNote(cqRow)}; target ≤ 20 µs` });
+  rows.push({
+    name: 'ibv_create_cq (16 CQEs)',
+    unit: 'µs',
+    value: cqRow,
+    note: `${(cqRow.median / base.median).toFixed(1)}× baseline; ${callNote(cqRow)}; target ≤ 20 µs`,
+  });
   const cq = ibv_create_cq(ctx, 64, null, null, 0);
   const qps: ibv_qp[] = [];
   const qpRow = perCall(
