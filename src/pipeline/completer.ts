@@ -213,8 +213,13 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
         // Past a READ or ATOMIC still waiting for its response, the NAK says that response was
         // lost: a transport retry of the head, not a receiver-not-ready one (IBTA 9.7.5.1.2 implied
         // NAK; rxe check_psn → COMPST_ERROR_RETRY). The resent SEND meets its RNR NAK again if need be.
-        if (head.status === WqeStatus.SENT && isReadOrAtomic(head.opcode) && psnCompare(psn, lastPsn(head)) > 0) {
-          impliedNak(nic, q);
+        // A head already rewound to be asked again (a NAK or timeout came first) is resent in its
+        // turn, and the SENDs after it reach the responder again: the NAK has nothing to say (rxe
+        // check_psn → COMPST_DONE for a WQE not pending). Taken as an RNR NAK it spent the RNR
+        // budget on a SEND behind the READ and failed the READ with RNR_RETRY_EXC_ERR (campaign
+        // seed 9100287).
+        if (isReadOrAtomic(head.opcode) && psnCompare(psn, lastPsn(head)) > 0) {
+          if (head.status === WqeStatus.SENT) impliedNak(nic, q);
           return;
         }
         ctr[Ctr.RCVD_RNR_ERR]!++;

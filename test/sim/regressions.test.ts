@@ -56,6 +56,14 @@
  *   completed before the NAK came back, so the count of receives held came
  *   out -1, which the judge read as a receive held. It is now a count,
  *   never below zero.
+ * - rnr-nak-past-a-read-rewound-to-be-resent (the default campaign with
+ *   100 KB messages and rnr_retry 0..7, seed 9100287): a READ at the head
+ *   of rc1 lost its responses and a NAK-sequence rewound it to be asked
+ *   again; RNR NAKs for two SENDs behind it arrived before the resend. The
+ *   completer took each for an RNR NAK of the head and, with rnr_retry 1,
+ *   failed the READ with RNR_RETRY_EXC_ERR. A NAK past a head READ or
+ *   ATOMIC that is already rewound now has nothing to say: the resend
+ *   reaches those SENDs again in its turn (rxe does the same).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
