@@ -254,7 +254,7 @@ export interface RnrEvidence {
   readonly index: number;
   /** rnr_retry (7: infinite). */
   readonly rnrRetry: number;
-  /** Receives the responder certainly held at a request sent at `txNs` and NAKed at `nakNs`; zero or less: none. */
+  /** Receives the responder certainly held at a request sent at `txNs` and NAKed at `nakNs`. */
   readonly heldReceives: (txNs: number, nakNs: number) => number;
   /**
    * Times faults delayed, held back (reorder) or duplicated a frame of this
