@@ -30,10 +30,13 @@
  *   made progress would have moved the next round to a later PSN), and at that
  *   moment some of the QP's frames were still on the way: handed to one
  *   host's port, not yet taken off the link by the other's, and not
- *   dropped. Such a frame is a request sent at least a timeout earlier, or
- *   the answer to one: the exchange took longer than the timeout. A timer
- *   that fires early, or a responder that does not answer, is still not
- *   explained.
+ *   dropped (copies a duplicate made count as sent); or a request had
+ *   reached the responder after its last response, and the responder's
+ *   transmit FIFOs stayed non-empty from then on (its answer waiting behind
+ *   its own traffic). Such a frame is a request sent at least a timeout
+ *   earlier, or the answer to one: the exchange took longer than the
+ *   timeout. A timer that fires early, or a responder that does not answer
+ *   while it has room to, is still not explained.
  * - RNR_RETRY_EXC_ERR after rnr_retry retries (C9-149; 7 is infinite): at
  *   least rnr_retry + 1 RNR NAKs in a row for one PSN, and none of them
  *   while the responder provably held a receive (one posted before the
@@ -125,6 +128,15 @@ export interface DelayEvidence {
   /** When faults or switches dropped the QP's requests, and its responses. */
   readonly reqLostNs: readonly number[];
   readonly respLostNs: readonly number[];
+  /** When duplicates added copies of the QP's requests, and of its responses (once per copy): frames that arrive without being sent. */
+  readonly reqCopyNs?: readonly number[];
+  readonly respCopyNs?: readonly number[];
+  /**
+   * When the responder's transmit FIFOs were empty: empty-from and filled-at
+   * times, alternating (an odd length: empty at the end). Absent: the
+   * responder is never taken to have held an answer back.
+   */
+  readonly responderTxIdle?: readonly number[];
 }
 
 /** How many of the ascending times `xs` are at or before `t`. */
@@ -151,12 +163,41 @@ function lastBefore(xs: readonly number[], t: number): number {
   return lo > 0 ? xs[lo - 1]! : Number.NEGATIVE_INFINITY;
 }
 
-/** Frames of the QP still on the way at `t` (sent, not arrived, not dropped), requests and responses. */
+/**
+ * Frames of the QP still on the way at `t` (sent or copied by a duplicate,
+ * not arrived, not dropped), requests and responses. The counts run from the
+ * start of the run, so a copy not counted as sent would hide one frame on
+ * the way for the rest of it (campaign seed 9100939).
+ */
 function onTheWay(d: DelayEvidence, t: number): number {
   const f = d.flight;
-  const req = countUpTo(f.reqTx, t) - countUpTo(f.reqRx, t) - countUpTo(sorted(d.reqLostNs), t);
-  const resp = countUpTo(f.respTx, t) - countUpTo(f.respRx, t) - countUpTo(sorted(d.respLostNs), t);
+  const copies = (xs: readonly number[] | undefined): number => (xs ? countUpTo(sorted(xs), t) : 0);
+  const req = countUpTo(f.reqTx, t) + copies(d.reqCopyNs) - countUpTo(f.reqRx, t) - countUpTo(sorted(d.reqLostNs), t);
+  const resp = countUpTo(f.respTx, t) + copies(d.respCopyNs) - countUpTo(f.respRx, t) - countUpTo(sorted(d.respLostNs), t);
   return Math.max(0, req) + Math.max(0, resp);
+}
+
+/**
+ * Whether at `t` the responder held an answer back behind its own traffic: a
+ * request of the QP had reached it after the last response it handed to its
+ * port, and from that arrival to `t` its transmit FIFOs never emptied. The
+ * pipeline hands a response over as soon as the FIFOs have room and its turn
+ * comes; while they stay full other QPs' frames can take every slot, but once
+ * they empty nothing is waiting, so an answer not given by then was not
+ * queued (campaign seed 9100928: an ACK waited 9 µs behind the responder's
+ * bulk data, past an 8.2 µs timeout).
+ */
+function answerHeldAtResponder(d: DelayEvidence, t: number): boolean {
+  const idle = d.responderTxIdle;
+  if (!idle) return false;
+  const f = d.flight;
+  const lastAnswer = lastBefore(f.respTx, t);
+  const k = countUpTo(f.reqRx, lastAnswer);
+  const arrived = f.reqRx[k];
+  if (arrived === undefined || arrived >= t) return false;
+  // Busy throughout [arrived, t]: not inside an empty spell at `arrived`, and the next one starts at `t` or later.
+  const i = countUpTo(idle, arrived);
+  return i % 2 === 0 && (i >= idle.length || idle[i]! >= t);
 }
 
 const sortedCache = new WeakMap<readonly number[], number[]>();
@@ -164,6 +205,11 @@ function sorted(xs: readonly number[]): number[] {
   let s = sortedCache.get(xs);
   if (!s) sortedCache.set(xs, (s = [...xs].sort((a, b) => a - b)));
   return s;
+}
+
+/** Whether at `t` the exchange was still under way: a frame on the way, or an answer held by a busy responder. */
+function delayedAt(d: DelayEvidence, t: number): boolean {
+  return onTheWay(d, t) > 0 || answerHeldAtResponder(d, t);
 }
 
 /**
@@ -189,9 +235,13 @@ export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, psn: number, r
     // to a PSN, a hand-off; one it ignored stopped no timer).
     const sentFrom = lastBefore(f.reqTx, x);
     if (naks.some((ns) => ns > sentFrom && ns <= x)) continue;
-    // What is still on the way just before x was sent at least a timeout earlier (a request), or
-    // answers one sent that long ago (a response): the exchange took longer than the timeout.
-    if (onTheWay(d, x - 0.5) > 0) n++;
+    // What is still on the way when the timer fired, or just before x, was sent at least a timeout
+    // earlier (a request), or answers one sent that long ago (a response), or a busy responder still
+    // holds the answer: the exchange took longer than the timeout. The resend (x) can wait behind
+    // the requester's own traffic long after the timer fired, and an answer arriving meanwhile
+    // comes too late: the QP has gone back to resend (campaign seed 9101345).
+    const fired = quietFrom + d.timeoutNs - 0.5;
+    if (delayedAt(d, fired) || delayedAt(d, x - 0.5)) n++;
   }
   return n;
 }

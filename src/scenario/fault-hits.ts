@@ -35,6 +35,8 @@ export interface FaultHit {
    * frame that took it down: a loss to count, not a rule to pin (shrink.ts).
    */
   readonly whileDown?: boolean;
+  /** A duplicate: how many copies it added (each arrives beside the original). */
+  readonly copies?: number;
 }
 
 /** Reports each fault hit on a RoCE frame to `onFault` as it happens; returns the remover. */
@@ -78,6 +80,7 @@ export function recordFaultHits(sim: SimModel, onFault: (hit: FaultHit) => void,
       ns: j.ns,
       to: to < 0 ? null : names[to]!,
       ...(whileDown ? { whileDown } : {}),
+      ...(v.kind === 'duplicate' ? { copies: v.count } : {}),
     });
   });
 }

@@ -151,6 +151,73 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
     expect(e.ok).toBe(false);
   });
 
+  it('a responder whose transmit FIFOs stayed full from each request on holds the answers back: explained; one whose FIFOs emptied meanwhile: not', () => {
+    const silent = {
+      reqTx: [0, 70_000, 140_000, 210_000],
+      reqTxPsn: [10, 10, 10, 10],
+      reqRx: [500, 70_500, 140_500, 210_500],
+      respTx: [],
+      respRx: [],
+      resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
+    };
+    // Never empty while the run was watched (an empty log), or empty only before the first request.
+    expect(readRounds(70_000, [], { flight: silent, responderTxIdle: [] }).ok).toBe(true);
+    expect(readRounds(70_000, [], { flight: silent, responderTxIdle: [0, 400] })).toMatchObject({
+      ok: true,
+      why: expect.stringMatching(/and 4 timeout\(s\)/),
+    });
+    // Empty for a moment after each request arrived: it had room and did not answer.
+    const spells = [1000, 1100, 71_000, 71_100, 141_000, 141_100, 211_000, 211_100];
+    expect(readRounds(70_000, [], { flight: silent, responderTxIdle: spells }).ok).toBe(false);
+    // Empty from the second request on (an odd length: still empty at the end): only the first timeout is explained.
+    expect(readRounds(70_000, [], { flight: silent, responderTxIdle: [70_600] })).toMatchObject({
+      ok: false,
+      why: expect.stringMatching(/and 1 timeout\(s\)/),
+    });
+  });
+
+  it('a response after the requests answered them: only requests that arrived since the last response are held', () => {
+    // Every request answered at once (respTx), the answers lost: a busy responder explains nothing.
+    const e = readRounds(70_000, [], { responderTxIdle: [], respLostNs: [600, 70_600, 140_600, 210_600] });
+    expect(e.ok).toBe(false);
+  });
+
+  it('copies a duplicate made arrive without being sent: counted as sent, they do not hide a frame on the way', () => {
+    // An older response and its duplicate arrived before the READ went out; the READ's answers are all still out.
+    const flight = {
+      reqTx: [0, 70_000, 140_000, 210_000],
+      reqTxPsn: [10, 10, 10, 10],
+      reqRx: [500, 70_500, 140_500, 210_500],
+      respTx: [-100, 600, 70_600, 140_600, 210_600],
+      respRx: [-50, -40, -30, -20, -10],
+      resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
+    };
+    expect(readRounds(70_000, [], { flight }).ok).toBe(false);
+    expect(readRounds(70_000, [], { flight, respCopyNs: [-60, -60, -60, -60] })).toMatchObject({
+      ok: true,
+      why: expect.stringMatching(/and 4 timeout\(s\)/),
+    });
+  });
+
+  it('a timer that fired while the answer was on the way counts though the resend went out after the answer arrived', () => {
+    // The READ at 0 times out at 65.5 µs; its answer arrives at 66 µs, but the resend waits behind
+    // the requester's own traffic until 90 µs (the QP had gone back already). The resend's answer is still out at the end.
+    const resends = [{ ns: 90_000, psn: 10 }];
+    const tl = timeline([wr({ op: 'read', psnFirst: 10, psnLast: 10, firstPacketNs: 0, retransmissions: resends })]);
+    const delay: DelayEvidence = {
+      flight: { reqTx: [0, 90_000], reqTxPsn: [10, 10], reqRx: [500, 90_500], respTx: [600, 90_600], respRx: [66_000], resent: new Map([[0, resends]]) },
+      timeoutNs: 65_536,
+      reqLostNs: [],
+      respLostNs: [],
+    };
+    expect(explainRetryExhausted({ tl, index: 0, budget: 1, faultNs: [], errorNs: 160_000, delay })).toMatchObject({
+      ok: true,
+      why: expect.stringMatching(/and 2 timeout\(s\)/),
+    });
+    // Given up before a whole timeout since the resend: that one is not on delay.
+    expect(explainRetryExhausted({ tl, index: 0, budget: 1, faultNs: [], errorNs: 150_000, delay }).ok).toBe(false);
+  });
+
   it('answers dropped on the way are losses, not delay: with no fault recorded, not explained', () => {
     const e = readRounds(70_000, [], { respLostNs: [600, 70_600, 140_600, 210_600] });
     expect(e.ok).toBe(false);

@@ -64,6 +64,22 @@
  *   failed the READ with RNR_RETRY_EXC_ERR. A NAK past a head READ or
  *   ATOMIC that is already rewound now has nothing to say: the resend
  *   reaches those SENDs again in its turn (rxe does the same).
+ * - retry-exhausted-while-the-responder-held-the-ack (the same campaign
+ *   with timeout 1..6, seed 9100928): the responder's transmit FIFOs stay
+ *   full with its own bulk data and a SEND's ACK waits 9 µs inside it, past
+ *   an 8.2 µs timeout; retry_cnt 1 runs out with nothing lost, as it
+ *   should. The judge counted only frames handed to a port as on the way;
+ *   a request that reached a responder whose FIFOs never emptied since now
+ *   counts as held there.
+ * - retry-exhausted-while-duplicates-hid-a-frame-on-the-way (seed 9100939):
+ *   frames on the way were counted as sent minus arrived since the start of
+ *   the run, and each copy a duplicate rule had made arrived unsent, so the
+ *   count read zero with a READ still on its way. Copies now count as sent.
+ * - retry-exhausted-by-a-timeout-answered-before-the-late-resend (seed
+ *   9101345): a CMP_SWAP's answer arrived after its timer fired but before
+ *   the resend, held behind the requester's own traffic, left; the judge
+ *   looked for frames on the way only at the resend. It now also looks when
+ *   the timer fired.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

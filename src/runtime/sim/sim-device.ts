@@ -219,7 +219,7 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     const ib = this.eth.ib !== null;
     const lane = frame[12] === 0x88 && frame[13] === 0x08 && !ib ? CONTROL_LANE : priority & 7;
     this.#arb.push(lane, frame, this.dev.txReadyNs(frame, spacingPs, ib));
-    this.dev.fifoFrames++;
+    if (this.dev.fifoFrames++ === 0) this.dev.txFilled();
     this.dev.framesBuilt++;
     const now = this.dev.sched.now();
     if (this.dev.handoffObserver !== null) this.dev.handoffObserver(this.dev.index, this.portNum, frame, now, ib);
@@ -284,7 +284,7 @@ export class SimPort implements FrameSink, SerializeTap, TxDoneListener {
     const w = this.#waiting;
     if (w === null || this.#waitingLane >= lane || this.#line === null || !this.#line.unsend(w)) return false;
     this.#arb.unshift(this.#waitingLane, w, now);
-    this.dev.fifoFrames++;
+    if (this.dev.fifoFrames++ === 0) this.dev.txFilled();
     this.#waiting = null;
     return true;
   }
@@ -347,6 +347,13 @@ export class SimDevice {
   readonly ports: SimPort[];
   /** Frames in all ports' transmit FIFOs. */
   fifoFrames = 0;
+  /**
+   * When the transmit FIFOs were empty, if asked for (SimModel.trackTxIdle):
+   * the times they went empty and filled again, alternating, so an odd
+   * length means empty now. A response can wait inside the device only
+   * while they hold something (the pipeline polls whenever there is room).
+   */
+  txIdleLog: number[] | null = null;
   /** Frames the pipeline (and the ports' ARP/ND) handed to the transmit path. */
   framesBuilt = 0;
   /** Doorbells taken from the driver and written back later. */
@@ -573,9 +580,16 @@ export class SimDevice {
     if (!ev.scheduled || ev.when > t) this.sched.reschedule(ev, t);
   }
 
+  /** A frame went into the empty transmit FIFOs. */
+  txFilled(): void {
+    const log = this.txIdleLog;
+    if (log !== null && log.length % 2 === 1) log.push(this.sched.now());
+  }
+
   /** The MAC took `n` frames from a FIFO. */
   txFreed(n: number): void {
     this.fifoFrames -= n;
+    if (this.fifoFrames === 0 && this.txIdleLog !== null) this.txIdleLog.push(this.sched.now());
     if (this.nic.busy() && this.#activeFrames() <= this.ctx.params.txQueueFrames >> 1) this.schedulePoll(this.sched.now());
   }
 

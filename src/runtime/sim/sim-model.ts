@@ -588,6 +588,17 @@ export class SimModel implements RunningModel {
   }
 
   /**
+   * Starts logging when each device's transmit FIFOs are empty (SimDevice
+   * txIdleLog); returns device index → its log so far (empty-from, filled-at,
+   * alternating; an odd length: empty now).
+   */
+  trackTxIdle(): (deviceIndex: number) => readonly number[] {
+    const now = this.scheduler.now();
+    for (const d of this.#devs) d.txIdleLog ??= d.fifoFrames === 0 ? [now] : [];
+    return (i) => this.#devs[i]?.txIdleLog ?? [];
+  }
+
+  /**
    * Adds an observer of the frames the devices hand to their ports' transmit
    * FIFOs (HandoffObserver: sent, for the transport, though maybe not yet on
    * the line). Returns a remover.
