@@ -40,7 +40,7 @@ import { copyBytes, copyToHost, scatter, remoteOffset } from './dma.js';
 import { bswap32 } from './paths.js';
 import { psnAdd, psnCompare } from './psn.js';
 import type { RecvOverflow } from './profiles.js';
-import { plainResponse, type QpCtx, type ResponderResource } from './qp-ctx.js';
+import { type PendingResponse, plainResponse, type QpCtx, type ResponderResource } from './qp-ctx.js';
 import { readRecvWqe, type RecvWqe } from './work-requests.js';
 
 const GRH_BYTES = 40;
@@ -594,19 +594,33 @@ export function executeAtomic(sab: SharedArrayBuffer | ArrayBufferLike, off: num
 }
 
 /**
- * A duplicate READ or ATOMIC means the requester went back to that PSN: the
- * responses still queued for it and later PSNs are for what it will ask
- * again, in order. Answer the duplicate instead of them (rxe moves its current resource the same
- * way); otherwise stale responses pile up behind each retry and the
- * requester's timer expires before the one it waits for is sent.
+ * A duplicate READ or ATOMIC (PSNs `psn`..`lastPsn`) means the requester
+ * went back to that PSN: the responses still queued for it and for later
+ * requests are for what it will ask again, in PSN order. `answer` replaces
+ * them (rxe moves its current resource the same way); otherwise stale
+ * responses pile up behind each retry and the requester's timer expires
+ * before the one it waits for is sent. Responses stay in PSN order: an ACK
+ * or NAK queued for a later PSN goes after the answer, and is dropped if it
+ * would cover a later READ or ATOMIC whose answer was abandoned here (the
+ * requester asks for that again, and for what follows it). An ACK kept in
+ * front of the answer told the requester a READ was done whose responses
+ * had not all gone: an implied NAK, a retry spent (campaign seed 9401193).
  */
-function abandonResponses(q: QpCtx, psn: number): void {
+export function answerAgain(q: QpCtx, psn: number, lastPsn: number, answer: PendingResponse): void {
+  const rs = q.responses;
+  let after: PendingResponse[] | null = null;
+  /** The first PSN past the duplicate whose READ or ATOMIC answer is abandoned (-1: none). */
+  let cut = -1;
   let w = 0;
-  for (const r of q.responses) {
-    // Keep ACKs/NAKs and the answers to earlier requests (the requester resends in PSN order).
-    if (r.kind === 'ack' || r.kind === 'nak' || psnCompare(r.psn, psn) < 0) q.responses[w++] = r;
+  for (const r of rs) {
+    // Answers to earlier requests stay where they are.
+    if (psnCompare(r.psn, psn) < 0) rs[w++] = r;
+    else if (r.kind === 'ack' || r.kind === 'nak') (after ??= []).push(r);
+    else if (psnCompare(r.psn, lastPsn) > 0 && (cut < 0 || psnCompare(r.psn, cut) < 0)) cut = r.psn;
   }
-  q.responses.length = w;
+  rs.length = w;
+  rs.push(answer);
+  if (after) for (const r of after) if (cut < 0 || psnCompare(r.psn, cut) < 0) rs.push(r);
 }
 
 /** PSN behind ePSN: answer again without executing again (C9-105, §9.7.5.1.2). */
@@ -622,8 +636,7 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
     if (!r || reth.rkey !== r.rkey || va < r.va || va + reth.dmaLength > r.va + r.length) return;
     const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, q.qpn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
     if (hostOff < 0) return;
-    abandonResponses(q, psn);
-    q.responses.push({
+    answerAgain(q, psn, r.lastPsn, {
       kind: 'read',
       psn,
       syndrome: Syndrome.ACK_UNLIMITED,
@@ -641,16 +654,12 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
   if (info.kind === 'atomic-write' || info.kind === 'flush') {
     // Executed once: a duplicate gets its zero-length READ response again.
     const r = q.resources.find((x) => x.kind === info.kind && x.firstPsn === psn);
-    if (r) {
-      abandonResponses(q, psn);
-      q.responses.push(plainResponse('read', psn, Syndrome.ACK_UNLIMITED));
-    }
+    if (r) answerAgain(q, psn, psn, plainResponse('read', psn, Syndrome.ACK_UNLIMITED));
     return;
   }
   if (info.kind === 'atomic') {
     const r = q.resources.find((x) => x.kind === 'atomic' && x.firstPsn === psn);
-    if (r) abandonResponses(q, psn);
-    if (r) q.responses.push(plainResponse('atomic', psn, Syndrome.ACK_UNLIMITED, r.orig));
+    if (r) answerAgain(q, psn, psn, plainResponse('atomic', psn, Syndrome.ACK_UNLIMITED, r.orig));
     return;
   }
   // SEND / WRITE: acknowledge again up to the last PSN we have (ePSN - 1).

@@ -77,6 +77,23 @@ function nakedBetween(tl: QpTimeline): (psn: number, from: number, to: number) =
   return (psn, from, to) => naks.some((e) => e.psn === psn && e.ns > from && e.ns <= to);
 }
 
+/** Whether the requester handed PSN `psn` to its port at a time in [from, to). */
+function handedOffBetween(f: QpFlight): (psn: number, from: number, to: number) => boolean {
+  const byPsn = new Map<number, number[]>();
+  for (let i = 0; i < f.reqTx.length; i++) {
+    const psn = f.reqTxPsn[i]!;
+    let xs = byPsn.get(psn);
+    if (!xs) byPsn.set(psn, (xs = []));
+    xs.push(f.reqTx[i]!);
+  }
+  return (psn, from, to) => {
+    const xs = byPsn.get(psn);
+    if (!xs) return false;
+    const t = lastBefore(xs, to);
+    return t >= from;
+  };
+}
+
 /**
  * trailingRounds over the retransmissions `rs` of a WR of operation `op`.
  * `afterTimeout(ns, prevNs)`: a resend at `ns` (the one before it at
@@ -89,6 +106,7 @@ function roundsOf(
   rs: readonly { ns: number; psn: number }[],
   naked: (psn: number, from: number, to: number) => boolean,
   afterTimeout: (ns: number, prevNs: number) => boolean = () => false,
+  sentBetween: (psn: number, from: number, to: number) => boolean = () => false,
 ): { psn: number; rounds: number; firstNs: number } | null {
   const onePacket = op === 'read' || op === 'fetch_add' || op === 'cmp_swap';
   const starts: { psn: number; ns: number }[] = [];
@@ -99,7 +117,10 @@ function roundsOf(
     const prev = rs[i - 1];
     const nakedSince = naked(r.psn, lastSent.get(r.psn) ?? Number.NEGATIVE_INFINITY, r.ns);
     lastSent.set(r.psn, r.ns);
-    if (onePacket || !prev || r.psn !== ((prev.psn + 1) & 0xffffff) || afterTimeout(r.ns, prev.ns) || nakedSince) starts.push(r);
+    // A PSN sent since the resend before (its first transmission, after a round that ended just
+    // below it) is not that round's: the round resends what went before it (campaign seed 9401193).
+    const follows = prev !== undefined && r.psn === ((prev.psn + 1) & 0xffffff) && !sentBetween(r.psn, prev.ns, r.ns);
+    if (onePacket || !follows || afterTimeout(r.ns, prev!.ns) || nakedSince) starts.push(r);
   }
   if (starts.length === 0) return null;
   const last = starts[starts.length - 1]!.psn;
@@ -137,6 +158,13 @@ export interface DelayEvidence {
    * responder is never taken to have held an answer back.
    */
   readonly responderTxIdle?: readonly number[];
+  /**
+   * How long a frame off the link takes to reach the transport (the receive
+   * stages): until then it is still on the way, and a timer due meanwhile
+   * fires first (campaign seed 9501147: a READ's answer arrived 33 ns before
+   * the timeout and was taken 7 ns after it). Absent: 0.
+   */
+  readonly rxLatencyNs?: number;
 }
 
 /** How many of the ascending times `xs` are at or before `t`. */
@@ -165,15 +193,17 @@ function lastBefore(xs: readonly number[], t: number): number {
 
 /**
  * Frames of the QP still on the way at `t` (sent or copied by a duplicate,
- * not arrived, not dropped), requests and responses. The counts run from the
+ * not yet through the far end's receive stages, not dropped), requests and
+ * responses. The counts run from the
  * start of the run, so a copy not counted as sent would hide one frame on
  * the way for the rest of it (campaign seed 9100939).
  */
 function onTheWay(d: DelayEvidence, t: number): number {
   const f = d.flight;
   const copies = (xs: readonly number[] | undefined): number => (xs ? countUpTo(sorted(xs), t) : 0);
-  const req = countUpTo(f.reqTx, t) + copies(d.reqCopyNs) - countUpTo(f.reqRx, t) - countUpTo(sorted(d.reqLostNs), t);
-  const resp = countUpTo(f.respTx, t) + copies(d.respCopyNs) - countUpTo(f.respRx, t) - countUpTo(sorted(d.respLostNs), t);
+  const taken = t - (d.rxLatencyNs ?? 0);
+  const req = countUpTo(f.reqTx, t) + copies(d.reqCopyNs) - countUpTo(f.reqRx, taken) - countUpTo(sorted(d.reqLostNs), t);
+  const resp = countUpTo(f.respTx, t) + copies(d.respCopyNs) - countUpTo(f.respRx, taken) - countUpTo(sorted(d.respLostNs), t);
   return Math.max(0, req) + Math.max(0, resp);
 }
 
@@ -207,6 +237,24 @@ function sorted(xs: readonly number[]): number[] {
   return s;
 }
 
+/**
+ * When the timer last started before `x`, from its start at `from`: each
+ * response the transport took before the timer was due may have restarted
+ * it (one that made progress does; counting every one only asks more of the
+ * delay).
+ */
+function restartedUntil(d: DelayEvidence, from: number, x: number): number {
+  const lat = d.rxLatencyNs ?? 0;
+  const rx = d.flight.respRx;
+  let start = from;
+  for (let i = countUpTo(rx, from - lat); i < rx.length; i++) {
+    const taken = rx[i]! + lat;
+    if (taken > x || taken >= start + d.timeoutNs) break;
+    if (taken > start) start = taken;
+  }
+  return start;
+}
+
 /** Whether at `t` the exchange was still under way: a frame on the way, or an answer held by a busy responder. */
 function delayedAt(d: DelayEvidence, t: number): boolean {
   return onTheWay(d, t) > 0 || answerHeldAtResponder(d, t);
@@ -224,12 +272,14 @@ export function timeoutsOnDelay(tl: QpTimeline, d: DelayEvidence, psn: number, r
   for (let i = 0; i < f.reqTx.length; i++) if (f.reqTxPsn[i] === psn && f.reqTx[i]! <= errorNs) resent.push(f.reqTx[i]!);
   const naks = tl.events.filter((e) => e.kind !== 'rnr-nak').map((e) => e.ns);
   let n = 0;
-  for (const x of [...resent.slice(1).slice(-rounds), errorNs]) {
+  for (const x of [...(rounds > 0 ? resent.slice(1).slice(-rounds) : []), errorNs]) {
     // The timer ran from the resend of `psn` before x (the round's first packet) at the latest: the
     // round's later packets, handed over as the port's FIFO made room, did not restart it (campaign
     // seed 301066), nor did a response meanwhile: one that made progress would have moved the next
-    // round to a later PSN (seeds 302005, 302635).
-    const quietFrom = lastBefore(resent, x);
+    // round to a later PSN (seeds 302005, 302635). With no round at all (retry_cnt 0: the first
+    // timeout ends the QP) a response may have made progress and restarted it: from the last one
+    // taken before the timer was due.
+    const quietFrom = rounds > 0 ? lastBefore(resent, x) : restartedUntil(d, lastBefore(resent, x), x);
     if (!Number.isFinite(quietFrom) || x - quietFrom < d.timeoutNs) continue;
     // A NAK since the last hand-off: x answered it (a NAK the requester heeded earlier sent it back
     // to a PSN, a hand-off; one it ignored stopped no timer).
@@ -280,13 +330,16 @@ export function explainRetryExhausted(e: RetryEvidence): Exhaustion {
         d.flight.resent.get(e.index) ?? [],
         nakedBetween(e.tl),
         (ns, prevNs) => ns - Math.max(prevNs, lastBefore(d.flight.reqTx, ns), lastBefore(d.flight.respRx, ns)) >= d.timeoutNs,
+        handedOffBetween(d.flight),
       )
     : trailingRounds(e.tl, e.index);
   const rounds = t?.rounds ?? 0;
   if (rounds < e.budget) return { ok: false, why: `gave up after ${rounds} retransmission round(s) from one PSN; retry_cnt ${e.budget} allows ${e.budget}` };
   const since = causesFrom(e.tl, e.index);
   const faults = e.faultNs.filter((ns) => ns >= since && ns <= e.errorNs).length;
-  const delayed = e.delay && t ? timeoutsOnDelay(e.tl, e.delay, t.psn, t.rounds, e.errorNs) : 0;
+  // retry_cnt 0: the one attempt is the first transmission, from the WR's first PSN.
+  const psn = t?.psn ?? w.psnFirst;
+  const delayed = e.delay ? timeoutsOnDelay(e.tl, e.delay, psn, rounds, e.errorNs) : 0;
   const onDelay = delayed > 0 ? ` and ${delayed} timeout(s) expired while its frames were still on the way` : '';
   if (faults + delayed < e.budget + 1)
     return {

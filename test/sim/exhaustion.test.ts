@@ -218,6 +218,46 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
     expect(explainRetryExhausted({ tl, index: 0, budget: 1, faultNs: [], errorNs: 150_000, delay }).ok).toBe(false);
   });
 
+  it('a PSN first sent after the round before it ended just below: its resend starts a round of its own', () => {
+    // WRITE 10..15: 10..12 sent, resent at 70 µs (a round from 10); 13..15 sent fresh just after;
+    // 10..12 acknowledged; 13..15 resent at 80 µs and again at 150 µs: two rounds from 13.
+    const resends = [70_000, 70_001, 70_002].map((ns, i) => ({ ns, psn: 10 + i }));
+    for (const at of [80_000, 150_000]) for (let k = 0; k < 3; k++) resends.push({ ns: at + k, psn: 13 + k });
+    const fresh = [0, 1, 2, 70_010, 70_011, 70_012];
+    const freshPsn = [10, 11, 12, 13, 14, 15];
+    const tl = timeline([wr({ op: 'write', psnFirst: 10, psnLast: 15, firstPacketNs: 0, retransmissions: resends })]);
+    const reqTx = [...fresh, ...resends.map((r) => r.ns)].sort((a, b) => a - b);
+    const psnAt = new Map([...fresh.map((ns, i) => [ns, freshPsn[i]!] as const), ...resends.map((r) => [r.ns, r.psn] as const)]);
+    const delay: DelayEvidence = {
+      flight: { reqTx, reqTxPsn: reqTx.map((ns) => psnAt.get(ns)!), reqRx: [], respTx: [], respRx: [71_000], resent: new Map([[0, resends]]) },
+      timeoutNs: 65_536,
+      reqLostNs: [],
+      respLostNs: [],
+    };
+    const e = explainRetryExhausted({ tl, index: 0, budget: 2, faultNs: [75_000, 100_000, 160_000], errorNs: 220_000, delay });
+    expect(e).toMatchObject({ ok: true, why: expect.stringMatching(/^2 retries from PSN 13/) });
+  });
+
+  it('retry_cnt 0: the first timeout ends the QP, explained when the answer was still on the way, in the receive stages included', () => {
+    // A READ at PSN 10 sent at 0; its answer comes off the link 6 ns before the timer is due and
+    // reaches the transport 40 ns later, after it fired.
+    const run = (respRx: number[], rxLatencyNs?: number) => {
+      const tl = timeline([wr({ op: 'read', psnFirst: 10, psnLast: 10, firstPacketNs: 0 })]);
+      const delay: DelayEvidence = {
+        flight: { reqTx: [0], reqTxPsn: [10], reqRx: [500], respTx: [600], respRx, resent: new Map() },
+        timeoutNs: 65_536,
+        reqLostNs: [],
+        respLostNs: [],
+        ...(rxLatencyNs === undefined ? {} : { rxLatencyNs }),
+      };
+      return explainRetryExhausted({ tl, index: 0, budget: 0, faultNs: [], errorNs: 65_600, delay });
+    };
+    expect(run([65_530], 40)).toMatchObject({ ok: true, why: expect.stringMatching(/and 1 timeout\(s\)/) });
+    expect(run([65_530]).ok).toBe(false);
+    // Taken long before the timer was due: it restarted the timer, and what fired 65.6 µs after the send was early.
+    expect(run([30_000], 40).ok).toBe(false);
+  });
+
   it('answers dropped on the way are losses, not delay: with no fault recorded, not explained', () => {
     const e = readRounds(70_000, [], { respLostNs: [600, 70_600, 140_600, 210_600] });
     expect(e.ok).toBe(false);

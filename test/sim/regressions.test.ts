@@ -80,6 +80,22 @@
  *   the resend, held behind the requester's own traffic, left; the judge
  *   looked for frames on the way only at the resend. It now also looks when
  *   the timer fired.
+ * - duplicate-read-answered-after-the-ack-of-a-later-send (timeout 1..6,
+ *   retry_cnt 1..7, seed 9401193, shrunk): a duplicate READ made the
+ *   responder drop the READ's stream but keep the ACK of the SEND behind
+ *   it queued in front of the new answer; the ACK told the requester the
+ *   READ was done with 287 responses missing (an implied NAK, a retry
+ *   spent). Responses now stay in PSN order (responder.ts answerAgain).
+ * - retry-round-from-a-psn-first-sent-after-the-round-before (the same seed,
+ *   unshrunk): the judge took the first resend of a PSN sent fresh after the
+ *   round before (which ended just below it) for that round's continuation
+ *   and counted one round of two.
+ * - retry-cnt-0-timeout-while-the-answer-was-in-the-receive-stages and
+ *   retry-cnt-0-timeout-while-the-answer-was-on-the-way (timeout 1..2,
+ *   retry_cnt 0..2, seeds 9501147 and 9501973): with retry_cnt 0 the first
+ *   timeout ends the QP; the judge looked for delay only in retransmission
+ *   rounds, and took a frame as arrived when it came off the link, not when
+ *   the receive stages handed it to the transport (after the timer fired).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
