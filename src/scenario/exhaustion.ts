@@ -194,9 +194,9 @@ function lastBefore(xs: readonly number[], t: number): number {
 /**
  * Frames of the QP still on the way at `t` (sent or copied by a duplicate,
  * not yet through the far end's receive stages, not dropped), requests and
- * responses. The counts run from the
- * start of the run, so a copy not counted as sent would hide one frame on
- * the way for the rest of it (campaign seed 9100939).
+ * responses. The counts run from the start of the run, so a copy not
+ * counted as sent would hide one frame on the way for the rest of it
+ * (campaign seed 9100939).
  */
 function onTheWay(d: DelayEvidence, t: number): number {
   const f = d.flight;
