@@ -210,7 +210,8 @@ function onTheWay(d: DelayEvidence, t: number): number {
 /**
  * Whether at `t` the responder held an answer back behind its own traffic: a
  * request of the QP had reached it after the last response it handed to its
- * port, and from that arrival to `t` its transmit FIFOs never emptied. The
+ * port, and from the latest such arrival to `t` its transmit FIFOs never
+ * emptied. The
  * pipeline hands a response over as soon as the FIFOs have room and its turn
  * comes; while they stay full other QPs' frames can take every slot, but once
  * they empty nothing is waiting, so an answer not given by then was not
@@ -221,10 +222,10 @@ function answerHeldAtResponder(d: DelayEvidence, t: number): boolean {
   const idle = d.responderTxIdle;
   if (!idle) return false;
   const f = d.flight;
-  const lastAnswer = lastBefore(f.respTx, t);
-  const k = countUpTo(f.reqRx, lastAnswer);
-  const arrived = f.reqRx[k];
-  if (arrived === undefined || arrived >= t) return false;
+  // The latest request to arrive: the earlier ones since the last answer may be out of sequence
+  // behind a lost one, dropped without an answer (campaign seed 9601568).
+  const arrived = lastBefore(f.reqRx, t);
+  if (arrived <= lastBefore(f.respTx, t)) return false;
   // Busy throughout [arrived, t]: not inside an empty spell at `arrived`, and the next one starts at `t` or later.
   const i = countUpTo(idle, arrived);
   return i % 2 === 0 && (i >= idle.length || idle[i]! >= t);

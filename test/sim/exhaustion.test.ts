@@ -176,6 +176,24 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
     });
   });
 
+  it('the latest request since the last response is the one held: earlier ones may have been dropped out of sequence', () => {
+    // Each round's request arrives at once and is dropped (the FIFOs empty just after); another
+    // request arrives later, and the FIFOs stay full from then until the timer fires.
+    const flight = {
+      reqTx: [0, 70_000, 140_000, 210_000],
+      reqTxPsn: [10, 10, 10, 10],
+      reqRx: [500, 60_000, 70_500, 130_000, 140_500, 200_000, 210_500, 270_000],
+      respTx: [],
+      respRx: [],
+      resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
+    };
+    const spells = [1000, 1100, 71_000, 71_100, 141_000, 141_100, 211_000, 211_100];
+    expect(readRounds(70_000, [], { flight, responderTxIdle: spells })).toMatchObject({ ok: true, why: expect.stringMatching(/and 4 timeout\(s\)/) });
+    // The FIFOs empty after the later arrivals too: nothing was held.
+    const more = [...spells, 61_000, 61_100, 131_000, 131_100, 201_000, 201_100, 271_000, 271_100].sort((a, b) => a - b);
+    expect(readRounds(70_000, [], { flight, responderTxIdle: more }).ok).toBe(false);
+  });
+
   it('a response after the requests answered them: only requests that arrived since the last response are held', () => {
     // Every request answered at once (respTx), the answers lost: a busy responder explains nothing.
     const e = readRounds(70_000, [], { responderTxIdle: [], respLostNs: [600, 70_600, 140_600, 210_600] });

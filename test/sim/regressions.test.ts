@@ -96,6 +96,13 @@
  *   timeout ends the QP; the judge looked for delay only in retransmission
  *   rounds, and took a frame as arrived when it came off the link, not when
  *   the receive stages handed it to the transport (after the timer fired).
+ * - retry-exhausted-while-the-responder-held-the-rnr-nak-behind-a-dropped-request
+ *   (timeout 1..6, retry_cnt 1..7, seed 9601568): after an RNR NAK a
+ *   resend's first packet is corrupted and its second dropped out of
+ *   sequence without an answer; a later resend's RNR NAK waits behind the
+ *   responder's full FIFOs past the timeout. The judge took the earliest
+ *   request since the responder's last answer (the dropped one, after which
+ *   the FIFOs had emptied); it now takes the latest.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
