@@ -206,6 +206,11 @@ export function completerReceive(nic: NicCore, q: QpCtx, qp: number, p: ScratchP
       case AethType.RNR_NAK: {
         // Stale (before what is acknowledged), or the RNR NAK being waited out arriving again.
         if (psnCompare(psn, q.ackedPsn) <= 0 || (now < q.rnrUntil && psn === q.rnrPsn)) return;
+        // The NAK acknowledges everything before its PSN: past what was acknowledged, that is
+        // progress, and both budgets start again before this NAK takes its RNR retry, as a
+        // NAK-sequence's does. Without it a timeout, then an RNR NAK that moved on, then a
+        // timeout spent retry_cnt 2 on one PSN's single round (campaign seed 9980609).
+        if (psnCompare(psn, psnAdd(q.ackedPsn, 1)) > 0) restoreRetries(q);
         ackThrough(nic, q, psnAdd(psn, -1));
         q.ackedPsn = psnAdd(psn, -1);
         const head = q.window[0];

@@ -103,6 +103,12 @@
  *   responder's full FIFOs past the timeout. The judge took the earliest
  *   request since the responder's last answer (the dropped one, after which
  *   the FIFOs had emptied); it now takes the latest.
+ * - rnr-nak-that-moved-on-restores-the-retry-budget (100 KB messages,
+ *   rd_atomic 1..16, timeout 1..4, seed 9980609, shrunk): a timeout, then an
+ *   RNR NAK naming a later PSN (acknowledging those before it), then a
+ *   timeout: the RNR NAK's progress did not give retry_cnt back, as an
+ *   ACK's and a NAK-sequence's do, and the WR failed after one round from
+ *   its PSN. It now restores both budgets before taking its RNR retry.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -120,7 +126,10 @@ describe('campaign seeds that once failed', () => {
     it(f.replace(/\.json$/, ''), async () => {
       const r = await run(JSON.parse(readFileSync(DIR + f, 'utf8')) as Record<string, unknown>);
       expect(r.verify).toEqual([]);
-      expect(r.stalls).toEqual([]);
+      // A QP pair that ran out of retries as the run explains is in error: its other stream may
+      // stall (the far side retries for ever at retry_cnt 7), which follows from it (the runner's
+      // consequences), as in rnr-nak-that-moved-on-restores-the-retry-budget.
+      expect(r.stalls.filter((st) => !r.exhausted.some((x) => x.qp === st.qp))).toEqual([]);
     }, 60_000);
   }
 });
