@@ -88,9 +88,7 @@ function handedOffBetween(f: QpFlight): (psn: number, from: number, to: number) 
   }
   return (psn, from, to) => {
     const xs = byPsn.get(psn);
-    if (!xs) return false;
-    const t = lastBefore(xs, to);
-    return t >= from;
+    return xs !== undefined && lastBefore(xs, to) >= from;
   };
 }
 
@@ -211,12 +209,11 @@ function onTheWay(d: DelayEvidence, t: number): number {
  * Whether at `t` the responder held an answer back behind its own traffic: a
  * request of the QP had reached it after the last response it handed to its
  * port, and from the latest such arrival to `t` its transmit FIFOs never
- * emptied. The
- * pipeline hands a response over as soon as the FIFOs have room and its turn
- * comes; while they stay full other QPs' frames can take every slot, but once
- * they empty nothing is waiting, so an answer not given by then was not
- * queued (campaign seed 9100928: an ACK waited 9 µs behind the responder's
- * bulk data, past an 8.2 µs timeout).
+ * emptied. The pipeline hands a response over as soon as the FIFOs have room
+ * and its turn comes; while they stay full other QPs' frames can take every
+ * slot, but once they empty nothing is waiting, so an answer not given by
+ * then was not queued (campaign seed 9100928: an ACK waited 9 µs behind the
+ * responder's bulk data, past an 8.2 µs timeout).
  */
 function answerHeldAtResponder(d: DelayEvidence, t: number): boolean {
   const idle = d.responderTxIdle;

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type DelayEvidence, explainRetryExhausted, explainRnrExhausted, trailingRounds } from '../../src/scenario/exhaustion.js';
-import type { QpTimeline, WrRecord } from '../../src/scenario/timeline.js';
+import type { QpFlight, QpTimeline, WrRecord } from '../../src/scenario/timeline.js';
 import { judge } from '../../src/campaign/invariants.js';
 import { run } from './helpers.js';
 
@@ -124,6 +124,19 @@ function readRounds(every: number, respRx: number[], more: Partial<DelayEvidence
   return explainRetryExhausted({ tl, index: 0, budget: 3, faultNs: [], errorNs: 4 * every, delay });
 }
 
+/** readRounds' READ sent every 70 µs, its requests arrived 500 ns later, no answer handed over: `over` changes that. */
+function silentFlight(over: Partial<QpFlight> = {}): QpFlight {
+  return {
+    reqTx: [0, 70_000, 140_000, 210_000],
+    reqTxPsn: [10, 10, 10, 10],
+    reqRx: [500, 70_500, 140_500, 210_500],
+    respTx: [],
+    respRx: [],
+    resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
+    ...over,
+  };
+}
+
 describe('the judge of a retry budget spent on delay (a timeout shorter than the fabric queueing)', () => {
   it('every timeout due while the answer was still on the way: explained with no fault at all', () => {
     const e = readRounds(70_000, [400_000]);
@@ -139,27 +152,13 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
 
   it('a responder that never answers (the requests arrived, nothing came back or is on the way): not explained', () => {
     const e = readRounds(70_000, [], {
-      flight: {
-        reqTx: [0, 70_000, 140_000, 210_000],
-        reqTxPsn: [10, 10, 10, 10],
-        reqRx: [500, 70_500, 140_500, 210_500],
-        respTx: [],
-        respRx: [],
-        resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
-      },
+      flight: silentFlight(),
     });
     expect(e.ok).toBe(false);
   });
 
   it('a responder whose transmit FIFOs stayed full from each request on holds the answers back: explained; one whose FIFOs emptied meanwhile: not', () => {
-    const silent = {
-      reqTx: [0, 70_000, 140_000, 210_000],
-      reqTxPsn: [10, 10, 10, 10],
-      reqRx: [500, 70_500, 140_500, 210_500],
-      respTx: [],
-      respRx: [],
-      resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
-    };
+    const silent = silentFlight();
     // Never empty while the run was watched (an empty log), or empty only before the first request.
     expect(readRounds(70_000, [], { flight: silent, responderTxIdle: [] }).ok).toBe(true);
     expect(readRounds(70_000, [], { flight: silent, responderTxIdle: [0, 400] })).toMatchObject({
@@ -179,14 +178,7 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
   it('the latest request since the last response is the one held: earlier ones may have been dropped out of sequence', () => {
     // Each round's request arrives at once and is dropped (the FIFOs empty just after); another
     // request arrives later, and the FIFOs stay full from then until the timer fires.
-    const flight = {
-      reqTx: [0, 70_000, 140_000, 210_000],
-      reqTxPsn: [10, 10, 10, 10],
-      reqRx: [500, 60_000, 70_500, 130_000, 140_500, 200_000, 210_500, 270_000],
-      respTx: [],
-      respRx: [],
-      resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
-    };
+    const flight = silentFlight({ reqRx: [500, 60_000, 70_500, 130_000, 140_500, 200_000, 210_500, 270_000] });
     const spells = [1000, 1100, 71_000, 71_100, 141_000, 141_100, 211_000, 211_100];
     expect(readRounds(70_000, [], { flight, responderTxIdle: spells })).toMatchObject({ ok: true, why: expect.stringMatching(/and 4 timeout\(s\)/) });
     // The FIFOs empty after the later arrivals too: nothing was held.
@@ -202,14 +194,7 @@ describe('the judge of a retry budget spent on delay (a timeout shorter than the
 
   it('copies a duplicate made arrive without being sent: counted as sent, they do not hide a frame on the way', () => {
     // An older response and its duplicate arrived before the READ went out; the READ's answers are all still out.
-    const flight = {
-      reqTx: [0, 70_000, 140_000, 210_000],
-      reqTxPsn: [10, 10, 10, 10],
-      reqRx: [500, 70_500, 140_500, 210_500],
-      respTx: [-100, 600, 70_600, 140_600, 210_600],
-      respRx: [-50, -40, -30, -20, -10],
-      resent: new Map([[0, [70_000, 140_000, 210_000].map((ns) => ({ ns, psn: 10 }))]]),
-    };
+    const flight = silentFlight({ respTx: [-100, 600, 70_600, 140_600, 210_600], respRx: [-50, -40, -30, -20, -10] });
     expect(readRounds(70_000, [], { flight }).ok).toBe(false);
     expect(readRounds(70_000, [], { flight, respCopyNs: [-60, -60, -60, -60] })).toMatchObject({
       ok: true,
