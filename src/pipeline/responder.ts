@@ -594,19 +594,23 @@ export function executeAtomic(sab: SharedArrayBuffer | ArrayBufferLike, off: num
 }
 
 /**
- * A duplicate READ or ATOMIC (PSNs `psn`..`lastPsn`) means the requester
- * went back to that PSN: the responses still queued for it and for later
- * requests are for what it will ask again, in PSN order. `answer` replaces
+ * A duplicate READ or ATOMIC (the request's PSNs `firstPsn`..`lastPsn`;
+ * `answer.psn` is where a resumed READ asks from) means the requester went
+ * back to that PSN: the responses still queued for that request and for
+ * later ones are for what it will ask again, in PSN order. `answer` replaces
  * them (rxe moves its current resource the same way); otherwise stale
  * responses pile up behind each retry and the requester's timer expires
- * before the one it waits for is sent. Responses stay in PSN order: an ACK
+ * before the one it waits for is sent. That includes an earlier answer to
+ * the same READ: left in front of one resumed in its middle, it streamed
+ * again what the requester had and held back what it asked for until the
+ * timer fired (campaign seed 9981298). Responses stay in PSN order: an ACK
  * or NAK queued for a later PSN goes after the answer, and is dropped if it
  * would cover a later READ or ATOMIC whose answer was abandoned here (the
  * requester asks for that again, and for what follows it). An ACK kept in
  * front of the answer told the requester a READ was done whose responses
  * had not all gone: an implied NAK, a retry spent (campaign seed 9401193).
  */
-export function answerAgain(q: QpCtx, psn: number, lastPsn: number, answer: PendingResponse): void {
+export function answerAgain(q: QpCtx, firstPsn: number, lastPsn: number, answer: PendingResponse): void {
   const rs = q.responses;
   let after: PendingResponse[] | null = null;
   /** The first PSN past the duplicate whose READ or ATOMIC answer is abandoned (-1: none). */
@@ -614,7 +618,7 @@ export function answerAgain(q: QpCtx, psn: number, lastPsn: number, answer: Pend
   let w = 0;
   for (const r of rs) {
     // Answers to earlier requests stay where they are.
-    if (psnCompare(r.psn, psn) < 0) rs[w++] = r;
+    if (psnCompare(r.psn, firstPsn) < 0) rs[w++] = r;
     else if (r.kind === 'ack' || r.kind === 'nak') (after ??= []).push(r);
     else if (psnCompare(r.psn, lastPsn) > 0 && (cut < 0 || psnCompare(r.psn, cut) < 0)) cut = r.psn;
   }
@@ -636,7 +640,7 @@ function duplicate(nic: NicCore, q: QpCtx, p: ScratchPacket): void {
     if (!r || reth.rkey !== r.rkey || va < r.va || va + reth.dmaLength > r.va + r.length) return;
     const hostOff = reth.dmaLength > 0 ? remoteOffset(nic.env.mem, nic.env.tables, q.pdn, q.qpn, reth.rkey, va, reth.dmaLength, IBV_ACCESS_REMOTE_READ) : 0;
     if (hostOff < 0) return;
-    answerAgain(q, psn, r.lastPsn, {
+    answerAgain(q, r.firstPsn, r.lastPsn, {
       kind: 'read',
       psn,
       syndrome: Syndrome.ACK_UNLIMITED,
