@@ -101,6 +101,8 @@ export class QpCtx {
   sqPsn = 0;
   /** Highest PSN acknowledged by the responder (cumulative). */
   ackedPsn = 0xffffff;
+  /** Highest PSN sent (a READ request covers its responses' PSNs): past `ackedPsn`, something is in flight. */
+  sentPsn = 0xffffff;
   /** WQEs fetched and not yet completed, oldest first. */
   readonly window: SendWqe[] = [];
   /** Index in `window` of the WQE being transmitted. */
@@ -238,7 +240,7 @@ export class QpCtx {
     // acknowledged. The cumulative-ACK mark must sit just behind the send
     // PSN (set by RTR→RTS), or comparisons against a mark 2^23 away flip
     // sign (PSN order is modulo 2^24, IBTA 9.7.1).
-    if (this.window.length === 0) this.ackedPsn = (this.sqPsn - 1) & 0xffffff;
+    if (this.window.length === 0) this.ackedPsn = this.sentPsn = (this.sqPsn - 1) & 0xffffff;
     this.ePsn = f.rqPsn.get(dv, qp);
     return true;
   }

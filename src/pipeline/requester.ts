@@ -51,7 +51,7 @@ import { checkSges, gather, gatherAlign, gatherSource } from './dma.js';
 import { executeLocalOp, isLocalOp } from './local-ops.js';
 import type { PathTemplate } from './packet-builder.js';
 import { bswap32, connectedPath, udPath } from './paths.js';
-import { psnAdd } from './psn.js';
+import { psnAdd, psnCompare } from './psn.js';
 import { paceRate, type QpCtx } from './qp-ctx.js';
 import { localAckTimeoutNs } from './timer-tables.js';
 import { readSendWqe, releaseSendWqe, SendWqe, WqeStatus } from './work-requests.js';
@@ -336,6 +336,8 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   const len = built.length;
   nic.transmit(portNum, built, q.prio, spacingPs);
   w.sentPkts = isRead || isAtomic ? w.npsn : i + 1;
+  const covered = isRead ? psnAdd(w.firstPsn, w.npsn - 1) : psn;
+  if (psnCompare(covered, q.sentPsn) > 0) q.sentPsn = covered;
   if (i === 0) nic.ctr(portNum)[Ctr.RDMA_SENDS]!++;
   return len;
 }
@@ -435,9 +437,21 @@ export function requesterTransmit(nic: NicCore, q: QpCtx, qp: number, budget: nu
   return sent;
 }
 
-/** Packets are on the wire and not yet acknowledged. */
+/**
+ * Packets are on the wire and not yet acknowledged: a PSN past the cumulative
+ * ACK was sent, or a READ/ATOMIC that an ACK passed awaits its response (its
+ * answer was lost, or dropped while an earlier READ's responses were
+ * missing). A WQE being resent below the ACK is not: counted, the timer ran
+ * from an ACK that covered all that was sent, fired before the next new PSN
+ * went out and spent a retry on it (campaign seed 9981298).
+ */
 export function hasUnacked(q: QpCtx): boolean {
-  return q.window.length > 0 && (q.txIndex > 0 || q.window[0]!.sentPkts > 0);
+  if (psnCompare(q.sentPsn, q.ackedPsn) > 0) return q.window.length > 0;
+  for (const w of q.window) {
+    if (psnCompare(w.firstPsn, q.ackedPsn) > 0) break;
+    if (isReadOrAtomic(w.opcode) && w.sentPkts > 0) return true;
+  }
+  return false;
 }
 
 /** Work left for the requester (new WQEs or packets to send). */

@@ -109,6 +109,22 @@
  *   timeout: the RNR NAK's progress did not give retry_cnt back, as an
  *   ACK's and a NAK-sequence's do, and the WR failed after one round from
  *   its PSN. It now restores both budgets before taking its RNR retry.
+ * - timer-from-an-ack-that-covered-all-that-was-sent (the same campaign,
+ *   seed 9981298, shrunk): an ACK past every PSN the requester had sent
+ *   (it was resending from behind it, through a deep transmit FIFO)
+ *   restarted the timer as if packets were in flight; it fired before the
+ *   next new PSN left and spent a retry on it. The timer now runs only
+ *   while a PSN past the cumulative ACK has been sent.
+ * - duplicate-read-resumed-mid-stream-replaces-the-old-answer (the same
+ *   seed shrunk without faults): a READ resumed where its responses
+ *   stopped was answered behind the rest of an earlier answer to the same
+ *   READ, which streamed again what the requester had; the responses it
+ *   asked for came after each timeout. The new answer now replaces it.
+ * - atomic-answer-dropped-behind-a-resumed-read (seed 9990011, shrunk; a
+ *   stall a first version of that timer rule caused): a CMP_SWAP's answer
+ *   came while the READ ahead of it missed a response and was dropped; once
+ *   the READ completed, an ACK passed the CMP_SWAP with nothing unsent. The
+ *   timer must run while a READ or ATOMIC the ACK passed awaits its answer.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
