@@ -30,13 +30,9 @@ import { scatter } from './dma.js';
 import { psnAdd, psnCompare } from './psn.js';
 import { retriesForever } from './profiles.js';
 import type { QpCtx } from './qp-ctx.js';
-import { completeSend, failHead, hasUnacked, isReadOrAtomic, rewindTo } from './requester.js';
+import { completeSend, failHead, hasUnacked, isReadOrAtomic, lastPsn, rewindTo } from './requester.js';
 import { localAckTimeoutNs, rnrTimerNs } from './timer-tables.js';
 import { type SendWqe, WqeStatus } from './work-requests.js';
-
-function lastPsn(w: SendWqe): number {
-  return psnAdd(w.firstPsn, w.npsn - 1);
-}
 
 /**
  * Retires SEND/WRITE WQEs fully covered by a cumulative ACK of `psn`. Stops

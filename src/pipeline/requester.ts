@@ -59,6 +59,11 @@ import { readSendWqe, releaseSendWqe, SendWqe, WqeStatus } from './work-requests
 /** Packets between two AckReq bits on a long message (rxe: RXE_MAX_PKT_PER_ACK). */
 const MAX_PKT_PER_ACK = 64;
 
+/** The last PSN of `w` (a READ's request covers its responses' PSNs). */
+export function lastPsn(w: SendWqe): number {
+  return psnAdd(w.firstPsn, w.npsn - 1);
+}
+
 /** Requests the responder answers with a response (READ / atomic ACK) and a responder resource. */
 export function isReadOrAtomic(opcode: number): boolean {
   return (
@@ -336,7 +341,7 @@ function sendPacket(nic: NicCore, q: QpCtx, w: SendWqe, path: PathTemplate, port
   const len = built.length;
   nic.transmit(portNum, built, q.prio, spacingPs);
   w.sentPkts = isRead || isAtomic ? w.npsn : i + 1;
-  const covered = isRead ? psnAdd(w.firstPsn, w.npsn - 1) : psn;
+  const covered = isRead ? lastPsn(w) : psn;
   if (psnCompare(covered, q.sentPsn) > 0) q.sentPsn = covered;
   if (i === 0) nic.ctr(portNum)[Ctr.RDMA_SENDS]!++;
   return len;
